@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Install the Debian packages the tests need when they are missing (as root), or name them.
+set -euo pipefail
+missing=()
+command -v pg_prove >/dev/null || missing+=(libtap-parser-sourcehandler-pgtap-perl)
+[ -f /usr/share/postgresql/15/extension/pgtap.control ] || missing+=(postgresql-15-pgtap)
+[ -f /usr/share/postgresql/15/extension/plpgsql_check.control ] || missing+=(postgresql-15-plpgsql-check)
+[ ${#missing[@]} -eq 0 ] && exit 0
+if [ "$(id -u)" = 0 ]; then
+  echo "installing Debian packages: ${missing[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+else
+  echo "missing Debian packages: ${missing[*]}" >&2
+  echo "install them with: sudo apt-get install ${missing[*]}" >&2
+  exit 1
+fi

@@ -1,0 +1,68 @@
+# andal — `make help` lists the targets.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PGHOST ?= 127.0.0.1
+PGPORT ?= 5432
+PGUSER ?= postgres
+export PGHOST PGPORT PGUSER
+DATABASE_URL ?= postgresql://$(PGUSER)@$(PGHOST):$(PGPORT)/postgres
+TEST_DB ?= andal_pgtap
+DEB_PACKAGES := postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl postgresql-15-plpgsql-check
+
+.PHONY: help venv deps install test test-sql test-py lint demo bench bench-quick soak clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
+
+$(VENV)/.installed: pyproject.toml
+	@test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test]'
+	@touch $@
+
+venv: $(VENV)/.installed ## create .venv and install andal with its test extras
+
+deps: ## install the Debian packages the tests need (pgTAP, pg_prove, plpgsql_check)
+	@bash .ci/deps.sh $(DEB_PACKAGES)
+
+install: venv ## install or upgrade andal in $$DATABASE_URL (idempotent)
+	$(VENV)/bin/andal --dsn "$(DATABASE_URL)" install
+
+test: venv deps ## run every test: pgTAP (pg_prove) then pytest
+	$(MAKE) --no-print-directory test-sql
+	$(MAKE) --no-print-directory test-py
+
+test-sql: venv ## pgTAP tests in a fresh database
+	@psql -q -X -d postgres -c 'drop database if exists $(TEST_DB)' -c 'create database $(TEST_DB)'
+	$(PY) -m andal.install "postgresql://$(PGUSER)@$(PGHOST):$(PGPORT)/$(TEST_DB)" >/dev/null
+	@psql -q -X -d $(TEST_DB) -c 'create extension if not exists pgtap'
+	pg_prove -d $(TEST_DB) --recurse --ext .sql sql/tests/
+	@psql -q -X -d postgres -c 'drop database if exists $(TEST_DB)'
+
+test-py: venv ## pytest suite (real PostgreSQL, real processes)
+	$(VENV)/bin/pytest -q $(PYTEST_ARGS)
+
+lint: venv deps ## sqlfluff, ruff and plpgsql_check
+	$(VENV)/bin/sqlfluff lint sql/schema
+	$(VENV)/bin/ruff check pydriver tests bench
+	$(VENV)/bin/ruff format --check pydriver tests bench
+	@bash .ci/plpgsql_check.sh
+
+demo: venv ## install andal, enqueue ~20,000 jobs and run a worker pool with a summary
+	$(PY) -m andal.demo
+
+bench: venv ## the full benchmark (not part of make test)
+	$(PY) -m pip install -q -e '.[bench]'
+	$(PY) -m bench.run
+
+bench-quick: venv ## every benchmark workload at small sizes (smoke test)
+	$(PY) -m bench.run --quick
+
+soak: venv ## long reliability tests (not in CI)
+	$(VENV)/bin/pytest -q -m soak tests
+
+clean: ## remove the virtualenv and caches
+	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -1,0 +1,267 @@
+-- Private helpers of the queue functions. Granted to nobody; called only by andal's own
+-- SECURITY DEFINER functions.
+
+-- _check_name: a name argument (queue, category, worker, key) is non-empty and not too long.
+-- Raises 22004 when required and null, 22023 when empty or longer than max_length characters.
+create or replace function queue._check_name(
+    value text, argument text, required boolean default true, max_length int default 128
+) returns void
+language plpgsql immutable
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    if value is null then
+        if required then
+            raise exception '% must not be null', argument using errcode = '22004';
+        end if;
+        return;
+    end if;
+    if length(value) = 0 or length(value) > max_length then
+        raise exception '% must be 1 to % characters long (got %)',
+            argument, max_length, length(value)
+            using errcode = '22023';
+    end if;
+end
+$$;
+
+-- _check_payload: a job payload is a non-null JSON object no larger than the queue's limit.
+-- Raises 22004 (null), 22023 (not an object), 54000 (over payload_limit bytes of JSON text).
+create or replace function queue._check_payload(payload jsonb, argument text, payload_limit int)
+returns void
+language plpgsql immutable
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    if payload is null then
+        raise exception '% must not be null', argument using errcode = '22004';
+    end if;
+    if jsonb_typeof(payload) <> 'object' then
+        raise exception '% must be a JSON object, not %', argument, jsonb_typeof(payload)
+            using errcode = '22023';
+    end if;
+    -- The binary size bounds the text size from above within a small factor: only large
+    -- payloads pay for the exact measure.
+    if pg_column_size(payload) > payload_limit / 8
+        and octet_length(payload::text) > payload_limit then
+        raise exception '% is % bytes, over the queue''s limit of % bytes',
+            argument, octet_length(payload::text), payload_limit
+            using errcode = '54000',
+            hint = 'Store large data elsewhere and pass a reference, '
+            'or raise the limit with queue.configure_queue(payload_limit => ...).';
+    end if;
+end
+$$;
+
+-- _check_interval: an interval argument is not null and not negative (or positive when
+-- strict). Raises 22004 / 22023.
+create or replace function queue._check_interval(
+    value interval, argument text, strict_positive boolean default false,
+    required boolean default true
+) returns void
+language plpgsql immutable
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    if value is null then
+        if required then
+            raise exception '% must not be null', argument using errcode = '22004';
+        end if;
+        return;
+    end if;
+    if strict_positive and value <= interval '0' then
+        raise exception '% must be positive (got %)', argument, value using errcode = '22023';
+    end if;
+    if value < interval '0' then
+        raise exception '% must not be negative (got %)', argument, value
+            using errcode = '22023';
+    end if;
+end
+$$;
+
+-- _config: the policy row of a queue, created with the defaults on first use.
+create or replace function queue._config(queue_name text) returns queue.queues
+language plpgsql
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_cfg queue.queues;
+begin
+    select q.* into v_cfg from queue.queues as q where q.queue = queue_name;
+    if not found then
+        insert into queue.queues as q (queue) values (queue_name)
+        on conflict (queue) do nothing;
+        select q.* into v_cfg from queue.queues as q where q.queue = queue_name;
+    end if;
+    return v_cfg;
+end
+$$;
+
+-- _category_id: the id of a category, created (limit 1) on first use.
+create or replace function queue._category_id(category_name text) returns bigint
+language plpgsql
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_id bigint;
+begin
+    select c.id into v_id from queue.categories as c where c.category = category_name;
+    if v_id is null then
+        insert into queue.categories as c (category) values (category_name)
+        on conflict (category) do nothing;
+        select c.id into v_id from queue.categories as c where c.category = category_name;
+    end if;
+    return v_id;
+end
+$$;
+
+-- _gate_key: the advisory-lock key of a category: its id under andal's 24-bit prefix, so the
+-- key never collides with small integer keys an application uses.
+create or replace function queue._gate_key(category_id bigint) returns bigint
+language sql immutable
+set search_path = pg_catalog, pg_temp
+as $$ select (x'616e64'::bigint << 40) | category_id $$;
+
+-- _backoff: the delay before the next attempt after `attempt` failed attempts, by queue policy.
+-- linear: backoff_base * attempt (the seed's attempt * 5 s); exponential: backoff_base *
+-- 2^(attempt-1). Both capped at backoff_cap, then reduced by up to `jitter` (a fraction).
+create or replace function queue._backoff(cfg queue.queues, attempt int) returns interval
+language plpgsql volatile
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_delay interval;
+begin
+    if cfg.backoff = 'exponential' then
+        v_delay := cfg.backoff_base * power(2, least(greatest(attempt, 1) - 1, 40));
+    else
+        v_delay := cfg.backoff_base * greatest(attempt, 1);
+    end if;
+    v_delay := least(v_delay, cfg.backoff_cap);
+    if cfg.jitter > 0 then
+        v_delay := v_delay * (1 - cfg.jitter * random());
+    end if;
+    return v_delay;
+end
+$$;
+
+-- _lease_lost: raise andal's lease-lost error (SQLSTATE AN001) for job_id, explaining why the
+-- caller's token is no longer current. Never returns.
+create or replace function queue._lease_lost(job_id bigint, token uuid) returns void
+language plpgsql
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_job queue.jobs;
+    v_detail text;
+begin
+    select j.* into v_job from queue.jobs as j where j.id = _lease_lost.job_id;
+    if not found then
+        v_detail := format('job %s is no longer live (completed, dead-lettered or cancelled)',
+            job_id);
+    elsif v_job.status <> 'running' then
+        v_detail := format('job %s is pending again (its lease expired or it was released)',
+            job_id);
+    elsif v_job.token is distinct from _lease_lost.token then
+        v_detail := format('job %s was claimed again by %s at attempt %s',
+            job_id, v_job.worker, v_job.attempt);
+    else
+        v_detail := format('the lease of job %s expired at %s', job_id, v_job.lease_expires_at);
+    end if;
+    raise exception 'lease lost on job %', job_id
+        using errcode = 'AN001', detail = v_detail,
+        hint = 'Discard this attempt''s outcome: the job will run (or ran) again elsewhere.';
+end
+$$;
+
+-- _bury: move a live job to the dead letters with its error history, free its gate slot and
+-- tell operators on channel andal_ops. The caller holds the row lock.
+create or replace function queue._bury(job queue.jobs, reason text, last_error text)
+returns void
+language plpgsql
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    delete from queue.jobs as j where j.id = job.id;
+    if job.category is not null then
+        delete from queue.worker_locks as w where w.job_id = job.id;
+    end if;
+    insert into queue.dead_letters as d (
+        job_id, queue, category, priority, payload, attempt, max_attempts, enqueued_at,
+        dedup_key, reason, last_error, errors, cache_key
+    ) values (
+        job.id, job.queue, job.category, job.priority, job.payload, job.attempt,
+        job.max_attempts, job.enqueued_at, job.dedup_key, reason, last_error, job.errors,
+        job.cache_key
+    );
+    perform pg_notify('andal_ops', json_build_object(
+        'event', 'dead', 'job_id', job.id, 'queue', job.queue, 'reason', reason
+    )::text);
+end
+$$;
+
+-- _error_entry: one element of a job's error history.
+create or replace function queue._error_entry(
+    attempt int, error text, worker text, retry_in interval default null
+) returns jsonb
+language sql stable
+set search_path = pg_catalog, pg_temp
+as $$
+    select jsonb_strip_nulls(jsonb_build_object(
+        'attempt', attempt, 'error', error, 'worker', worker, 'at', now(),
+        'retry_in', retry_in::text
+    ))
+$$;
+
+-- _reap: take back up to `lim` running jobs whose lease expired: the attempt is spent; the job
+-- is pending again at once, or dead-lettered when it has no attempt left. Skips rows another
+-- session holds. Returns how many it took back.
+create or replace function queue._reap(lim int default 100) returns int
+language plpgsql
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_job queue.jobs;
+    v_count int := 0;
+    v_error text;
+begin
+    for v_job in
+        select j.* from queue.jobs as j
+        where j.status = 'running' and j.lease_expires_at <= now()
+        order by j.lease_expires_at
+        limit lim
+        for update skip locked
+    loop
+        v_error := format('lease expired (worker %s)', v_job.worker);
+        v_job.errors := v_job.errors || queue._error_entry(v_job.attempt, v_error, v_job.worker);
+        if v_job.attempt >= v_job.max_attempts then
+            perform queue._bury(v_job, 'exhausted', v_error);
+            if v_job.cache_key is not null then
+                perform cache._job_done(v_job.cache_key, (queue._config(v_job.queue)).cache_policy,
+                    null, 'dead');
+            end if;
+        else
+            update queue.jobs as j
+            set status = 'pending', token = null, worker = null, claimed_at = null,
+                lease_expires_at = null, available_at = now(), errors = v_job.errors
+            where j.id = v_job.id;
+            if v_job.category is not null then
+                delete from queue.worker_locks as w where w.job_id = v_job.id;
+            end if;
+        end if;
+        v_count := v_count + 1;
+    end loop;
+    return v_count;
+end
+$$;
+
+revoke all on function queue._check_name(text, text, boolean, int) from public;
+revoke all on function queue._check_payload(jsonb, text, int) from public;
+revoke all on function queue._check_interval(interval, text, boolean, boolean) from public;
+revoke all on function queue._config(text) from public;
+revoke all on function queue._category_id(text) from public;
+revoke all on function queue._gate_key(bigint) from public;
+revoke all on function queue._backoff(queue.queues, int) from public;
+revoke all on function queue._lease_lost(bigint, uuid) from public;
+revoke all on function queue._bury(queue.jobs, text, text) from public;
+revoke all on function queue._error_entry(int, text, text, interval) from public;
+revoke all on function queue._reap(int) from public;

@@ -1,0 +1,114 @@
+-- queue.enqueue_many: add many jobs of one queue in one statement; returns their ids in input
+-- order.
+--
+-- Guarantees: all or nothing (one bad payload rejects the whole call and writes nothing); one
+-- NOTIFY for the call. dedup_keys, when given, is parallel to payloads (null elements mean no
+-- key); a key already held by a live job, or repeated in the call, yields that job's id.
+-- Raises: 22004 null array or null element; 22023 non-object payload, arrays of different
+-- lengths, bad names, negative delay, max_attempts < 1; 54000 a payload over the limit.
+create or replace function queue.enqueue_many(
+    payloads jsonb[],
+    queue text default 'default',
+    category text default null,
+    priority int default 0,
+    delay interval default '0',
+    max_attempts int default null,
+    dedup_keys text[] default null
+) returns setof bigint
+language plpgsql
+security definer
+set search_path = pg_catalog, pg_temp
+as $$
+#variable_conflict use_column
+declare
+    v_cfg queue.queues;
+    v_i int;
+    v_n int;
+    v_id bigint;
+    v_ids bigint[] := '{}';
+    v_inserted boolean := false;
+begin
+    if enqueue_many.payloads is null then
+        raise exception 'payloads must not be null' using errcode = '22004';
+    end if;
+    perform queue._check_name(enqueue_many.queue, 'queue');
+    perform queue._check_name(enqueue_many.category, 'category', false);
+    perform queue._check_interval(enqueue_many.delay, 'delay');
+    if enqueue_many.priority is null then
+        raise exception 'priority must not be null' using errcode = '22004';
+    end if;
+    if enqueue_many.max_attempts is not null and enqueue_many.max_attempts < 1 then
+        raise exception 'max_attempts must be at least 1 (got %)', enqueue_many.max_attempts
+            using errcode = '22023';
+    end if;
+    v_n := coalesce(array_length(enqueue_many.payloads, 1), 0);
+    if v_n = 0 then
+        return;
+    end if;
+    if enqueue_many.dedup_keys is not null
+        and coalesce(array_length(enqueue_many.dedup_keys, 1), 0) <> v_n then
+        raise exception 'dedup_keys must have one element per payload (% payloads, % keys)',
+            v_n, coalesce(array_length(enqueue_many.dedup_keys, 1), 0)
+            using errcode = '22023';
+    end if;
+    v_cfg := queue._config(enqueue_many.queue);
+    for v_i in 1 .. v_n loop
+        perform queue._check_payload(enqueue_many.payloads[v_i],
+            format('payloads[%s]', v_i), v_cfg.payload_limit);
+        if enqueue_many.dedup_keys is not null then
+            perform queue._check_name(enqueue_many.dedup_keys[v_i],
+                format('dedup_keys[%s]', v_i), false, 512);
+        end if;
+    end loop;
+    if enqueue_many.category is not null then
+        perform queue._category_id(enqueue_many.category);
+    end if;
+
+    if enqueue_many.dedup_keys is null then
+        -- One set-based insert; identity values follow the ordered input.
+        return query
+        insert into queue.jobs as j (queue, category, priority, payload, max_attempts, available_at)
+        select enqueue_many.queue, enqueue_many.category, enqueue_many.priority, p.payload,
+            coalesce(enqueue_many.max_attempts, v_cfg.max_attempts), now() + enqueue_many.delay
+        from unnest(enqueue_many.payloads) with ordinality as p (payload, n)
+        order by p.n
+        returning j.id;
+        v_inserted := true;
+    else
+        for v_i in 1 .. v_n loop
+            loop
+                insert into queue.jobs as j (
+                    queue, category, priority, payload, max_attempts, available_at, dedup_key
+                ) values (
+                    enqueue_many.queue, enqueue_many.category, enqueue_many.priority,
+                    enqueue_many.payloads[v_i],
+                    coalesce(enqueue_many.max_attempts, v_cfg.max_attempts),
+                    now() + enqueue_many.delay, enqueue_many.dedup_keys[v_i]
+                )
+                on conflict (queue, dedup_key) where dedup_key is not null do nothing
+                returning j.id into v_id;
+                if v_id is not null then
+                    v_inserted := true;
+                    exit;
+                end if;
+                select j.id into v_id from queue.jobs as j
+                where j.queue = enqueue_many.queue and j.dedup_key = enqueue_many.dedup_keys[v_i];
+                exit when v_id is not null;
+            end loop;
+            v_ids := v_ids || v_id;
+        end loop;
+        return query select u.id from unnest(v_ids) with ordinality as u (id, n) order by u.n;
+    end if;
+
+    if v_inserted and v_cfg.notify and enqueue_many.delay <= interval '0' then
+        perform pg_notify('andal_jobs', enqueue_many.queue);
+    end if;
+end
+$$;
+
+comment on function queue.enqueue_many(jsonb[], text, text, int, interval, int, text[]) is
+'Add many jobs of one queue in one statement; returns their ids in input order.';
+revoke all on function queue.enqueue_many(jsonb[], text, text, int, interval, int, text[])
+from public;
+grant execute on function queue.enqueue_many(jsonb[], text, text, int, interval, int, text[])
+to andal_producer, andal_admin;

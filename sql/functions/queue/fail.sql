@@ -1,0 +1,77 @@
+-- queue.fail: record a failed attempt of a claimed job; returns its new status.
+--
+-- 'pending': retryable and attempts left — the job stays in the table with available_at
+-- moved by the queue's backoff (retry_in overrides), on the database clock (Q3).
+-- 'dead': out of attempts, or retryable => false — the job moves to queue.dead_letters with
+-- its whole error history and a NOTIFY goes to channel andal_ops (Q4).
+-- Either way the error (with attempt, worker, time) is appended to the job's history, its
+-- gate slot is freed and its cache key invalidated in the same transaction (C8).
+-- Raises: 22004 null job_id, token or error; 22023 negative retry_in; AN001 lease lost.
+create or replace function queue.fail(
+    job_id bigint,
+    token uuid,
+    error text,
+    retry_in interval default null,
+    retryable boolean default true
+) returns text
+language plpgsql
+security definer
+set search_path = pg_catalog, pg_temp
+as $$
+#variable_conflict use_column
+declare
+    v_job queue.jobs;
+    v_cfg queue.queues;
+    v_delay interval;
+    v_status text;
+begin
+    if fail.job_id is null or fail.token is null then
+        raise exception 'job_id and token must not be null' using errcode = '22004';
+    end if;
+    if fail.error is null then
+        raise exception 'error must not be null' using errcode = '22004',
+            hint = 'Pass the error message (and traceback) of the failed attempt.';
+    end if;
+    if fail.retryable is null then
+        raise exception 'retryable must not be null' using errcode = '22004';
+    end if;
+    perform queue._check_interval(fail.retry_in, 'retry_in', false, false);
+
+    select j.* into v_job from queue.jobs as j where j.id = fail.job_id for update;
+    if v_job.id is null or v_job.status <> 'running' or v_job.token <> fail.token
+        or v_job.lease_expires_at <= now() then
+        perform queue._lease_lost(fail.job_id, fail.token);
+    end if;
+    v_cfg := queue._config(v_job.queue);
+
+    if not fail.retryable or v_job.attempt >= v_job.max_attempts then
+        v_job.errors := v_job.errors
+            || queue._error_entry(v_job.attempt, fail.error, v_job.worker);
+        perform queue._bury(v_job,
+            case when fail.retryable then 'exhausted' else 'non_retryable' end, fail.error);
+        v_status := 'dead';
+    else
+        v_delay := coalesce(fail.retry_in, queue._backoff(v_cfg, v_job.attempt));
+        update queue.jobs as j
+        set status = 'pending', token = null, worker = null, claimed_at = null,
+            lease_expires_at = null, available_at = now() + v_delay,
+            errors = j.errors || queue._error_entry(v_job.attempt, fail.error, v_job.worker, v_delay)
+        where j.id = v_job.id;
+        if v_job.category is not null then
+            delete from queue.worker_locks as w where w.job_id = v_job.id;
+        end if;
+        v_status := 'pending';
+    end if;
+    if v_job.cache_key is not null then
+        perform cache._job_done(v_job.cache_key, v_cfg.cache_policy, null,
+            case v_status when 'dead' then 'dead' else 'retry' end);
+    end if;
+    return v_status;
+end
+$$;
+
+comment on function queue.fail(bigint, uuid, text, interval, boolean) is
+'Record a failed attempt: retry with backoff (pending) or dead-letter (dead).';
+revoke all on function queue.fail(bigint, uuid, text, interval, boolean) from public;
+grant execute on function queue.fail(bigint, uuid, text, interval, boolean)
+to andal_worker, andal_admin;

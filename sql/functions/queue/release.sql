@@ -1,0 +1,40 @@
+-- queue.release: give a claimed job back without spending an attempt (for example a worker
+-- shutting down before it started the job). The job is pending again after `delay`; its gate
+-- slot is freed; claimers are notified when it is ready at once.
+-- Raises: 22004 null job_id or token; 22023 negative delay; AN001 lease lost.
+create or replace function queue.release(job_id bigint, token uuid, delay interval default '0')
+returns void
+language plpgsql
+security definer
+set search_path = pg_catalog, pg_temp
+as $$
+#variable_conflict use_column
+declare
+    v_job queue.jobs;
+begin
+    if release.job_id is null or release.token is null then
+        raise exception 'job_id and token must not be null' using errcode = '22004';
+    end if;
+    perform queue._check_interval(release.delay, 'delay');
+    update queue.jobs as j
+    set status = 'pending', attempt = greatest(j.attempt - 1, 0), token = null, worker = null,
+        claimed_at = null, lease_expires_at = null, available_at = now() + release.delay
+    where j.id = release.job_id and j.status = 'running' and j.token = release.token
+      and j.lease_expires_at > now()
+    returning j.* into v_job;
+    if v_job.id is null then
+        perform queue._lease_lost(release.job_id, release.token);
+    end if;
+    if v_job.category is not null then
+        delete from queue.worker_locks as w where w.job_id = v_job.id;
+    end if;
+    if release.delay <= interval '0' and (queue._config(v_job.queue)).notify then
+        perform pg_notify('andal_jobs', v_job.queue);
+    end if;
+end
+$$;
+
+comment on function queue.release(bigint, uuid, interval) is
+'Give a claimed job back without spending an attempt.';
+revoke all on function queue.release(bigint, uuid, interval) from public;
+grant execute on function queue.release(bigint, uuid, interval) to andal_worker, andal_admin;

@@ -1,0 +1,69 @@
+-- queue.status: one row per known queue: ready, scheduled (pending, not yet available),
+-- running and dead jobs, and the age of the oldest ready job. Reads the whole live table:
+-- meant for operators, not for the hot path.
+create or replace function queue.status()
+returns table (
+    queue text, ready bigint, scheduled bigint, running bigint, dead bigint,
+    oldest_ready_age interval
+)
+language sql stable
+security definer
+set search_path = pg_catalog, pg_temp
+as $$
+    with live as (
+        select j.queue,
+            count(*) filter (where j.status = 'pending' and j.available_at <= now()) as ready,
+            count(*) filter (where j.status = 'pending' and j.available_at > now()) as scheduled,
+            count(*) filter (where j.status = 'running') as running,
+            now() - min(j.available_at) filter (
+                where j.status = 'pending' and j.available_at <= now()
+            ) as oldest_ready_age
+        from queue.jobs as j group by j.queue
+    ),
+    dead as (select d.queue, count(*) as dead from queue.dead_letters as d group by d.queue),
+    names as (
+        select l.queue from live as l
+        union select d.queue from dead as d
+        union select q.queue from queue.queues as q
+    )
+    select n.queue, coalesce(l.ready, 0), coalesce(l.scheduled, 0), coalesce(l.running, 0),
+        coalesce(d.dead, 0), l.oldest_ready_age
+    from names as n
+    left join live as l on l.queue = n.queue
+    left join dead as d on d.queue = n.queue
+    order by n.queue
+$$;
+
+-- queue.version: the installed andal release.
+create or replace function queue.version() returns text
+language sql immutable
+security definer
+set search_path = pg_catalog, pg_temp
+as $$ select '0.1.0'::text $$;
+
+-- queue.maintain: periodic housekeeping any worker may run (the driver does, each minute):
+-- takes back expired leases and prunes contention counters older than a day. Returns the
+-- number of leases taken back.
+create or replace function queue.maintain() returns int
+language plpgsql
+security definer
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_reaped int;
+begin
+    v_reaped := queue._reap(1000);
+    delete from queue.lock_stats as s where s.minute < now() - interval '1 day';
+    return v_reaped;
+end
+$$;
+
+comment on function queue.status() is 'Per queue: ready, scheduled, running, dead, oldest ready age.';
+comment on function queue.version() is 'The installed andal release.';
+comment on function queue.maintain() is 'Housekeeping: take back expired leases, prune counters.';
+revoke all on function queue.status() from public;
+revoke all on function queue.version() from public;
+revoke all on function queue.maintain() from public;
+grant execute on function queue.status() to andal_admin, andal_worker;
+grant execute on function queue.version() to andal_producer, andal_worker, andal_admin;
+grant execute on function queue.maintain() to andal_worker, andal_admin;

@@ -1,0 +1,88 @@
+"""Shared fixtures: a real PostgreSQL server, a fresh andal database per test module.
+
+The server is the one at $PGHOST:$PGPORT (default 127.0.0.1:5432, user postgres). A template
+database with andal installed is made once per session; each module gets a copy of it.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from collections.abc import Callable, Iterator
+
+import psycopg
+import pytest
+from pytest_postgresql.janitor import DatabaseJanitor
+
+from andal.install import install
+
+PGHOST = os.environ.get("PGHOST", "127.0.0.1")
+PGPORT = int(os.environ.get("PGPORT", "5432"))
+PGUSER = os.environ.get("PGUSER", "postgres")
+
+
+def make_dsn(dbname: str) -> str:
+    return f"postgresql://{PGUSER}@{PGHOST}:{PGPORT}/{dbname}"
+
+
+@pytest.fixture(scope="session")
+def template_db() -> Iterator[str]:
+    name = f"andal_tpl_{uuid.uuid4().hex[:8]}"
+    janitor = DatabaseJanitor(user=PGUSER, host=PGHOST, port=PGPORT, dbname=name, version=15)
+    janitor.init()
+    install(make_dsn(name))
+    try:
+        yield name
+    finally:
+        janitor.drop()
+
+
+@pytest.fixture(scope="module")
+def dsn(template_db: str) -> Iterator[str]:
+    """A fresh database with andal installed, for one test module."""
+    name = f"andal_t_{uuid.uuid4().hex[:10]}"
+    janitor = DatabaseJanitor(
+        user=PGUSER,
+        host=PGHOST,
+        port=PGPORT,
+        dbname=name,
+        template_dbname=template_db,
+        version=15,
+    )
+    janitor.init()
+    try:
+        yield make_dsn(name)
+    finally:
+        janitor.drop()
+
+
+@pytest.fixture
+def conn(dsn: str) -> Iterator[psycopg.Connection]:
+    """An autocommit connection to the module's database."""
+    with psycopg.connect(dsn, autocommit=True) as c:
+        yield c
+
+
+@pytest.fixture
+def clean(dsn: str) -> None:
+    """Empty andal's tables before a test that needs a blank queue."""
+    with psycopg.connect(dsn, autocommit=True) as c:
+        c.execute(
+            "truncate queue.jobs, queue.dead_letters, queue.results, queue.worker_locks,"
+            " queue.categories, queue.queues, queue.lock_stats"
+        )
+
+
+def wait_for(
+    predicate: Callable[[], object], timeout: float = 30.0, interval: float = 0.05, what: str = ""
+) -> object:
+    """Poll ``predicate`` until it returns a truthy value or the deadline passes."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what or predicate}")
+        time.sleep(interval)
