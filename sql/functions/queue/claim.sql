@@ -50,9 +50,9 @@ declare
     v_cat_id bigint;
     v_max int;
     v_free int;
-    v_attempts bigint[] := '{}';
-    v_failures bigint[] := '{}';
-    v_cat_ids bigint[] := '{}';
+    v_attempts bigint[] := '{}'::bigint[];
+    v_failures bigint[] := '{}'::bigint[];
+    v_cat_ids bigint[] := '{}'::bigint[];
     v_got boolean;
 begin
     perform queue._check_name(claim.worker, 'worker');
@@ -152,7 +152,7 @@ begin
 
     -- Gate the categorised candidates: one advisory try-lock per category, then a recount.
     if cardinality(array_remove(v_cats, null)) > 0 then
-        v_take := '{}';
+        v_take := '{}'::bigint[];
         for v_cat in
             select distinct c.cat from unnest(v_cats) as c (cat) where c.cat is not null
         loop

@@ -56,7 +56,6 @@ declare
     v_keys text[];
     v_key_queues text[];
     v_key_results jsonb[];
-    v_i int;
 begin
     if complete_many.job_ids is null or complete_many.tokens is null then
         raise exception 'job_ids and tokens must not be null' using errcode = '22004';

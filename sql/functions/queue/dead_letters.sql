@@ -67,10 +67,7 @@ $$;
 
 -- queue.list_dead: the newest dead letters, optionally of one queue.
 create or replace function queue.list_dead(queue text default null, lim int default 100)
-returns table (
-    job_id bigint, queue text, category text, attempt int, reason text, last_error text,
-    died_at timestamptz, payload jsonb
-)
+returns setof queue.dead_letters
 language plpgsql stable
 security definer
 set search_path = pg_catalog, pg_temp
@@ -81,8 +78,7 @@ begin
         raise exception 'lim must be at least 1 (got %)', list_dead.lim using errcode = '22023';
     end if;
     return query
-    select d.job_id, d.queue, d.category, d.attempt, d.reason, d.last_error, d.died_at, d.payload
-    from queue.dead_letters as d
+    select d.* from queue.dead_letters as d
     where list_dead.queue is null or d.queue = list_dead.queue
     order by d.died_at desc, d.job_id desc
     limit list_dead.lim;

@@ -22,10 +22,9 @@ as $$
 #variable_conflict use_column
 declare
     v_cfg queue.queues;
-    v_i int;
     v_n int;
     v_id bigint;
-    v_ids bigint[] := '{}';
+    v_ids bigint[] := '{}'::bigint[];
     v_inserted boolean := false;
 begin
     if enqueue_many.payloads is null then

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Check every PL/pgSQL function of andal against a live schema with plpgsql_check.
+# Creates a scratch database, installs andal into it, reports errors and warnings, drops it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+db="andal_lint_$$"
+psql -q -X -d postgres -c "create database $db" >/dev/null
+trap 'psql -q -X -d postgres -c "drop database if exists $db" >/dev/null' EXIT
+.venv/bin/python -m andal.install "postgresql://${PGUSER:-postgres}@${PGHOST:-127.0.0.1}:${PGPORT:-5432}/$db" >/dev/null
+out=$(psql -q -X -At -d "$db" <<'SQL'
+set client_min_messages = warning;
+create extension plpgsql_check;
+select format('%s: %s %s%s', p.oid::regprocedure, c.level, c.message,
+              coalesce(' (' || c.detail || ')', ''))
+from pg_proc p
+join pg_namespace n on n.oid = p.pronamespace
+join pg_language l on l.oid = p.prolang
+cross join lateral plpgsql_check_function_tb(p.oid, fatal_errors => false,
+    extra_warnings => false, performance_warnings => false) c
+where n.nspname in ('queue', 'cache') and l.lanname = 'plpgsql'
+  and c.level in ('error', 'warning');
+SQL
+)
+if [ -n "$out" ]; then
+  echo "plpgsql_check found problems:"
+  echo "$out"
+  exit 1
+fi
+n=$(psql -X -At -d "$db" -c "select count(*) from pg_proc p join pg_namespace n on n.oid = p.pronamespace join pg_language l on l.oid = p.prolang where n.nspname in ('queue','cache') and l.lanname = 'plpgsql'")
+echo "plpgsql_check: $n functions clean"
