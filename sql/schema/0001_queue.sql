@@ -114,12 +114,17 @@ create table queue.jobs (
     autovacuum_vacuum_cost_delay = 0
 );
 
--- Claim one queue: ordered by priority then availability, pending only.
-create index jobs_claim_queue_idx on queue.jobs (queue, priority desc, available_at, id)
-where status = 'pending';
--- Claim across every queue.
-create index jobs_claim_all_idx on queue.jobs (priority desc, available_at, id)
-where status = 'pending';
+-- Claim: ready jobs by priority then availability, for one queue and across queues. Ungated
+-- (no category) and gated jobs are indexed apart, so a full category never makes a claimer
+-- scan past its backlog to reach ungated work.
+create index jobs_ready_queue_idx on queue.jobs (queue, priority desc, available_at, id)
+where status = 'pending' and category is null;
+create index jobs_ready_idx on queue.jobs (priority desc, available_at, id)
+where status = 'pending' and category is null;
+create index jobs_gated_queue_idx on queue.jobs (queue, priority desc, available_at, id)
+where status = 'pending' and category is not null;
+create index jobs_gated_idx on queue.jobs (priority desc, available_at, id)
+where status = 'pending' and category is not null;
 -- Take back expired leases.
 create index jobs_lease_idx on queue.jobs (lease_expires_at) where status = 'running';
 -- One live job per (queue, dedup_key).
