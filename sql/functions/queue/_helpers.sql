@@ -248,6 +248,10 @@ begin
                 delete from queue.worker_locks as w where w.job_id = v_job.id;
             end if;
         end if;
+        perform queue._record(v_job.queue, v_job.category, 0,
+            (v_job.attempt < v_job.max_attempts)::int, (v_job.attempt >= v_job.max_attempts)::int,
+            array[queue._ms(now() - v_job.claimed_at)],
+            array[queue._ms(v_job.claimed_at - v_job.available_at)]);
         v_count := v_count + 1;
     end loop;
     return v_count;

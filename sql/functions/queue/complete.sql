@@ -28,6 +28,9 @@ begin
     if v_job.category is not null then
         delete from queue.worker_locks as w where w.job_id = v_job.id;
     end if;
+    perform queue._record(v_job.queue, v_job.category, 1, 0, 0,
+        array[queue._ms(now() - v_job.claimed_at)],
+        array[queue._ms(v_job.claimed_at - v_job.available_at)]);
     select q.* into v_cfg from queue.queues as q where q.queue = v_job.queue;
     if v_cfg.keep_results then
         insert into queue.results (job_id, queue, result) values (v_job.id, v_job.queue, complete.result);
@@ -56,6 +59,11 @@ declare
     v_keys text[];
     v_key_queues text[];
     v_key_results jsonb[];
+    v_queues text[];
+    v_cats text[];
+    v_run double precision[];
+    v_wait double precision[];
+    v_group record;
 begin
     if complete_many.job_ids is null or complete_many.tokens is null then
         raise exception 'job_ids and tokens must not be null' using errcode = '22004';
@@ -80,7 +88,7 @@ begin
     ),
     gone as (
         delete from queue.jobs as j using locked as l where j.id = l.id
-        returning j.id, j.queue, j.category, j.cache_key
+        returning j.id, j.queue, j.category, j.cache_key, j.claimed_at, j.available_at
     ),
     slots as (
         delete from queue.worker_locks as w using gone as g
@@ -95,9 +103,19 @@ begin
     select coalesce(array_agg(g.id), '{}'),
         array_agg(g.cache_key) filter (where g.cache_key is not null),
         array_agg(g.queue) filter (where g.cache_key is not null),
-        array_agg(i.res) filter (where g.cache_key is not null)
-    into v_done, v_keys, v_key_queues, v_key_results
+        array_agg(i.res) filter (where g.cache_key is not null),
+        array_agg(g.queue), array_agg(g.category),
+        array_agg(queue._ms(now() - g.claimed_at)), array_agg(queue._ms(g.claimed_at - g.available_at))
+    into v_done, v_keys, v_key_queues, v_key_results, v_queues, v_cats, v_run, v_wait
     from gone as g join input as i on i.id = g.id;
+
+    for v_group in
+        select u.q, u.c, count(*)::int as n, array_agg(u.r) as r, array_agg(u.w) as w
+        from unnest(v_queues, v_cats, v_run, v_wait) as u (q, c, r, w)
+        group by u.q, u.c
+    loop
+        perform queue._record(v_group.q, v_group.c, v_group.n, 0, 0, v_group.r, v_group.w);
+    end loop;
 
     for v_i in 1 .. coalesce(cardinality(v_keys), 0) loop
         perform cache._job_done(v_keys[v_i], (queue._config(v_key_queues[v_i])).cache_policy,

@@ -42,8 +42,9 @@ set search_path = pg_catalog, pg_temp
 as $$ select '0.1.0'::text $$;
 
 -- queue.maintain: periodic housekeeping any worker may run (the driver does, each minute):
--- takes back expired leases and prunes contention counters older than a day. Returns the
--- number of leases taken back.
+-- takes back expired leases, samples the WAL position (at most once a minute) for
+-- queue.stats()' WAL bytes per job, and prunes counters and samples older than a day.
+-- Returns the number of leases taken back.
 create or replace function queue.maintain() returns int
 language plpgsql
 security definer
@@ -53,7 +54,14 @@ declare
     v_reaped int;
 begin
     v_reaped := queue._reap(1000);
-    delete from queue.lock_stats as s where s.minute < now() - interval '1 day';
+    if not exists (select from queue.wal_samples as w
+                   where w.sampled_at > now() - interval '1 minute') then
+        insert into queue.wal_samples (wal_lsn) values (pg_current_wal_lsn())
+        on conflict do nothing;
+        delete from queue.lock_stats as s where s.minute < now() - interval '1 day';
+        delete from queue.stat_minutes as s where s.minute < now() - interval '1 day';
+        delete from queue.wal_samples as w where w.sampled_at < now() - interval '1 day';
+    end if;
     return v_reaped;
 end
 $$;

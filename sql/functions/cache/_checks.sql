@@ -1,0 +1,53 @@
+-- Private argument checks of the cache functions. Granted to nobody.
+
+-- _check_key: a cache key is not null and 1 to 512 characters long (the limit of a job's
+-- cache_key). Raises 22004 (null) or 22023 (empty or too long), naming the argument.
+create or replace function cache._check_key(key text, argument text default 'key')
+returns void
+language plpgsql immutable
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    if key is null then
+        raise exception '% must not be null', argument using errcode = '22004';
+    end if;
+    if length(key) = 0 or length(key) > 512 then
+        raise exception '% must be 1 to 512 characters long (got %)', argument, length(key)
+            using errcode = '22023';
+    end if;
+end
+$$;
+
+-- _check_value: a value to cache is a JSON value other than null, no larger than
+-- cache.config.max_value_bytes of JSON text. Raises 22004 (SQL null), 22023 (JSON null),
+-- 54000 (too large).
+create or replace function cache._check_value(value jsonb, argument text default 'value')
+returns void
+language plpgsql stable
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_limit int;
+begin
+    if value is null then
+        raise exception '% must not be null', argument using errcode = '22004',
+            hint = 'Use cache.invalidate(key) to drop a value.';
+    end if;
+    if jsonb_typeof(value) = 'null' then
+        raise exception '% must not be JSON null', argument using errcode = '22023',
+            hint = 'A cached value is any JSON value but null; invalidate the key instead.';
+    end if;
+    select c.max_value_bytes into v_limit from cache.config as c;
+    -- The binary size bounds the text size from above within a small factor: only large
+    -- values pay for the exact measure.
+    if pg_column_size(value) > v_limit / 8 and octet_length(value::text) > v_limit then
+        raise exception '% is % bytes, over the cache''s limit of % bytes',
+            argument, octet_length(value::text), v_limit
+            using errcode = '54000',
+            hint = 'Cache a smaller value, or raise cache.config.max_value_bytes.';
+    end if;
+end
+$$;
+
+revoke all on function cache._check_key(text, text) from public;
+revoke all on function cache._check_value(jsonb, text) from public;

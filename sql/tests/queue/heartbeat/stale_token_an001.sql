@@ -1,0 +1,28 @@
+-- heartbeat with a stale, wrong or expired token raises AN001 and changes nothing: an expired
+-- lease is not revived.
+begin;
+\ir ../_fixtures.psql
+select plan(6);
+
+select queue.enqueue('{}') as j \gset
+select token as t1 from queue.claim('w1') \gset
+select andal_test.expire(:j) \g /dev/null
+select token as t2 from queue.claim('w2') \gset
+select andal_test.state() as before \gset
+
+select throws_ok(format('select queue.heartbeat(%s, %L)', :j, :'t1'), 'AN001',
+    format('lease lost on job %s', :j), 'stale token: AN001');
+select throws_ok(format('select queue.heartbeat(%s, %L)', :j, gen_random_uuid()), 'AN001',
+    null, 'wrong token: AN001');
+select is(andal_test.state(), :'before', 'nothing changed');
+
+select andal_test.expire(:j) \g /dev/null
+select andal_test.state() as before \gset
+select throws_ok(format('select queue.heartbeat(%s, %L)', :j, :'t2'), 'AN001', null,
+    'an expired lease cannot be revived: AN001');
+select is(andal_test.state(), :'before', 'nothing changed');
+select throws_ok(format('select queue.heartbeat(%s, %L, extend => %L)', :j, :'t2', '0 s'),
+    '22023', 'extend must be positive (got 00:00:00)', 'extend 0: 22023');
+
+select * from finish();
+rollback;

@@ -1,0 +1,52 @@
+-- Who may execute what: andal_producer enqueues, andal_worker runs jobs, andal_admin does
+-- everything; private helpers (queue._*) are executable by none of them. Every public
+-- function of the queue schema must appear in the matrix.
+begin;
+\ir ../_fixtures.psql
+select plan(3);
+
+create temp table matrix (fn text, producer boolean, worker boolean, admin boolean);
+insert into matrix values
+    ('queue.enqueue(jsonb,text,text,integer,interval,integer,text,text,jsonb)', true, false, true),
+    ('queue.enqueue_many(jsonb[],text,text,integer,interval,integer,text[])', true, false, true),
+    ('queue.claim(text,text[],integer,interval)', false, true, true),
+    ('queue.complete(bigint,uuid,jsonb)', false, true, true),
+    ('queue.complete_many(bigint[],uuid[],jsonb[])', false, true, true),
+    ('queue.fail(bigint,uuid,text,interval,boolean)', false, true, true),
+    ('queue.heartbeat(bigint,uuid,interval)', false, true, true),
+    ('queue.heartbeat_many(bigint[],uuid[],interval)', false, true, true),
+    ('queue.release(bigint,uuid,interval)', false, true, true),
+    ('queue.maintain()', false, true, true),
+    ('queue.status()', false, true, true),
+    ('queue.version()', true, true, true),
+    ('queue.cancel(bigint)', false, false, true),
+    ('queue.requeue_dead(bigint)', false, false, true),
+    ('queue.purge_dead(interval)', false, false, true),
+    ('queue.list_dead(text,integer)', false, false, true),
+    ('queue.configure_queue(text,integer,interval,text,interval,interval,real,boolean,integer,'
+        'boolean,text)', false, false, true),
+    ('queue.set_category_limit(text,integer)', false, false, true);
+
+select is_empty(
+    $$ select p.oid::regprocedure::text from pg_proc as p
+       where p.pronamespace = 'queue'::regnamespace and p.proname not like '\_%'
+         and p.oid::regprocedure::text not in (select fn from matrix) $$,
+    'every public queue function is in the matrix');
+select is_empty(
+    $$ select m.fn, r.role, has_function_privilege(r.role, m.fn, 'execute') as has,
+           r.expected
+       from matrix as m
+       cross join lateral (values ('andal_producer', m.producer), ('andal_worker', m.worker),
+                                  ('andal_admin', m.admin)) as r (role, expected)
+       where has_function_privilege(r.role, m.fn, 'execute') <> r.expected $$,
+    'each role can execute exactly its functions');
+select is_empty(
+    $$ select p.oid::regprocedure::text, r.role from pg_proc as p
+       cross join (values ('andal_producer'), ('andal_worker'), ('andal_admin')) as r (role)
+       where p.pronamespace in ('queue'::regnamespace, 'cache'::regnamespace)
+         and p.proname like '\_%'
+         and has_function_privilege(r.role, p.oid, 'execute') $$,
+    'no role can execute a private helper');
+
+select * from finish();
+rollback;

@@ -1,0 +1,13 @@
+-- andal's roles exist and cannot log in: they are granted to the application's login roles.
+begin;
+\ir ../_fixtures.psql
+select plan(1);
+
+select is(
+    (select string_agg(rolname || ':' || rolcanlogin, ' ' order by rolname) from pg_roles
+     where rolname in ('andal_producer', 'andal_worker', 'andal_admin')),
+    'andal_admin:false andal_producer:false andal_worker:false',
+    'the three roles exist, NOLOGIN');
+
+select * from finish();
+rollback;
