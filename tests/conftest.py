@@ -29,7 +29,7 @@ def make_dsn(dbname: str) -> str:
 @pytest.fixture(scope="session")
 def template_db() -> Iterator[str]:
     name = f"andal_tpl_{uuid.uuid4().hex[:8]}"
-    janitor = DatabaseJanitor(user=PGUSER, host=PGHOST, port=PGPORT, dbname=name, version=15)
+    janitor = DatabaseJanitor(user=PGUSER, host=PGHOST, port=PGPORT, dbname=name)
     janitor.init()
     install(make_dsn(name))
     try:
@@ -48,7 +48,6 @@ def dsn(template_db: str) -> Iterator[str]:
         port=PGPORT,
         dbname=name,
         template_dbname=template_db,
-        version=15,
     )
     janitor.init()
     try:
@@ -66,12 +65,14 @@ def conn(dsn: str) -> Iterator[psycopg.Connection]:
 
 @pytest.fixture
 def clean(dsn: str) -> None:
-    """Empty andal's tables before a test that needs a blank queue."""
+    """Empty andal's data tables (not its install bookkeeping) before a test."""
     with psycopg.connect(dsn, autocommit=True) as c:
-        c.execute(
-            "truncate queue.jobs, queue.dead_letters, queue.results, queue.worker_locks,"
-            " queue.categories, queue.queues, queue.lock_stats"
-        )
+        tables = c.execute(
+            "select string_agg(format('%I.%I', schemaname, tablename), ', ')"
+            " from pg_tables where schemaname in ('queue', 'cache')"
+            " and tablename not in ('schema_migrations', 'install_state')"
+        ).fetchone()[0]
+        c.execute(f"truncate {tables}")
 
 
 def wait_for(
