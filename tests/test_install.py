@@ -1,0 +1,158 @@
+"""The installer: idempotent, serialised, upgrades in place, works for a non-superuser owner."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import threading
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+from pytest_postgresql.janitor import DatabaseJanitor
+
+from andal.install import install, sql_dir
+
+PGHOST = os.environ.get("PGHOST", "127.0.0.1")
+PGPORT = int(os.environ.get("PGPORT", "5432"))
+PGUSER = os.environ.get("PGUSER", "postgres")
+
+
+def make_dsn(dbname: str) -> str:
+    return f"postgresql://{PGUSER}@{PGHOST}:{PGPORT}/{dbname}"
+
+
+@pytest.fixture
+def empty_db() -> Iterator[str]:
+    name = f"andal_i_{uuid.uuid4().hex[:10]}"
+    janitor = DatabaseJanitor(user=PGUSER, host=PGHOST, port=PGPORT, dbname=name)
+    janitor.init()
+    try:
+        yield name
+    finally:
+        janitor.drop()
+
+
+def schema_dump(dbname: str) -> str:
+    out = subprocess.run(
+        [
+            "pg_dump",
+            "--schema-only",
+            "--no-owner",
+            "-h",
+            PGHOST,
+            "-p",
+            str(PGPORT),
+            "-U",
+            PGUSER,
+            "-n",
+            "queue",
+            "-n",
+            "cache",
+            dbname,
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    # pg_dump writes its own version banner and restrict keys; keep the objects only
+    return "\n".join(
+        line
+        for line in out.splitlines()
+        if not line.startswith(("--", "\\restrict", "\\unrestrict"))
+    )
+
+
+def test_second_install_changes_nothing(empty_db: str) -> None:
+    dsn = make_dsn(empty_db)
+    first = install(dsn)
+    assert any(step.startswith("migration 0001") for step in first)
+    before = schema_dump(empty_db)
+    assert install(dsn) == []
+    assert schema_dump(empty_db) == before
+    with psycopg.connect(dsn) as c:
+        versions = [r[0] for r in c.execute("select version from queue.schema_migrations")]
+    assert versions == sorted(versions) and versions[0] == "0001"
+
+
+def test_upgrade_in_place_equals_fresh_install(empty_db: str, tmp_path: Path) -> None:
+    """An install of an older release (first migration only), upgraded, equals a fresh one."""
+    old = tmp_path / "sql"
+    (old / "schema").mkdir(parents=True)
+    shutil.copy(sql_dir() / "schema" / "0001_queue.sql", old / "schema")
+    shutil.copytree(sql_dir() / "functions" / "queue", old / "functions" / "queue")
+    dsn = make_dsn(empty_db)
+    install(dsn, root=old)
+    with psycopg.connect(dsn, autocommit=True) as c:
+        job = c.execute(
+            "insert into queue.jobs (queue, payload, max_attempts) values ('up', '{\"k\": 1}', 5)"
+            " returning id"
+        ).fetchone()[0]
+    steps = install(dsn)
+    assert steps and all("0001" not in s for s in steps)
+    with psycopg.connect(dsn) as c:
+        assert c.execute("select payload from queue.jobs where id = %s", (job,)).fetchone() == (
+            {"k": 1},
+        )
+        c.execute("delete from queue.jobs")
+        c.commit()
+
+    fresh = f"andal_f_{uuid.uuid4().hex[:10]}"
+    janitor = DatabaseJanitor(user=PGUSER, host=PGHOST, port=PGPORT, dbname=fresh)
+    janitor.init()
+    try:
+        install(make_dsn(fresh))
+        assert schema_dump(empty_db) == schema_dump(fresh)
+    finally:
+        janitor.drop()
+
+
+def test_concurrent_installs_apply_each_migration_once(empty_db: str) -> None:
+    dsn = make_dsn(empty_db)
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            install(dsn)
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not errors, errors
+    with psycopg.connect(dsn) as c:
+        n, distinct = c.execute(
+            "select count(*), count(distinct version) from queue.schema_migrations"
+        ).fetchone()
+    assert n == distinct and n >= 1
+
+
+def test_non_superuser_database_owner_can_install(empty_db: str) -> None:
+    """The three roles exist (a superuser made them once); an owner without CREATEROLE installs."""
+    owner = f"andal_owner_{uuid.uuid4().hex[:6]}"
+    with psycopg.connect(make_dsn("postgres"), autocommit=True) as su:
+        su.execute(f"create role {owner} login nosuperuser nocreaterole")
+        su.execute(f"alter database {empty_db} owner to {owner}")
+    try:
+        with psycopg.connect(make_dsn(empty_db), autocommit=True) as su:
+            su.execute(f"alter schema public owner to {owner}")
+        dsn = f"postgresql://{owner}@{PGHOST}:{PGPORT}/{empty_db}"
+        assert install(dsn)
+        with psycopg.connect(dsn, autocommit=True) as c:
+            job = c.execute("select queue.enqueue(payload => '{}')").fetchone()[0]
+            claimed = c.execute("select job_id from queue.claim(worker => 'w')").fetchone()
+            assert claimed == (job,)
+    finally:
+        with psycopg.connect(make_dsn("postgres"), autocommit=True) as su:
+            su.execute(f"alter database {empty_db} owner to {PGUSER}")
+        with psycopg.connect(make_dsn(empty_db), autocommit=True) as su:
+            su.execute(f"reassign owned by {owner} to {PGUSER}")
+            su.execute(f"drop owned by {owner}")
+        with psycopg.connect(make_dsn("postgres"), autocommit=True) as su:
+            su.execute(f"drop role {owner}")
