@@ -7,18 +7,25 @@ db="andal_lint_$$"
 psql -q -X -d postgres -c "create database $db" >/dev/null
 trap 'psql -q -X -d postgres -c "drop database if exists $db" >/dev/null' EXIT
 .venv/bin/python -m andal.install "postgresql://${PGUSER:-postgres}@${PGHOST:-127.0.0.1}:${PGPORT:-5432}/$db" >/dev/null
-out=$(psql -q -X -At -d "$db" <<'SQL'
+out=$(psql -q -X -At -v ON_ERROR_STOP=1 -d "$db" <<'SQL'
 set client_min_messages = warning;
 create extension plpgsql_check;
-select format('%s: %s %s%s', p.oid::regprocedure, c.level, c.message,
+-- Trigger functions are checked against a table they are attached to (none: skipped).
+with fns as (
+    select p.oid, coalesce(
+        (select t.tgrelid from pg_trigger t where t.tgfoid = p.oid limit 1), 0) as relid,
+        p.prorettype = 'trigger'::regtype as is_trigger
+    from pg_proc p
+    join pg_namespace n on n.oid = p.pronamespace
+    join pg_language l on l.oid = p.prolang
+    where n.nspname in ('queue', 'cache') and l.lanname = 'plpgsql'
+)
+select format('%s: %s %s%s', f.oid::regprocedure, c.level, c.message,
               coalesce(' (' || c.detail || ')', ''))
-from pg_proc p
-join pg_namespace n on n.oid = p.pronamespace
-join pg_language l on l.oid = p.prolang
-cross join lateral plpgsql_check_function_tb(p.oid, fatal_errors => false,
+from fns f
+cross join lateral plpgsql_check_function_tb(f.oid, f.relid::regclass, fatal_errors => false,
     extra_warnings => false, performance_warnings => false) c
-where n.nspname in ('queue', 'cache') and l.lanname = 'plpgsql'
-  and c.level in ('error', 'warning');
+where (not f.is_trigger or f.relid <> 0) and c.level in ('error', 'warning');
 SQL
 )
 if [ -n "$out" ]; then

@@ -250,8 +250,8 @@ begin
         end if;
         perform queue._record(v_job.queue, v_job.category, 0,
             (v_job.attempt < v_job.max_attempts)::int, (v_job.attempt >= v_job.max_attempts)::int,
-            array[queue._ms(now() - v_job.claimed_at)],
-            array[queue._ms(v_job.claimed_at - v_job.available_at)]);
+            array[extract(epoch from now() - v_job.claimed_at) * 1000],
+            array[date_part('epoch', v_job.claimed_at - v_job.available_at) * 1000]);
         v_count := v_count + 1;
     end loop;
     return v_count;

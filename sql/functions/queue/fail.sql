@@ -64,8 +64,8 @@ begin
     end if;
     perform queue._record(v_job.queue, v_job.category, 0,
         (v_status = 'pending')::int, (v_status = 'dead')::int,
-        array[queue._ms(now() - v_job.claimed_at)],
-        array[queue._ms(v_job.claimed_at - v_job.available_at)]);
+        array[extract(epoch from now() - v_job.claimed_at) * 1000],
+        array[date_part('epoch', v_job.claimed_at - v_job.available_at) * 1000]);
     if v_job.cache_key is not null then
         perform cache._job_done(v_job.cache_key, v_cfg.cache_policy, null,
             case v_status when 'dead' then 'dead' else 'retry' end);

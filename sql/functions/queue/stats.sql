@@ -10,34 +10,6 @@ as $$
     select '{1,2,5,10,25,50,100,250,500,1000,2500,5000,10000,30000,60000}'::double precision[]
 $$;
 
--- _hist: counts per bucket (16) of a set of millisecond durations.
-create or replace function queue._hist(ms double precision []) returns bigint []
-language sql immutable
-set search_path = pg_catalog, pg_temp
-as $$
-    select array(
-        select count(b.n)
-        from generate_series(1, 16) as g (i)
-        left join (
-            select width_bucket(m.v, queue._hist_bounds()) + 1 as n from unnest(ms) as m (v)
-        ) as b on b.n = g.i
-        group by g.i order by g.i
-    )
-$$;
-
--- _hist_add: element-wise sum of two histograms.
-create or replace function queue._hist_add(a bigint [], b bigint []) returns bigint []
-language sql immutable
-set search_path = pg_catalog, pg_temp
-as $$
-    select array(
-        select coalesce(x.v, 0) + coalesce(y.v, 0)
-        from unnest(a) with ordinality as x (v, i)
-        full join unnest(b) with ordinality as y (v, i) on x.i = y.i
-        order by coalesce(x.i, y.i)
-    )
-$$;
-
 -- _hist_quantile: the q-quantile (0..1) of a histogram in milliseconds, interpolated
 -- linearly inside its bucket; null for an empty histogram.
 create or replace function queue._hist_quantile(hist bigint [], q double precision)
@@ -75,7 +47,8 @@ $$;
 
 -- _record: count ended attempts of one queue and category in this minute's row of this
 -- backend (never contended by another session). run_ms and wait_ms hold one duration per
--- ended attempt: claim to end, and availability to claim.
+-- ended attempt: claim to end, and availability to claim. On the hot path: plain PL/pgSQL
+-- arithmetic and one upsert.
 create or replace function queue._record(
     queue_name text, category_name text, completed int, retried int, dead int,
     run_ms double precision [], wait_ms double precision []
@@ -83,15 +56,30 @@ create or replace function queue._record(
 language plpgsql
 set search_path = pg_catalog, pg_temp
 as $$
+declare
+    v_bounds constant double precision[] :=
+        '{1,2,5,10,25,50,100,250,500,1000,2500,5000,10000,30000,60000}'::double precision[];
+    v_run bigint[] := '{0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0}'::bigint[];
+    v_wait bigint[] := '{0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0}'::bigint[];
+    v_sum double precision := 0;
+    v_n int := coalesce(cardinality(run_ms), 0);
+    v_b int;
 begin
+    for v_i in 1 .. v_n loop
+        v_b := width_bucket(run_ms[v_i], v_bounds) + 1;
+        v_run[v_b] := v_run[v_b] + 1;
+        v_sum := v_sum + run_ms[v_i];
+    end loop;
+    for v_i in 1 .. coalesce(cardinality(wait_ms), 0) loop
+        v_b := width_bucket(wait_ms[v_i], v_bounds) + 1;
+        v_wait[v_b] := v_wait[v_b] + 1;
+    end loop;
     insert into queue.stat_minutes as s (
         minute, backend, queue, category, completed, retried, dead, run_count, run_ms,
         run_hist, wait_hist
     ) values (
         date_trunc('minute', now()), pg_backend_pid(), queue_name, coalesce(category_name, ''),
-        completed, retried, dead, coalesce(cardinality(run_ms), 0),
-        coalesce((select sum(v) from unnest(run_ms) as v), 0),
-        queue._hist(run_ms), queue._hist(wait_ms)
+        completed, retried, dead, v_n, v_sum, v_run, v_wait
     )
     on conflict (minute, backend, queue, category) do update
     set completed = s.completed + excluded.completed,
@@ -99,16 +87,10 @@ begin
         dead = s.dead + excluded.dead,
         run_count = s.run_count + excluded.run_count,
         run_ms = s.run_ms + excluded.run_ms,
-        run_hist = queue._hist_add(s.run_hist, excluded.run_hist),
-        wait_hist = queue._hist_add(s.wait_hist, excluded.wait_hist);
+        run_hist = array(select u.a + u.b from unnest(s.run_hist, excluded.run_hist) as u (a, b)),
+        wait_hist = array(select u.a + u.b from unnest(s.wait_hist, excluded.wait_hist) as u (a, b));
 end
 $$;
-
--- _ms: an interval in milliseconds.
-create or replace function queue._ms(value interval) returns double precision
-language sql immutable
-set search_path = pg_catalog, pg_temp
-as $$ select extract(epoch from value)::double precision * 1000 $$;
 
 -- queue.stats: per queue (category null) and per queue and category: current counts, time in
 -- progress, recent outcomes over 1 min / 15 min / 1 h, failure rate, retries per job,
@@ -381,12 +363,9 @@ comment on function queue.stats() is
 'Per queue and category: counts, run time, outcomes over 1m/15m/1h, failure rate, contention, pickup latency.';
 comment on function queue.metrics() is 'Every queue statistic as Prometheus exposition text.';
 revoke all on function queue._hist_bounds() from public;
-revoke all on function queue._hist(double precision []) from public;
-revoke all on function queue._hist_add(bigint [], bigint []) from public;
 revoke all on function queue._hist_quantile(bigint [], double precision) from public;
 revoke all on function queue._record(text, text, int, int, int, double precision [], double precision [])
 from public;
-revoke all on function queue._ms(interval) from public;
 revoke all on function queue._prom_label(text) from public;
 revoke all on function queue.stats() from public;
 revoke all on function queue.metrics() from public;
