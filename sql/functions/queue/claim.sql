@@ -2,9 +2,8 @@
 --
 -- Guarantees:
 -- * Candidates are pending jobs with available_at <= now() of the given queues (null: every
---   queue), highest priority first, then oldest availability; locked FOR UPDATE SKIP LOCKED,
---   so a claimer never waits on another claimer. Jobs without a category are taken first in
---   one statement; gated jobs fill the rest of the batch. Rows come back in that order.
+--   queue), highest priority first, then oldest availability, then id, whether gated or not;
+--   locked FOR UPDATE SKIP LOCKED, so a claimer never waits on another claimer.
 -- * Each claimed job gets a fresh fencing token and a lease (the `lease` argument, else the
 --   queue's lease); attempt counts the runs started, 1 on the first.
 -- * Running jobs whose lease expired are taken back first (pending again, or dead-lettered
@@ -12,11 +11,78 @@
 -- * Category gate: never more than the category's max_running running jobs of one category,
 --   across all workers. Competing claimers of one category are serialised by
 --   pg_try_advisory_xact_lock on the category's id; a false return skips the category for
---   this call and is counted in queue.lock_stats. Jobs of a full category never hide jobs of
---   other categories.
+--   this call and is counted in queue.lock_stats. Jobs of a full or paused category are left
+--   out of the scan, so they never hide other jobs.
 -- * Must run in a READ COMMITTED transaction (the gate recounts after taking the lock).
+-- Cost: when the best `batch` candidates have no category, one statement selects and leases
+-- them; otherwise the categorised candidates are gated first.
 -- Raises: 22004 null worker; 22023 bad worker name, batch outside 1..1000, lease <= 0,
 -- null or empty queue names; 55000 when called at another isolation level.
+-- _candidates: the best `lim` ready jobs of `queues` (null: every queue), locked FOR UPDATE
+-- SKIP LOCKED, leaving out the categories in exclude_categories and the ids in exclude_ids.
+-- Ungated and gated jobs are read from their own partial indexes; for listed queues, each
+-- queue's index is read on its own (an index scan per queue and kind, never a sort of the
+-- backlog). Rows locked but not among the best stay locked until the transaction ends.
+create or replace function queue._candidates(
+    queues text[], lim int, exclude_categories text[], exclude_ids bigint[]
+) returns table (id bigint, category text, priority int, available_at timestamptz)
+language plpgsql
+set search_path = pg_catalog, pg_temp
+rows 10
+as $$
+#variable_conflict use_column
+begin
+    return query
+    select c.id, c.category, c.priority, c.available_at from (
+        select a.id, a.category, a.priority, a.available_at from (
+            select j.id, j.category, j.priority, j.available_at from queue.jobs as j
+            where _candidates.queues is null
+              and j.status = 'pending' and j.category is null and j.available_at <= now()
+              and j.id <> all (exclude_ids)
+            order by j.priority desc, j.available_at, j.id
+            limit lim
+            for update skip locked
+        ) as a
+        union all
+        select a.id, a.category, a.priority, a.available_at from (
+            select j.id, j.category, j.priority, j.available_at from queue.jobs as j
+            where _candidates.queues is null
+              and j.status = 'pending' and j.category is not null and j.available_at <= now()
+              and j.category <> all (exclude_categories) and j.id <> all (exclude_ids)
+            order by j.priority desc, j.available_at, j.id
+            limit lim
+            for update skip locked
+        ) as a
+        union all
+        select b.id, b.category, b.priority, b.available_at
+        from (select distinct q.name from unnest(_candidates.queues) as q (name)) as q
+        cross join lateral (
+            select j.id, j.category, j.priority, j.available_at from queue.jobs as j
+            where j.queue = q.name
+              and j.status = 'pending' and j.category is null and j.available_at <= now()
+              and j.id <> all (exclude_ids)
+            order by j.priority desc, j.available_at, j.id
+            limit lim
+            for update skip locked
+        ) as b
+        union all
+        select b.id, b.category, b.priority, b.available_at
+        from (select distinct q.name from unnest(_candidates.queues) as q (name)) as q
+        cross join lateral (
+            select j.id, j.category, j.priority, j.available_at from queue.jobs as j
+            where j.queue = q.name
+              and j.status = 'pending' and j.category is not null and j.available_at <= now()
+              and j.category <> all (exclude_categories) and j.id <> all (exclude_ids)
+            order by j.priority desc, j.available_at, j.id
+            limit lim
+            for update skip locked
+        ) as b
+    ) as c
+    order by c.priority desc, c.available_at, c.id
+    limit lim;
+end
+$$;
+
 create or replace function queue.claim(
     worker text,
     queues text[] default null,
@@ -43,17 +109,19 @@ rows 10
 as $$
 #variable_conflict use_column
 declare
-    v_claimed int;
-    v_want int;
-    v_full text[];
+    v_rows queue.jobs[];
+    v_exclude text[];
     v_ids bigint[];
     v_cats text[];
     v_take bigint[] := '{}'::bigint[];
+    v_taken bigint[];
     v_cat text;
     v_cat_id bigint;
     v_max int;
     v_free int;
     v_got boolean;
+    v_dropped boolean;
+    v_locked bigint[] := '{}'::bigint[];
     v_stat_ids bigint[] := '{}'::bigint[];
     v_stat_fail bigint[] := '{}'::bigint[];
 begin
@@ -89,33 +157,22 @@ begin
         perform queue._reap(100);
     end if;
 
-    -- 1. Jobs without a category: one statement, locked without waiting. One branch runs:
-    --    every queue (one index scan) or the listed queues (one index scan per queue).
-    return query
-    with candidates as materialized (
-        select a.id from (
-            select j.id from queue.jobs as j
-            where claim.queues is null
-              and j.status = 'pending' and j.category is null and j.available_at <= now()
-            order by j.priority desc, j.available_at, j.id
-            limit claim.batch
-            for update skip locked
-        ) as a
+    -- Categories that cannot take a job now: paused, or as many live slots as their limit.
+    select coalesce(array_agg(f.category), '{}') into v_exclude
+    from (
+        select c.category from queue.categories as c where c.max_running = 0
         union all
-        (
-            select c.id
-            from (select distinct q.name from unnest(claim.queues) as q (name)) as q
-            cross join lateral (
-                select j.id, j.priority, j.available_at from queue.jobs as j
-                where j.queue = q.name
-                  and j.status = 'pending' and j.category is null and j.available_at <= now()
-                order by j.priority desc, j.available_at, j.id
-                limit claim.batch
-                for update skip locked
-            ) as c
-            order by c.priority desc, c.available_at, c.id
-            limit claim.batch
-        )
+        select c.category
+        from (select w.category_id, count(*) as n from queue.worker_locks as w group by 1) as r
+        join queue.categories as c on c.id = r.category_id
+        where r.n >= c.max_running
+    ) as f;
+
+    -- 1. The best `batch` candidates, locked. If none has a category, they are leased in the
+    --    same statement (the common case: one statement).
+    with best as materialized (
+        select c.id, c.category, c.priority, c.available_at
+        from queue._candidates(claim.queues, claim.batch, v_exclude, '{}') as c
     ),
     claimed as (
         update queue.jobs as j
@@ -125,94 +182,89 @@ begin
                 claim.lease,
                 (select q.lease from queue.queues as q where q.queue = j.queue),
                 interval '60 seconds')
-        from candidates as c where j.id = c.id
-        returning j.id, j.queue, j.category, j.priority, j.payload, j.attempt, j.max_attempts,
-            j.token, j.lease_expires_at, j.enqueued_at, j.cache_key, j.cache_version,
-            j.available_at
+        from best as b
+        where j.id = b.id
+          and not exists (select from best as g where g.category is not null)
+        returning j.*
     )
-    select c.id, c.queue, c.category, c.priority, c.payload, c.attempt, c.max_attempts,
-        c.token, c.lease_expires_at, c.enqueued_at, c.cache_key, c.cache_version
-    from claimed as c
-    order by c.priority desc, c.available_at, c.id;
-    get diagnostics v_claimed = row_count;
-    v_want := claim.batch - v_claimed;
-    if v_want = 0 then
-        return;
-    end if;
+    select
+        (select array_agg(b.id order by b.priority desc, b.available_at, b.id) from best as b),
+        (select array_agg(b.category order by b.priority desc, b.available_at, b.id)
+         from best as b),
+        (select array_agg(c::queue.jobs) from claimed as c)
+    into v_ids, v_cats, v_rows;
 
-    -- 2. Gated jobs fill the rest. Categories that cannot take a job now (full or paused)
-    --    are left out of the scan, so they never hide other categories' jobs.
-    select coalesce(array_agg(c.category), '{}') into v_full
-    from queue.categories as c
-    where c.max_running = 0
-       or c.id in (
-           select w.category_id from queue.worker_locks as w
-           group by w.category_id
-           having count(*) >= (select c2.max_running from queue.categories as c2
-                               where c2.id = w.category_id)
-       );
-    select array_agg(x.id order by x.priority desc, x.available_at, x.id),
-        array_agg(x.category order by x.priority desc, x.available_at, x.id)
-    into v_ids, v_cats
-    from (
-        select a.* from (
-            select j.id, j.category, j.priority, j.available_at from queue.jobs as j
-            where claim.queues is null
-              and j.status = 'pending' and j.category is not null and j.available_at <= now()
-              and j.category <> all (v_full)
-            order by j.priority desc, j.available_at, j.id
-            limit v_want
-            for update skip locked
-        ) as a
-        union all
-        (
-            select c.id, c.category, c.priority, c.available_at
-            from (select distinct q.name from unnest(claim.queues) as q (name)) as q
-            cross join lateral (
-                select j.id, j.category, j.priority, j.available_at from queue.jobs as j
-                where j.queue = q.name
-                  and j.status = 'pending' and j.category is not null
-                  and j.available_at <= now() and j.category <> all (v_full)
-                order by j.priority desc, j.available_at, j.id
-                limit v_want
-                for update skip locked
-            ) as c
-            order by c.priority desc, c.available_at, c.id
-            limit v_want
-        )
-    ) as x;
     if v_ids is null then
         return;
     end if;
+    if v_rows is not null then
+        return query
+        select r.id, r.queue, r.category, r.priority, r.payload, r.attempt, r.max_attempts,
+            r.token, r.lease_expires_at, r.enqueued_at, r.cache_key, r.cache_version
+        from unnest(v_rows) as r
+        order by r.priority desc, r.available_at, r.id;
+        return;
+    end if;
 
-    -- One advisory try-lock per category serialises its claimers without waiting; under the
-    -- lock, recount the category's live slots and take what is free.
-    for v_cat in select distinct c.cat from unnest(v_cats) as c (cat) loop
-        select c.id, c.max_running into v_cat_id, v_max
-        from queue.categories as c where c.category = v_cat;
-        if v_cat_id is null then
-            v_cat_id := queue._category_id(v_cat);
-            v_max := 1;
-        end if;
-        v_got := pg_try_advisory_xact_lock(queue._gate_key(v_cat_id));
-        v_stat_ids := v_stat_ids || v_cat_id;
-        v_stat_fail := v_stat_fail || (case when v_got then 0 else 1 end)::bigint;
-        continue when not v_got;
-        select v_max - count(*) into v_free
-        from queue.worker_locks as w
-        join queue.jobs as j on j.id = w.job_id
-        where w.category_id = v_cat_id and j.lease_expires_at > now();
-        continue when v_free <= 0;
-        with taken as (
-            insert into queue.worker_locks (job_id, category_id, worker)
-            select c.id, v_cat_id, claim.worker
-            from unnest(v_ids, v_cats) with ordinality as c (id, cat, n)
-            where c.cat = v_cat
-            order by c.n
-            limit v_free
-            returning job_id
-        )
-        select v_take || array_agg(t.job_id) into v_take from taken as t;
+    -- 2. Some candidates have a category. Gate them: one advisory try-lock per category
+    --    serialises its claimers without waiting; under the lock, recount the category's
+    --    live slots and take what is free. A category that runs out of slots (or whose lock
+    --    is busy) is left out and the batch is filled from further candidates, in rounds.
+    for v_round in 1 .. 8 loop
+        v_dropped := false;
+        v_take := v_take || array(
+            select c.id from unnest(v_ids, v_cats) as c (id, cat) where c.cat is null);
+        for v_cat in
+            select distinct c.cat from unnest(v_cats) as c (cat) where c.cat is not null
+        loop
+            select c.id, c.max_running into v_cat_id, v_max
+            from queue.categories as c where c.category = v_cat;
+            if v_cat_id is null then
+                v_cat_id := queue._category_id(v_cat);
+                v_max := 1;
+            end if;
+            if not v_cat_id = any (v_locked) then
+                v_got := pg_try_advisory_xact_lock(queue._gate_key(v_cat_id));
+                v_stat_ids := v_stat_ids || v_cat_id;
+                v_stat_fail := v_stat_fail || (case when v_got then 0 else 1 end)::bigint;
+                if not v_got then
+                    v_exclude := v_exclude || v_cat;
+                    v_dropped := true;
+                    continue;
+                end if;
+                v_locked := v_locked || v_cat_id;
+            end if;
+            select v_max - count(*) into v_free
+            from queue.worker_locks as w
+            join queue.jobs as j on j.id = w.job_id
+            where w.category_id = v_cat_id
+              and (j.lease_expires_at > now() or j.id = any (v_take));
+            with taken as (
+                insert into queue.worker_locks (job_id, category_id, worker)
+                select c.id, v_cat_id, claim.worker
+                from unnest(v_ids, v_cats) with ordinality as c (id, cat, n)
+                where c.cat = v_cat
+                order by c.n
+                limit greatest(v_free, 0)
+                returning job_id
+            )
+            select array_agg(t.job_id) into v_taken from taken as t;
+            v_take := v_take || coalesce(v_taken, '{}');
+            if coalesce(cardinality(v_taken), 0) >= v_free then
+                -- no slot left: its other candidates go back, the category is left out
+                v_exclude := v_exclude || v_cat;
+                v_dropped := v_dropped
+                    or (select count(*) from unnest(v_cats) as c (cat) where c.cat = v_cat)
+                       > coalesce(cardinality(v_taken), 0);
+            end if;
+        end loop;
+        exit when not v_dropped or cardinality(v_take) >= claim.batch;
+        select array_agg(c.id order by c.priority desc, c.available_at, c.id),
+            array_agg(c.category order by c.priority desc, c.available_at, c.id)
+        into v_ids, v_cats
+        from queue._candidates(claim.queues, claim.batch - cardinality(v_take), v_exclude,
+            v_take) as c;
+        exit when v_ids is null;
     end loop;
 
     insert into queue.lock_stats as s (minute, backend, category_id, attempts, failures)
@@ -242,7 +294,10 @@ begin
 end
 $$;
 
+comment on function queue._candidates(text[], int, text[], bigint[]) is
+'Private: the best ready jobs, locked SKIP LOCKED, by partial index.';
 comment on function queue.claim(text, text[], int, interval) is
 'Lease up to batch ready jobs to a worker (SKIP LOCKED, category-gated, fenced by a token).';
+revoke all on function queue._candidates(text[], int, text[], bigint[]) from public;
 revoke all on function queue.claim(text, text[], int, interval) from public;
 grant execute on function queue.claim(text, text[], int, interval) to andal_worker, andal_admin;
