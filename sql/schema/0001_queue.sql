@@ -32,9 +32,9 @@ revoke all on schema cache from public;
 grant usage on schema queue to andal_producer, andal_worker, andal_admin;
 grant usage on schema cache to andal_producer, andal_worker, andal_admin;
 
--- New functions are not executable by PUBLIC unless a file grants it (none does).
-alter default privileges in schema queue revoke execute on functions from public;
-alter default privileges in schema cache revoke execute on functions from public;
+-- PUBLIC's EXECUTE on functions is revoked by each function file and, as a safety net, by
+-- sql/functions/zz_lockdown.sql on every install. (`alter default privileges in schema ...
+-- revoke ... from public` cannot do it: a per-schema default only adds to the global one.)
 
 create table queue.schema_migrations (
     version text primary key,

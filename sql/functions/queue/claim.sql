@@ -18,12 +18,13 @@
 -- them; otherwise the categorised candidates are gated first.
 -- Raises: 22004 null worker; 22023 bad worker name, batch outside 1..1000, lease <= 0,
 -- null or empty queue names; 55000 when called at another isolation level.
--- _candidates: the best `lim` ready jobs of `queues` (null: every queue), locked FOR UPDATE
--- SKIP LOCKED, leaving out the categories in exclude_categories and the ids in exclude_ids.
+-- _scan: the best `lim` ready jobs of `queues` (null: every queue), locked FOR UPDATE SKIP
+-- LOCKED, leaving out the categories in exclude_categories and the ids in exclude_ids.
 -- Ungated and gated jobs are read from their own partial indexes; for listed queues, each
 -- queue's index is read on its own (an index scan per queue and kind, never a sort of the
--- backlog). Rows locked but not among the best stay locked until the transaction ends.
-create or replace function queue._candidates(
+-- backlog). Each scan locks up to `lim` rows: rows locked but not among the best stay locked
+-- until the transaction (or subtransaction) ends.
+create or replace function queue._scan(
     queues text[], lim int, exclude_categories text[], exclude_ids bigint[]
 ) returns table (id bigint, category text, priority int, available_at timestamptz)
 language plpgsql
@@ -36,7 +37,7 @@ begin
     select c.id, c.category, c.priority, c.available_at from (
         select a.id, a.category, a.priority, a.available_at from (
             select j.id, j.category, j.priority, j.available_at from queue.jobs as j
-            where _candidates.queues is null
+            where _scan.queues is null
               and j.status = 'pending' and j.category is null and j.available_at <= now()
               and j.id <> all (exclude_ids)
             order by j.priority desc, j.available_at, j.id
@@ -46,7 +47,7 @@ begin
         union all
         select a.id, a.category, a.priority, a.available_at from (
             select j.id, j.category, j.priority, j.available_at from queue.jobs as j
-            where _candidates.queues is null
+            where _scan.queues is null
               and j.status = 'pending' and j.category is not null and j.available_at <= now()
               and j.category <> all (exclude_categories) and j.id <> all (exclude_ids)
             order by j.priority desc, j.available_at, j.id
@@ -55,7 +56,7 @@ begin
         ) as a
         union all
         select b.id, b.category, b.priority, b.available_at
-        from (select distinct q.name from unnest(_candidates.queues) as q (name)) as q
+        from (select distinct q.name from unnest(_scan.queues) as q (name)) as q
         cross join lateral (
             select j.id, j.category, j.priority, j.available_at from queue.jobs as j
             where j.queue = q.name
@@ -67,7 +68,7 @@ begin
         ) as b
         union all
         select b.id, b.category, b.priority, b.available_at
-        from (select distinct q.name from unnest(_candidates.queues) as q (name)) as q
+        from (select distinct q.name from unnest(_scan.queues) as q (name)) as q
         cross join lateral (
             select j.id, j.category, j.priority, j.available_at from queue.jobs as j
             where j.queue = q.name
@@ -80,6 +81,45 @@ begin
     ) as c
     order by c.priority desc, c.available_at, c.id
     limit lim;
+end
+$$;
+
+-- _candidates: queue._scan, such that the caller holds row locks on the returned jobs only.
+-- A claim that is its own transaction (autocommit) scans directly: the extra locks end with
+-- it. Inside a longer transaction (a claim sharing the handler's transaction), the scan runs
+-- in a subtransaction that is rolled back — giving back every lock it took — and only the
+-- chosen rows are locked again (SKIP LOCKED: a row another claimer took in between is left
+-- out). Otherwise ready jobs the claim did not take would stay hidden from every other
+-- claimer until the handler ends.
+create or replace function queue._candidates(
+    queues text[], lim int, exclude_categories text[], exclude_ids bigint[]
+) returns table (id bigint, category text, priority int, available_at timestamptz)
+language plpgsql
+set search_path = pg_catalog, pg_temp
+rows 10
+as $$
+#variable_conflict use_column
+declare
+    v_best bigint[];
+begin
+    if statement_timestamp() = transaction_timestamp() then
+        return query
+        select s.id, s.category, s.priority, s.available_at
+        from queue._scan(queues, lim, exclude_categories, exclude_ids) as s;
+        return;
+    end if;
+    begin
+        select array_agg(s.id) into v_best
+        from queue._scan(queues, lim, exclude_categories, exclude_ids) as s;
+        raise sqlstate 'AN900';  -- roll the subtransaction back: its row locks go with it
+    exception when sqlstate 'AN900' then
+        null;
+    end;
+    return query
+    select j.id, j.category, j.priority, j.available_at from queue.jobs as j
+    where j.id = any (v_best) and j.status = 'pending' and j.available_at <= now()
+    order by j.priority desc, j.available_at, j.id
+    for update skip locked;
 end
 $$;
 
@@ -294,10 +334,13 @@ begin
 end
 $$;
 
-comment on function queue._candidates(text[], int, text[], bigint[]) is
+comment on function queue._scan(text[], int, text[], bigint[]) is
 'Private: the best ready jobs, locked SKIP LOCKED, by partial index.';
+comment on function queue._candidates(text[], int, text[], bigint[]) is
+'Private: queue._scan holding locks on the returned rows only.';
 comment on function queue.claim(text, text[], int, interval) is
 'Lease up to batch ready jobs to a worker (SKIP LOCKED, category-gated, fenced by a token).';
+revoke all on function queue._scan(text[], int, text[], bigint[]) from public;
 revoke all on function queue._candidates(text[], int, text[], bigint[]) from public;
 revoke all on function queue.claim(text, text[], int, interval) from public;
 grant execute on function queue.claim(text, text[], int, interval) to andal_worker, andal_admin;

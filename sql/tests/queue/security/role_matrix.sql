@@ -18,6 +18,8 @@ insert into matrix values
     ('queue.release(bigint,uuid,interval)', false, true, true),
     ('queue.maintain()', false, true, true),
     ('queue.status()', false, true, true),
+    ('queue.stats()', false, true, true),
+    ('queue.metrics()', false, true, true),
     ('queue.version()', true, true, true),
     ('queue.cancel(bigint)', false, false, true),
     ('queue.requeue_dead(bigint)', false, false, true),

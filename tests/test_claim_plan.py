@@ -1,0 +1,147 @@
+"""Rule 2: claim reads its indexes, never the backlog.
+
+With 100,000 ready and 100,000 future-scheduled jobs, the real plans of the statements inside
+queue.claim (captured with auto_explain, nested statements included, after enough calls for
+PL/pgSQL to switch to its generic plans) contain no sequential scan of queue.jobs and no sort
+of the backlog: every Sort sits above a Limit that bounds what it reads from queue.jobs
+(at most batch rows per queue and kind). Checked for one queue, three queues and every queue.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import psycopg
+import pytest
+
+READY = 100_000
+FUTURE = 100_000
+QUEUES = ["q1", "q2", "q3", "q4"]
+CALLS = 8  # > 5: PL/pgSQL plans its statements generically after five custom plans
+
+
+@pytest.fixture(scope="module")
+def backlog(dsn: str) -> str:
+    """200,000 jobs in four queues: half ready now, half scheduled an hour ahead; one job in
+    ten has one of three categories (gated with room to spare)."""
+    with psycopg.connect(dsn, autocommit=True) as c:
+        for category in ("c1", "c2", "c3"):
+            c.execute("select queue.set_category_limit(%s, 1000000)", (category,))
+        c.execute(
+            """
+            insert into queue.jobs (queue, category, priority, payload, max_attempts,
+                                    available_at)
+            select (%(queues)s::text[])[1 + g %% 4],
+                case when g %% 10 = 0 then 'c' || (1 + g %% 3) end,
+                g %% 3, jsonb_build_object('n', g), 5,
+                case when g <= %(ready)s then now() - make_interval(secs => g %% 1000)
+                     else now() + interval '1 hour' end
+            from generate_series(1, %(total)s) as g
+            """,
+            {"queues": QUEUES, "ready": READY, "total": READY + FUTURE},
+        )
+        c.execute("analyze queue.jobs")
+        c.execute("analyze queue.categories")
+    return dsn
+
+
+@pytest.fixture
+def explained(backlog: str) -> Iterator[tuple[psycopg.Connection, list[str]]]:
+    """A session whose statements' plans (nested ones too) arrive as LOG notices."""
+    plans: list[str] = []
+    with psycopg.connect(backlog, autocommit=True) as c:
+        c.execute("load 'auto_explain'")
+        c.execute("set auto_explain.log_min_duration = 0")
+        c.execute("set auto_explain.log_nested_statements = on")
+        c.execute("set auto_explain.log_analyze = off")
+        c.execute("set auto_explain.log_format = 'json'")
+        c.execute("set client_min_messages = log")
+        c.add_notice_handler(
+            lambda d: (
+                plans.append(d.message_primary or "")
+                if (d.message_primary or "").startswith("duration:")
+                else None
+            )
+        )
+        yield c, plans
+
+
+def plan_trees(messages: list[str]) -> list[dict[str, Any]]:
+    """The JSON plans in auto_explain's messages ("duration: ... ms  plan:\\n{...}")."""
+    trees = []
+    for m in messages:
+        doc = json.loads(m[m.index("{") :])
+        trees.append(doc)
+    return trees
+
+
+def nodes(plan: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    yield plan
+    for child in plan.get("Plans", []):
+        yield from nodes(child)
+
+
+def by_id(node: dict[str, Any]) -> bool:
+    """A read of queue.jobs by primary key (id = ... / id = ANY (...)): bounded by its keys."""
+    cond = node.get("Index Cond") or node.get("Recheck Cond") or ""
+    return re.search(r"\((?:\w+\.)?id = ", cond) is not None
+
+
+def reads_jobs_unbounded(plan: dict[str, Any]) -> bool:
+    """True if this node scans queue.jobs (other than by id), or is fed by such a scan with no
+    Limit in between."""
+    if plan.get("Relation Name") == "jobs" and "Scan" in plan["Node Type"]:
+        return not by_id(plan)
+    if plan["Node Type"] == "Limit":
+        return False
+    return any(reads_jobs_unbounded(child) for child in plan.get("Plans", []))
+
+
+def problems(doc: dict[str, Any]) -> list[str]:
+    found = []
+    for node in nodes(doc["Plan"]):
+        if node["Node Type"] == "Seq Scan" and node.get("Relation Name") == "jobs":
+            found.append("Seq Scan on jobs")
+        if node["Node Type"] in ("Sort", "Incremental Sort") and any(
+            reads_jobs_unbounded(child) for child in node.get("Plans", [])
+        ):
+            found.append(f"{node['Node Type']} over the jobs backlog ({node.get('Sort Key')})")
+    return found
+
+
+@pytest.mark.parametrize(
+    "queues",
+    [["q1"], ["q1", "q2", "q3"], None],
+    ids=["one-queue", "three-queues", "every-queue"],
+)
+@pytest.mark.parametrize("batch", [1, 50])
+def test_claim_plans_use_indexes(
+    explained: tuple[psycopg.Connection, list[str]], queues: list[str] | None, batch: int
+) -> None:
+    conn, messages = explained
+    claimed = 0
+    with conn.transaction(force_rollback=True):  # leave the backlog as it was
+        for _ in range(CALLS):
+            rows = conn.execute(
+                "select job_id, category from queue.claim('planner', queues => %s, batch => %s)",
+                (queues, batch),
+            ).fetchall()
+            claimed += len(rows)
+    assert claimed == CALLS * batch, "every call found a full batch"
+    docs = plan_trees(messages)
+    texts = [d["Query Text"] for d in docs]
+    jobs_plans = [d for d in docs if "queue.jobs" in d["Query Text"]]
+    # The candidate scans ran in every call, generic plans included.
+    assert sum("for update skip locked" in t for t in texts) >= CALLS
+    bad = {p["Query Text"][:200]: problems(p) for p in jobs_plans if problems(p)}
+    assert bad == {}, json.dumps(bad, indent=1)
+    index_scans = [
+        n
+        for d in jobs_plans
+        for n in nodes(d["Plan"])
+        if n.get("Relation Name") == "jobs" and "Index" in n["Node Type"]
+    ]
+    assert index_scans, "the candidates were read by index"
