@@ -88,9 +88,9 @@ def install(
                     for f in files:
                         conn.execute(f.read_text())
                     conn.execute(
-                        "insert into queue.install_state (id, functions_digest) values (true, %s)"
-                        " on conflict (id) do update set functions_digest = excluded.functions_digest,"
-                        " installed_at = now()",
+                        "insert into queue.install_state (id, functions_digest)"
+                        " values (true, %s) on conflict (id) do update"
+                        " set functions_digest = excluded.functions_digest, installed_at = now()",
                         (digest,),
                     )
                 done.append(f"functions ({len(files)} files)")

@@ -39,12 +39,17 @@ class JsonFormatter(logging.Formatter):
 
 
 def setup(level: int | str = logging.INFO, stream: IO[str] | None = None) -> logging.Handler:
-    """Send the ``andal`` logger's records to ``stream`` (stderr) as JSON lines."""
+    """Send the ``andal`` logger's records to ``stream`` (stderr) as JSON lines; psycopg's
+    own warnings (``psycopg.pool`` discarding a broken connection, say) go the same way."""
     handler = logging.StreamHandler(stream or sys.stderr)
     handler.setFormatter(JsonFormatter())
     log.handlers[:] = [handler]
     log.setLevel(level if isinstance(level, int) else level.upper())
     log.propagate = False
+    driver = logging.getLogger("psycopg")
+    driver.handlers[:] = [handler]
+    driver.setLevel(logging.WARNING)
+    driver.propagate = False
     return handler
 
 

@@ -67,6 +67,9 @@ RELEASE = (
     " delay => %(delay)s::interval)"
 )
 
+#: Housekeeping any worker may run; the driver runs it once a minute.
+MAINTAIN = "select queue.maintain()"
+
 LISTEN = "listen andal_jobs"
 CHANNEL = "andal_jobs"
 

@@ -1,0 +1,45 @@
+"""andal: a job queue and worker cache that live inside PostgreSQL.
+
+Producers::
+
+    import andal
+    andal.Client(dsn).enqueue({"to": "a@b.c"}, "mail")
+    andal.enqueue(conn, {"to": "a@b.c"}, "mail")      # in the caller's transaction
+
+Workers::
+
+    registry = andal.Registry()
+
+    @registry.handler("mail")
+    def send(job: andal.Job) -> dict:
+        ...
+
+    @registry.handler("ledger", transactional=True)
+    def post(job: andal.Job, conn) -> None:
+        conn.execute("insert into ledger ...")   # commits with the job's completion
+
+    andal.Worker(dsn, registry, concurrency=8).run()
+"""
+
+from __future__ import annotations
+
+from .client import Client, configure_queue, enqueue, enqueue_many, set_category_limit
+from .errors import AndalError, LeaseLost, NotInstalled
+from .worker import Fail, Handler, Job, Registry, Retry, Worker
+
+__all__ = [
+    "AndalError",
+    "Client",
+    "Fail",
+    "Handler",
+    "Job",
+    "LeaseLost",
+    "NotInstalled",
+    "Registry",
+    "Retry",
+    "Worker",
+    "configure_queue",
+    "enqueue",
+    "enqueue_many",
+    "set_category_limit",
+]

@@ -1,0 +1,393 @@
+"""``make demo``: install andal, stream ~20,000 jobs through a pool of worker processes.
+
+Where the database comes from, in order: ``$DATABASE_URL``; a server answering at
+127.0.0.1:5432 (a database ``andal_demo`` is made there, an old one dropped); else a private
+throwaway cluster under ``.andal/`` (initdb + pg_ctl, run as ``postgres`` when we are root),
+stopped and removed at the end.
+
+Some jobs fail once and retry, a few always fail (dead after 3 attempts) and a few raise
+``andal.Fail`` (dead at once). The queue's backoff is short so the demo ends quickly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import logging
+import multiprocessing as mp
+import os
+import random
+import shlex
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+import andal
+
+from . import logs
+from .install import install
+
+QUEUE = "demo"
+CATEGORIES = ["email", "image", "report", "sync"]
+#: The local server tried before starting a private cluster (overridable for tests).
+LOCAL = os.environ.get("ANDAL_DEMO_SERVER", "postgresql://postgres@127.0.0.1:5432/postgres")
+DEMO_DB = "andal_demo"
+
+
+# -- a private PostgreSQL cluster -----------------------------------------------------------
+
+
+def pg_bin(name: str) -> str:
+    """Path of a PostgreSQL server binary: /usr/lib/postgresql/15/bin first, then $PATH."""
+    candidates = [Path("/usr/lib/postgresql/15/bin") / name]
+    candidates += sorted(Path("/usr/lib/postgresql").glob(f"*/bin/{name}"), reverse=True)
+    for c in candidates:
+        if c.is_file():
+            return str(c)
+    found = shutil.which(name)
+    if found:
+        return found
+    raise FileNotFoundError(f"{name} not found (install PostgreSQL server binaries)")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Cluster:
+    """A throwaway PostgreSQL cluster in ``root`` on a free TCP port of 127.0.0.1.
+
+    initdb refuses to run as root: then every server command runs as the ``postgres`` user
+    (runuser, or su), and ``root`` is handed to that user.
+    """
+
+    def __init__(self, root: Path, port: int | None = None) -> None:
+        self.root = root
+        self.data = root / "data"
+        self.log = root / "server.log"
+        self.port = port or free_port()
+        self.as_postgres = os.geteuid() == 0
+
+    @property
+    def dsn(self) -> str:
+        return f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
+
+    def _run(self, *argv: str) -> None:
+        cmd = list(argv)
+        if self.as_postgres:
+            if shutil.which("runuser"):
+                cmd = ["runuser", "-u", "postgres", "--", *cmd]
+            else:
+                cmd = ["su", "postgres", "-c", shlex.join(cmd)]
+        out = subprocess.run(cmd, capture_output=True, text=True)
+        if out.returncode != 0:
+            raise RuntimeError(f"{argv[0]} failed: {(out.stderr or out.stdout).strip()}")
+
+    def init(self) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
+        if self.as_postgres:
+            shutil.chown(self.root, "postgres", "postgres")
+        self._run(
+            pg_bin("initdb"), "-D", str(self.data), "-U", "postgres", "-A", "trust", "-E", "UTF8"
+        )
+
+    def start(self) -> str:
+        options = " ".join(
+            [
+                f"-p {self.port}",
+                "-c listen_addresses=127.0.0.1",
+                "-c unix_socket_directories=''",
+                "-c fsync=off",
+                "-c synchronous_commit=off",
+                "-c full_page_writes=off",
+                "-c max_connections=100",
+            ]
+        )
+        self._run(
+            pg_bin("pg_ctl"), "-D", str(self.data), "-l", str(self.log), "-o", options,
+            "-w", "-t", "60", "start",
+        )  # fmt: skip
+        return self.dsn
+
+    def stop(self, mode: str = "fast") -> None:
+        self._run(pg_bin("pg_ctl"), "-D", str(self.data), "-m", mode, "-w", "stop")
+
+    def restart(self, mode: str = "fast") -> None:
+        self.stop(mode)
+        self.start()
+
+    def destroy(self) -> None:
+        with_server = (self.data / "postmaster.pid").exists()
+        if with_server:
+            with contextlib.suppress(RuntimeError):
+                self.stop("immediate")
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def private_root() -> Path:
+    """``.andal/cluster`` in the working directory, or a temp dir the postgres user can reach."""
+    root = Path.cwd() / ".andal" / f"cluster-{os.getpid()}"
+    if os.geteuid() != 0:
+        return root
+    probe = subprocess.run(
+        ["runuser", "-u", "postgres", "--", "test", "-x", str(Path.cwd())], capture_output=True
+    )
+    if probe.returncode == 0:
+        return root
+    return Path(tempfile.mkdtemp(prefix="andal-demo-"))
+
+
+# -- choosing a database --------------------------------------------------------------------
+
+
+def answers(dsn: str) -> bool:
+    try:
+        with psycopg.connect(dsn, connect_timeout=2):
+            return True
+    except psycopg.Error:
+        return False
+
+
+def with_database(dsn: str, dbname: str) -> str:
+    return psycopg.conninfo.make_conninfo(dsn, dbname=dbname)
+
+
+def fresh_database(server_dsn: str) -> str:
+    with psycopg.connect(server_dsn, autocommit=True) as conn:
+        conn.execute(f"drop database if exists {DEMO_DB} with (force)")
+        conn.execute(f"create database {DEMO_DB}")
+    return with_database(server_dsn, DEMO_DB)
+
+
+# -- the work -------------------------------------------------------------------------------
+
+
+def handle(job: andal.Job) -> dict[str, Any]:
+    """The demo's handler: a little CPU, a little sleep, and the scripted failures."""
+    kind = job.payload.get("kind", "ok")
+    if kind == "flaky" and job.attempt == 1:
+        raise ConnectionError("upstream timed out (first attempt only)")
+    if kind == "broken":
+        raise ValueError("this job always fails")
+    if kind == "fatal":
+        raise andal.Fail("refused: bad input")
+    digest = hashlib.sha256(repr(job.payload).encode()).hexdigest()
+    time.sleep(random.random() * 0.002)
+    return {"digest": digest[:12]}
+
+
+class _Collector(logging.Handler):
+    """Keep the enqueue->start latency of first attempts from the ``claimed`` log events."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.latencies: list[float] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.msg == "claimed" and getattr(record, "attempt", 0) == 1:
+            self.latencies.append(record.duration_ms)
+
+
+def worker_process(dsn: str, concurrency: int, batch: int, stop: Any, out: Any) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
+    logs.setup(logging.WARNING, stream=open(os.devnull, "w"))  # noqa: SIM115
+    collector = _Collector()
+    logs.log.addHandler(collector)
+    logs.log.setLevel(logging.INFO)
+    worker = andal.Worker(
+        dsn, {QUEUE: handle}, concurrency=concurrency, batch=batch, poll=0.5, grace=10
+    )
+    threading.Thread(target=lambda: (stop.wait(), worker.stop()), daemon=True).start()
+    worker.run(install_signals=False)
+    out.put((dict(worker.counts), collector.latencies))
+
+
+def plan(jobs: int, seed: int = 42) -> list[dict[str, Any]]:
+    """The payloads: 3 % fail once, 0.2 % always fail, 0.1 % fail for good."""
+    rng = random.Random(seed)
+    payloads = []
+    for n in range(jobs):
+        r = rng.random()
+        kind = "flaky" if r < 0.03 else "broken" if r < 0.032 else "fatal" if r < 0.033 else "ok"
+        payloads.append({"n": n, "kind": kind})
+    return payloads
+
+
+def run_demo(
+    dsn: str, jobs: int, workers: int, concurrency: int, batch: int, backlog: int, categories: bool
+) -> dict:
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
+    console = Console()
+    done = install(dsn)
+    console.print(f"[bold]andal[/] installed ({', '.join(done) or 'already up to date'})")
+    payloads = plan(jobs)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        andal.configure_queue(
+            conn, QUEUE, max_attempts=3, backoff="linear", backoff_base=0.05, backoff_cap=0.5,
+            lease=30,
+        )  # fmt: skip
+        for category in CATEGORIES:
+            andal.set_category_limit(conn, category, concurrency * workers)
+
+        ctx = mp.get_context("spawn")
+        stop, out = ctx.Event(), ctx.Queue()
+        procs = [
+            ctx.Process(target=worker_process, args=(dsn, concurrency, batch, stop, out))
+            for _ in range(workers)
+        ]
+        for p in procs:
+            p.start()
+        console.print(
+            f"{workers} worker processes x {concurrency} slots; enqueueing {jobs:,} jobs"
+            + (f", keeping at most {backlog:,} waiting" if backlog else " at once")
+        )
+        columns = [
+            TextColumn("[progress.description]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[speed]}"),
+            TimeElapsedColumn(),
+        ]
+        chunk = 100  # per category and statement: every category has work at any time
+        start = time.monotonic()
+        sent = live = 0
+        with Progress(*columns, console=console) as progress:
+            task = progress.add_task("jobs", total=jobs, speed="")
+            while True:
+                # the producer: top the queue up to `backlog` waiting jobs (0: all at once)
+                while sent < jobs and (not backlog or live < backlog):
+                    for category in CATEGORIES if categories else [None]:
+                        part = payloads[sent : sent + chunk]
+                        if part:
+                            andal.enqueue_many(conn, part, QUEUE, category=category)
+                        sent += len(part)
+                        live += len(part)
+                live = conn.execute(
+                    "select count(*) from queue.jobs where queue = %s", (QUEUE,)
+                ).fetchone()[0]
+                finished = sent - live
+                elapsed = time.monotonic() - start
+                progress.update(task, completed=finished, speed=f"{finished / elapsed:,.0f} jobs/s")
+                if sent == jobs and live == 0:
+                    break
+                time.sleep(0.05)
+        wall = time.monotonic() - start
+        stop.set()
+        counts: Counter[str] = Counter()
+        latencies: list[float] = []
+        for _ in procs:
+            c, lat = out.get(timeout=60)
+            counts.update(c)
+            latencies.extend(lat)
+        for p in procs:
+            p.join(30)
+        dead = conn.execute(
+            "select count(*) from queue.dead_letters where queue = %s", (QUEUE,)
+        ).fetchone()[0]
+    latencies.sort()
+    return {
+        "jobs": jobs,
+        "seconds": wall,
+        "jobs_per_s": jobs / wall,
+        "p50_ms": percentile(latencies, 50),
+        "p99_ms": percentile(latencies, 99),
+        "retries": counts["retried"],
+        "dead": dead,
+        "completed": counts["completed"],
+        "lease_lost": counts["lease_lost"],
+    }
+
+
+def percentile(values: list[float], p: float) -> float:
+    if not values:
+        return float("nan")
+    if len(values) == 1:
+        return values[0]
+    return statistics.quantiles(values, n=100, method="inclusive")[int(p) - 1]
+
+
+def print_summary(s: dict) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="andal demo summary", show_header=False)
+    table.add_column(justify="left")
+    table.add_column(justify="right")
+    table.add_row("jobs", f"{s['jobs']:,}")
+    table.add_row("wall time", f"{s['seconds']:.1f} s")
+    table.add_row("throughput", f"{s['jobs_per_s']:,.0f} jobs/s")
+    table.add_row("enqueue→start p50", f"{s['p50_ms']:.1f} ms")
+    table.add_row("enqueue→start p99", f"{s['p99_ms']:.1f} ms")
+    table.add_row("completed", f"{s['completed']:,}")
+    table.add_row("retries", f"{s['retries']:,}")
+    table.add_row("dead letters", f"{s['dead']:,}")
+    table.add_row("leases lost", f"{s['lease_lost']:,}")
+    Console().print(table)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m andal.demo", description=__doc__.split("\n")[0])
+    p.add_argument("--jobs", type=int, default=20_000)
+    p.add_argument("--workers", type=int, default=3, help="worker processes")
+    p.add_argument("--concurrency", type=int, default=32, help="slots per worker process")
+    p.add_argument("--batch", type=int, default=100)
+    p.add_argument(
+        "--backlog", type=int, default=300, help="max jobs waiting (0: enqueue all at once)"
+    )
+    p.add_argument("--no-categories", action="store_true", help="enqueue without categories")
+    args = p.parse_args(argv)
+
+    cluster: Cluster | None = None
+    try:
+        if os.environ.get("DATABASE_URL"):
+            dsn = os.environ["DATABASE_URL"]
+            print("using $DATABASE_URL")
+        elif answers(LOCAL):
+            dsn = fresh_database(LOCAL)
+            print(f"using the server at 127.0.0.1:5432, database {DEMO_DB}")
+        else:
+            cluster = Cluster(private_root())
+            print(f"no server at 127.0.0.1:5432: starting a private cluster in {cluster.root}")
+            cluster.init()
+            dsn = fresh_database(cluster.start())
+        if not answers(dsn):
+            print(f"andal demo: cannot connect to {dsn}", file=sys.stderr)
+            return 3
+        summary = run_demo(
+            dsn, args.jobs, args.workers, args.concurrency, args.batch, args.backlog,
+            not args.no_categories,
+        )  # fmt: skip
+        print_summary(summary)
+        return 0
+    except (RuntimeError, FileNotFoundError) as exc:
+        print(f"andal demo: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        if cluster is not None:
+            cluster.destroy()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

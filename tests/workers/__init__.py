@@ -1,0 +1,1 @@
+"""Handler modules and process helpers used by the worker tests."""
