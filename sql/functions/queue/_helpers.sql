@@ -213,7 +213,8 @@ as $$
 $$;
 
 -- _reap: take back up to `lim` running jobs whose lease expired: the attempt is spent; the job
--- is pending again at once, or dead-lettered when it has no attempt left. Skips rows another
+-- is pending again at once, keeping its place (its available_at), or dead-lettered when it
+-- has no attempt left. Skips rows another
 -- session holds. Returns how many it took back.
 create or replace function queue._reap(lim int default 100) returns int
 language plpgsql
@@ -242,7 +243,7 @@ begin
         else
             update queue.jobs as j
             set status = 'pending', token = null, worker = null, claimed_at = null,
-                lease_expires_at = null, available_at = now(), errors = v_job.errors
+                lease_expires_at = null, errors = v_job.errors
             where j.id = v_job.id;
             if v_job.category is not null then
                 delete from queue.worker_locks as w where w.job_id = v_job.id;
