@@ -54,7 +54,7 @@ class QueueMachine(RuleBasedStateMachine):
         tables = self.conn.execute(
             "select string_agg(format('%I.%I', schemaname, tablename), ', ')"
             " from pg_tables where schemaname in ('queue', 'cache')"
-            " and tablename not in ('schema_migrations', 'install_state')"
+            " and tablename not in ('schema_migrations', 'install_state', 'config', 'log_state')"
         ).fetchone()[0]
         self.conn.execute(f"truncate {tables}")
         self.conn.execute("select queue.configure_queue(queue => 'm', backoff_base => '0')")
