@@ -465,7 +465,8 @@ def test_dedup_waiters_after_the_holder_rolls_back_make_one_job(dsn: str, clean:
         # Autocommit: each poll reads a fresh pg_stat_activity snapshot.
         return monitor.execute(
             "select count(*) = %s from pg_stat_activity"
-            " where application_name = 'andal-dedup-waiter' and wait_event_type = 'Lock'",
+            " where application_name = 'andal-dedup-waiter' and wait_event_type = 'Lock'"
+            " and datname = current_database()",
             (waiters,),
         ).fetchone()[0]
 

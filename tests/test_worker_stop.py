@@ -89,7 +89,7 @@ def test_killed_listener_still_lets_jobs_through(
                 lambda: count(
                     conn,
                     "select count(*) from pg_stat_activity where application_name like '% listen'"
-                    " and query = 'listen andal_jobs'",
+                    " and query = 'listen andal_jobs' and datname = current_database()",
                 ),
                 timeout=10,
                 what="the listener",
@@ -97,7 +97,7 @@ def test_killed_listener_still_lets_jobs_through(
             killed = count(
                 conn,
                 "select count(pg_terminate_backend(pid)) from pg_stat_activity"
-                " where application_name like 'andal % listen'",
+                " where application_name like 'andal % listen' and datname = current_database()",
             )
             assert killed == 1
             job_id = andal.enqueue(conn, {"round": round_}, "leased")
