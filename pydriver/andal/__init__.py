@@ -23,17 +23,21 @@ Workers::
 
 from __future__ import annotations
 
+from .cache import REFRESH_QUEUE, Cache, Lookup, refresh_handler, register_refresh
 from .client import Client, configure_queue, enqueue, enqueue_many, set_category_limit
 from .errors import AndalError, LeaseLost, NotInstalled
 from .worker import Fail, Handler, Job, Registry, Retry, Worker
 
 __all__ = [
+    "REFRESH_QUEUE",
     "AndalError",
+    "Cache",
     "Client",
     "Fail",
     "Handler",
     "Job",
     "LeaseLost",
+    "Lookup",
     "NotInstalled",
     "Registry",
     "Retry",
@@ -41,5 +45,7 @@ __all__ = [
     "configure_queue",
     "enqueue",
     "enqueue_many",
+    "refresh_handler",
+    "register_refresh",
     "set_category_limit",
 ]

@@ -770,7 +770,7 @@ class Cache:
         first = True
         while not self._stop.is_set():
             try:
-                with psycopg.connect(self._dsn, autocommit=True) as conn:
+                with psycopg.connect(self._dsn, autocommit=True, connect_timeout=5) as conn:
                     self._listener_pid = conn.info.backend_pid
                     conn.execute(psql.SQL("listen {}").format(psql.Identifier(self.channel)))
                     # LISTEN first, then replay: nothing committed in between is missed.

@@ -9,8 +9,16 @@
 --   carries the writer's top-level transaction id (xid8) so that readers resume from a
 --   transaction-id watermark that can never skip a change committing late (DESIGN 10).
 -- * `cache.views`, `cache.view_sources`, `cache.source_changes`: materialized views refreshed
---   as queue work, and the per-backend change counters their source tables feed.
+--   as queue work, the tables they track, and the TRUNCATE counters of those tables.
 -- * `cache.config`: the knobs of the adaptive TTL and the size limits.
+
+-- A row of cache.changes_since() (a type, because its `watermark` column has the name of the
+-- function's parameter). xid: the writer's transaction id (the paging cursor, with seq);
+-- snapshot: the position to resume from in snapshot mode.
+create type cache.change as (
+    seq bigint, key text, version bigint, op text, watermark bigint, xid bigint,
+    snapshot pg_snapshot
+);
 
 -- One number per change: the version it gives its key and its position in the log.
 create sequence cache.change_seq as bigint;
@@ -108,7 +116,7 @@ create table cache.views (
     view regclass primary key,
     max_lag interval not null constraint views_max_lag_check check (max_lag > '0'),
     max_changes bigint not null constraint views_max_changes_check check (max_changes >= 1),
-    -- sum of the sources' change counters read just before the last refresh
+    -- cache._view_changes() read just before the last refresh took its snapshot
     seen_changes bigint not null default 0,
     registered_at timestamptz not null default now(),
     refreshed_at timestamptz,
@@ -123,10 +131,11 @@ create table cache.view_sources (
 );
 create index view_sources_source_idx on cache.view_sources (source);
 
--- Change counters of tracked source tables: one row per (table, backend), so concurrent
--- writers never wait on each other's counter. Monotonic; rows of ended backends are folded
--- into backend 0 by cache.refresh_due(). UNLOGGED: a crash resets the counters, which makes
--- the sums differ from seen_changes, so every view is refreshed once.
+-- TRUNCATE counters of tracked source tables (row changes come from the statistics): one
+-- row per (table, backend), so no two sessions share a counter row. Monotonic; rows of ended
+-- backends are folded into backend 0 by cache.refresh_due(). UNLOGGED: a crash resets the
+-- counters (as it resets the statistics), which makes the sums differ from seen_changes, so
+-- every view is refreshed once.
 create unlogged table cache.source_changes (
     source oid not null,
     backend int not null,

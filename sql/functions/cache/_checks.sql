@@ -49,5 +49,9 @@ begin
 end
 $$;
 
+comment on function cache._check_key(text, text) is
+'Check a cache key argument: not null (22004), 1 to 512 characters (22023).';
+comment on function cache._check_value(jsonb, text) is
+'Check a value to cache: not null (22004), not JSON null (22023), within max_value_bytes (54000).';
 revoke all on function cache._check_key(text, text) from public;
 revoke all on function cache._check_value(jsonb, text) from public;

@@ -224,6 +224,10 @@ declare
     v_job queue.jobs;
     v_count int := 0;
     v_error text;
+    v_keys text[] := '{}'::text[];
+    v_queues text[] := '{}'::text[];
+    v_reasons text[] := '{}'::text[];
+    v_row record;
 begin
     for v_job in
         select j.* from queue.jobs as j
@@ -234,12 +238,14 @@ begin
     loop
         v_error := format('lease expired (worker %s)', v_job.worker);
         v_job.errors := v_job.errors || queue._error_entry(v_job.attempt, v_error, v_job.worker);
+        if v_job.cache_key is not null then
+            v_keys := v_keys || v_job.cache_key;
+            v_queues := v_queues || v_job.queue;
+            v_reasons := v_reasons
+                || case when v_job.attempt >= v_job.max_attempts then 'dead' else 'retry' end;
+        end if;
         if v_job.attempt >= v_job.max_attempts then
             perform queue._bury(v_job, 'exhausted', v_error);
-            if v_job.cache_key is not null then
-                perform cache._job_done(v_job.cache_key, (queue._config(v_job.queue)).cache_policy,
-                    null, 'dead');
-            end if;
         else
             update queue.jobs as j
             set status = 'pending', token = null, worker = null, claimed_at = null,
@@ -254,6 +260,13 @@ begin
             array[extract(epoch from now() - v_job.claimed_at) * 1000],
             array[date_part('epoch', v_job.claimed_at - v_job.available_at) * 1000]);
         v_count := v_count + 1;
+    end loop;
+    -- The jobs' cache keys are invalidated in key order, like every batch does.
+    for v_row in
+        select u.k, u.q, u.r from unnest(v_keys, v_queues, v_reasons) as u (k, q, r)
+        order by u.k
+    loop
+        perform cache._job_done(v_row.k, (queue._config(v_row.q)).cache_policy, null, v_row.r);
     end loop;
     return v_count;
 end

@@ -123,9 +123,10 @@ begin
         join queue.queues as q on q.queue = g.queue and q.keep_results
     )
     select coalesce(array_agg(g.id), '{}'),
-        array_agg(g.cache_key) filter (where g.cache_key is not null),
-        array_agg(g.queue) filter (where g.cache_key is not null),
-        array_agg(i.res) filter (where g.cache_key is not null),
+        -- cache effects in key order: concurrent batches lock entries in one order
+        array_agg(g.cache_key order by g.cache_key) filter (where g.cache_key is not null),
+        array_agg(g.queue order by g.cache_key) filter (where g.cache_key is not null),
+        array_agg(i.res order by g.cache_key) filter (where g.cache_key is not null),
         array_agg(g.queue), array_agg(g.category),
         array_agg(date_part('epoch', now() - g.claimed_at) * 1000),
         array_agg(date_part('epoch', g.claimed_at - g.available_at) * 1000)

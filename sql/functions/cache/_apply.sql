@@ -1,0 +1,115 @@
+-- cache._apply: the one body behind every cache write (put, invalidate, write-through, job
+-- completion, read-repair). Arguments are checked by the callers.
+--
+-- op 'put' stores `value` (fresh, expiring after `ttl`, or the adaptive TTL when null);
+-- op 'invalidate' marks the key stale and keeps its old value (a tombstone when it had none).
+-- Guarantees:
+-- * The key's row is locked before its new version is drawn from cache.change_seq, so the
+--   versions of one key grow in commit order.
+-- * In the same transaction it appends (seq = the new version, xid = the writer's top-level
+--   transaction id) to cache.log, and sends one NOTIFY per transaction on channel
+--   'andal_cache' whose payload is that xid (a hint; readers resume from their watermark).
+-- * With if_version (0 = the key has no row) nothing is written unless the key is still at
+--   that version: a refill never overwrites a newer write. Returns null then.
+-- Returns the new version.
+create or replace function cache._apply(
+    key text, op text, value jsonb, ttl interval, reason text, if_version bigint default null
+) returns bigint
+language plpgsql
+set search_path = pg_catalog, pg_temp
+as $$
+#variable_conflict use_column
+declare
+    v_xid xid8 := pg_current_xact_id();
+    v_alpha double precision;
+    v_old cache.entries;
+    v_version bigint;
+    v_checksum text;
+    v_inserted boolean := false;
+    v_changes bigint;
+    v_changed_at timestamptz;
+    v_mean double precision;
+    v_gap double precision;
+begin
+    if op not in ('put', 'invalidate') then
+        raise exception 'op must be put or invalidate (got %)', op using errcode = '22023';
+    end if;
+    if op = 'put' then
+        v_checksum := md5(value::text);
+    end if;
+    loop
+        select e.* into v_old from cache.entries as e where e.key = _apply.key for update;
+        exit when found;
+        if if_version is not null and if_version <> 0 then
+            return null;
+        end if;
+        v_version := nextval('cache.change_seq');
+        insert into cache.entries as e (
+            key, value, checksum, version, stale, expires_at, written_at, changes, changed_at,
+            invalidated_at, reason
+        ) values (
+            _apply.key,
+            case when op = 'put' then _apply.value end,
+            v_checksum,
+            v_version,
+            op = 'invalidate',
+            case when op = 'put' then now() + coalesce(_apply.ttl, cache._adaptive_ttl(null, null)) end,
+            now(),
+            case when op = 'invalidate' then 1 else 0 end,
+            case when op = 'invalidate' then now() end,
+            case when op = 'invalidate' then now() end,
+            left(_apply.reason, 200)
+        )
+        on conflict (key) do nothing;
+        if found then
+            v_inserted := true;
+            exit;
+        end if;
+        -- Another transaction created the key meanwhile: lock its row and update it.
+    end loop;
+
+    if not v_inserted then
+        if if_version is not null and if_version <> v_old.version then
+            return null;
+        end if;
+        v_version := nextval('cache.change_seq');
+        v_changes := v_old.changes;
+        v_changed_at := v_old.changed_at;
+        v_mean := v_old.mean_interval;
+        if op = 'invalidate' or (v_old.value is not null and not v_old.stale
+                                 and v_old.checksum is distinct from v_checksum) then
+            select c.ewma_alpha into v_alpha from cache.config as c;
+            if v_old.changed_at is not null then
+                v_gap := greatest(extract(epoch from now() - v_old.changed_at)::double precision, 0);
+                v_mean := case when v_mean is null then v_gap
+                               else v_alpha * v_gap + (1 - v_alpha) * v_mean end;
+            end if;
+            v_changes := v_changes + 1;
+            v_changed_at := now();
+        end if;
+        if op = 'put' then
+            update cache.entries as e
+            set value = _apply.value, checksum = v_checksum, version = v_version, stale = false,
+                expires_at = now() + coalesce(_apply.ttl, cache._adaptive_ttl(v_mean, v_changed_at)),
+                written_at = now(), changes = v_changes, changed_at = v_changed_at,
+                mean_interval = v_mean
+            where e.key = _apply.key;
+        else
+            update cache.entries as e
+            set version = v_version, stale = true, changes = v_changes,
+                changed_at = v_changed_at, mean_interval = v_mean, invalidated_at = now(),
+                reason = left(_apply.reason, 200)
+            where e.key = _apply.key;
+        end if;
+    end if;
+
+    insert into cache.log (seq, xid, key, op, reason)
+    values (v_version, v_xid, _apply.key, op, left(_apply.reason, 200));
+    perform pg_notify('andal_cache', v_xid::text);
+    return v_version;
+end
+$$;
+
+comment on function cache._apply(text, text, jsonb, interval, text, bigint) is
+'Write (put) or invalidate a key: new version, log row and NOTIFY hint in the caller''s transaction.';
+revoke all on function cache._apply(text, text, jsonb, interval, text, bigint) from public;

@@ -1,0 +1,58 @@
+-- cache.prune: maintenance. Deletes log rows older than log_keep (default
+-- cache.config.log_keep) whose transactions have ended, and entries that have been stale or
+-- expired for longer than entries_keep. Run it periodically (pg_cron, or an admin job).
+-- Guarantees: a reader whose watermark is at or below the highest pruned transaction id is
+-- told to flush by cache.changes_since (it may have missed a pruned change), never left
+-- stale. Entries locked by a writer are skipped. Returns how many rows went.
+-- Raises: 22023 negative intervals.
+create or replace function cache.prune(
+    log_keep interval default null, entries_keep interval default '1 day'
+) returns table (log_rows bigint, entries bigint)
+language plpgsql
+security definer
+set search_path = pg_catalog, pg_temp
+as $$
+#variable_conflict use_column
+declare
+    v_keep interval;
+    v_xid xid8;
+    v_log bigint;
+    v_entries bigint;
+begin
+    if prune.log_keep < interval '0' or prune.entries_keep < interval '0' then
+        raise exception 'log_keep and entries_keep must not be negative' using errcode = '22023';
+    end if;
+    select coalesce(prune.log_keep, c.log_keep) into v_keep from cache.config as c;
+    with gone as (
+        delete from cache.log as l
+        where l.at < now() - v_keep
+          and l.xid < pg_snapshot_xmin(pg_current_snapshot())
+        returning l.xid
+    )
+    select count(*), max(g.xid) into v_log, v_xid from gone as g;
+    if v_xid is not null then
+        update cache.log_state as s
+        set pruned_xid = greatest(s.pruned_xid, v_xid), pruned_at = now();
+    end if;
+
+    with doomed as (
+        select e.key from cache.entries as e
+        where (e.stale or e.value is null or e.expires_at <= now())
+          and case when e.stale or e.value is null
+                   then coalesce(e.invalidated_at, e.written_at)
+                   else e.expires_at end
+              < now() - coalesce(prune.entries_keep, interval '1 day')
+        for update skip locked
+    ),
+    gone as (
+        delete from cache.entries as e using doomed as d where e.key = d.key returning 1
+    )
+    select count(*) into v_entries from gone;
+    return query select v_log, v_entries;
+end
+$$;
+
+comment on function cache.prune(interval, interval) is
+'Maintenance: cut the log (readers behind the cut flush) and drop long-stale entries.';
+revoke all on function cache.prune(interval, interval) from public;
+grant execute on function cache.prune(interval, interval) to andal_admin;

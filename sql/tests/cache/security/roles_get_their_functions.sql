@@ -1,0 +1,25 @@
+-- Grants: workers read, write, invalidate, follow the log, validate and run refresh jobs;
+-- producers may only put; admins also manage views and maintenance.
+begin;
+select plan(3);
+
+create function pg_temp.executable(role_name text) returns text[]
+language sql stable
+as $$
+    select array_agg(p.proname::text order by p.proname::text collate "C")
+    from pg_proc as p
+    where p.pronamespace = 'cache'::regnamespace
+      and has_function_privilege(role_name, p.oid, 'execute')
+$$;
+
+select is(pg_temp.executable('andal_worker'),
+    array['changes_since', 'get', 'get_many', 'invalidate', 'put', 'refresh_view', 'ttl_for',
+        'validate'], 'andal_worker');
+select is(pg_temp.executable('andal_producer'), array['put'], 'andal_producer');
+select is(pg_temp.executable('andal_admin'),
+    array['changes_since', 'get', 'get_many', 'invalidate', 'prune', 'put', 'refresh_due',
+        'refresh_view', 'register_view', 'reset', 'track', 'ttl_for', 'unregister_view',
+        'untrack', 'validate'], 'andal_admin');
+
+select * from finish();
+rollback;
