@@ -34,7 +34,7 @@ import threading
 import time
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, NamedTuple
@@ -98,6 +98,8 @@ VALIDATE = (
     " from cache.validate(keys => %(keys)s::text[], versions => %(versions)s::bigint[],"
     " checksums => %(checksums)s::text[], loaded => %(loaded)s::jsonb[]) as v"
 )
+
+REPORT_READS = "select cache.report_reads(pool => %(pool)s::text, counts => %(counts)s::jsonb)"
 
 REFRESH_VIEW = (
     "select cache.refresh_view(view => r.view) as took"
@@ -181,6 +183,7 @@ class Cache:
         page_size: int = 10_000,
         channel: str = CHANNEL,
         pool_size: int = 4,
+        report_every: float = 10.0,
     ) -> None:
         if max_entries < 1 or max_bytes < 1:
             raise ValueError("max_entries and max_bytes must be positive")
@@ -225,6 +228,9 @@ class Cache:
         self._epoch: int | None = None
         self._confirmed_at = -math.inf
         self._counts: Counter[tuple[str, str]] = Counter()
+        self._reported: Counter[tuple[str, str]] = Counter()
+        self.report_every = report_every
+        self._next_report = time.monotonic() + report_every
         self._events: Counter[str] = Counter()
         self._stop = threading.Event()
         self._listening = False
@@ -244,11 +250,13 @@ class Cache:
         self._thread.start()
 
     def close(self) -> None:
-        """Stop the follower and close the pool this cache opened."""
+        """Stop the follower, report the last read counters, close the pool it opened."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=self.poll_interval + 5)
             self._thread = None
+        with suppress(psycopg.Error):
+            self.report()
         if self._owns_pool:
             self._pool.close()
 
@@ -511,6 +519,33 @@ class Cache:
                 "live": self._live(time.monotonic()),
                 **dict(self._events),
             }
+
+    def report(self, conn: psycopg.Connection | None = None) -> int:
+        """Send the read counters gathered since the last report to ``cache.report_reads``
+        (C15: hit/miss per job type and worker pool, answerable in SQL by ``cache.stats()``).
+        The follower calls it every ``report_every`` seconds. Returns the job types sent."""
+        outcomes = ("local_hit", "shared_hit", "stale_hit", "miss")
+        with self._lock:
+            delta: dict[str, dict[str, int]] = {}
+            for (label, outcome), n in self._counts.items():
+                sent = self._reported[(label, outcome)]
+                if outcome in outcomes and n > sent:
+                    delta.setdefault(label, {})[outcome] = n - sent
+            if not delta:
+                return 0
+            for label, counts in delta.items():
+                for outcome, n in counts.items():
+                    self._reported[(label, outcome)] += n
+        try:
+            with self._conn(conn) as c:
+                c.execute(REPORT_READS, {"pool": self.pool_name, "counts": json.dumps(delta)})
+        except BaseException:
+            with self._lock:  # not sent: send it with the next report
+                for label, counts in delta.items():
+                    for outcome, n in counts.items():
+                        self._reported[(label, outcome)] -= n
+            raise
+        return len(delta)
 
     def hit_ratio(self, job_type: str | None = None) -> float:
         """(local + shared hits) / reads, for one job type or all."""
@@ -797,6 +832,9 @@ class Cache:
                         for _ in conn.notifies(timeout=0.0):
                             pass
                         self._follower_sweep(conn)
+                        if self.report_every > 0 and time.monotonic() >= self._next_report:
+                            self._next_report = time.monotonic() + self.report_every
+                            self.report(conn)
             except Exception as exc:  # noqa: BLE001 - the follower must survive anything
                 self._listening = False
                 with self._lock:

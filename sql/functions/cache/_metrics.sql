@@ -78,7 +78,23 @@ as $$
         e'# HELP andal_cache_view_pending_changes Source row changes since the last refresh.\n',
         e'# TYPE andal_cache_view_pending_changes gauge\n',
         (select string_agg(format(e'andal_cache_view_pending_changes{view=%s} %s\n', q, pending),
-            '' order by name) from lbl)
+            '' order by name) from lbl),
+        e'# HELP andal_cache_reads Driver-reported cache reads of the last hour, by result.\n',
+        e'# TYPE andal_cache_reads gauge\n',
+        (select string_agg(format(e'andal_cache_reads{pool=%s,job_type=%s,result="%s"} %s\n',
+            queue._prom_label(s.labels ->> 'pool'), queue._prom_label(s.labels ->> 'job_type'),
+            s.labels ->> 'result', s.value), '' order by s.labels::text)
+         from cache.stats() as s where s.metric = 'reads'),
+        e'# HELP andal_cache_hit_ratio (local + shared hits) / reads, last hour.\n',
+        e'# TYPE andal_cache_hit_ratio gauge\n',
+        (select string_agg(format(e'andal_cache_hit_ratio{pool=%s,job_type=%s} %s\n',
+            queue._prom_label(s.labels ->> 'pool'), queue._prom_label(s.labels ->> 'job_type'),
+            s.value), '' order by s.labels::text)
+         from cache.stats() as s where s.metric = 'hit_ratio' and s.value is not null),
+        e'# HELP andal_cache_stale_overdue Entries stale or expired for over a minute.\n',
+        e'# TYPE andal_cache_stale_overdue gauge\n',
+        (select format(e'andal_cache_stale_overdue %s\n', s.value)
+         from cache.stats() as s where s.metric = 'stale_overdue')
     )
     from e cross join l
 $$;

@@ -1,4 +1,5 @@
--- Grants: workers read, write, invalidate, follow the log, validate and run refresh jobs;
+-- Grants: workers read, write, invalidate, follow the log, validate, run refresh jobs and
+-- report and read statistics;
 -- producers may only put; admins also manage views and maintenance.
 begin;
 select plan(3);
@@ -13,13 +14,13 @@ as $$
 $$;
 
 select is(pg_temp.executable('andal_worker'),
-    array['changes_since', 'get', 'get_many', 'invalidate', 'put', 'refresh_view', 'ttl_for',
-        'validate'], 'andal_worker');
+    array['changes_since', 'get', 'get_many', 'invalidate', 'put', 'refresh_view',
+        'report_reads', 'stats', 'ttl_for', 'validate'], 'andal_worker');
 select is(pg_temp.executable('andal_producer'), array['put'], 'andal_producer');
 select is(pg_temp.executable('andal_admin'),
     array['changes_since', 'get', 'get_many', 'invalidate', 'prune', 'put', 'refresh_due',
-        'refresh_view', 'register_view', 'reset', 'track', 'ttl_for', 'unregister_view',
-        'untrack', 'validate'], 'andal_admin');
+        'refresh_view', 'register_view', 'report_reads', 'reset', 'stats', 'track', 'ttl_for',
+        'unregister_view', 'untrack', 'validate'], 'andal_admin');
 
 select * from finish();
 rollback;
