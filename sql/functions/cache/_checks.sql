@@ -37,7 +37,8 @@ begin
         raise exception '% must not be JSON null', argument using errcode = '22023',
             hint = 'A cached value is any JSON value but null; invalidate the key instead.';
     end if;
-    select c.max_value_bytes into v_limit from cache.config as c;
+    -- no settings row must not mean no limit: then the column's default (1 MiB)
+    v_limit := coalesce((select c.max_value_bytes from cache.config as c), 1048576);
     -- The binary size bounds the text size from above within a small factor: only large
     -- values pay for the exact measure.
     if pg_column_size(value) > v_limit / 8 and octet_length(value::text) > v_limit then

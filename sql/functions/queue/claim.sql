@@ -85,12 +85,14 @@ end
 $$;
 
 -- _candidates: queue._scan, such that the caller holds row locks on the returned jobs only.
--- A claim that is its own transaction (autocommit) scans directly: the extra locks end with
--- it. Inside a longer transaction (a claim sharing the handler's transaction), the scan runs
--- in a subtransaction that is rolled back — giving back every lock it took — and only the
--- chosen rows are locked again (SKIP LOCKED: a row another claimer took in between is left
--- out). Otherwise ready jobs the claim did not take would stay hidden from every other
--- claimer until the handler ends.
+-- The scan over-locks only when more than one of its index scans finds rows: several queues,
+-- or ready jobs of both kinds (with and without a category). Then it runs in a
+-- subtransaction that is rolled back — giving back every lock it took — and only the chosen
+-- rows are locked again (SKIP LOCKED: a row another claimer took in between is left out).
+-- Otherwise ready jobs the claim did not take would stay hidden from every other claimer
+-- until the claimer's transaction ends (a claim sharing the handler's transaction). In the
+-- common case (one kind of job, one or every queue) two index probes decide, and the scan
+-- runs directly.
 create or replace function queue._candidates(
     queues text[], lim int, exclude_categories text[], exclude_ids bigint[]
 ) returns table (id bigint, category text, priority int, available_at timestamptz)
@@ -101,8 +103,38 @@ as $$
 #variable_conflict use_column
 declare
     v_best bigint[];
+    v_mixed boolean;
 begin
-    if statement_timestamp() = transaction_timestamp() then
+    -- Each probe follows its claim index's order and reads one index entry (an EXISTS
+    -- drops the ORDER BY and may be planned as a sequential scan).
+    if queues is null then
+        v_mixed := (
+            select j.id from queue.jobs as j
+            where j.status = 'pending' and j.category is null and j.available_at <= now()
+            order by j.priority desc, j.available_at, j.id limit 1
+        ) is not null and (
+            select j.id from queue.jobs as j
+            where j.status = 'pending' and j.category is not null and j.available_at <= now()
+              and j.category <> all (exclude_categories)
+            order by j.priority desc, j.available_at, j.id limit 1
+        ) is not null;
+    elsif cardinality(queues) = 1 then
+        v_mixed := (
+            select j.id from queue.jobs as j
+            where j.queue = queues[1]
+              and j.status = 'pending' and j.category is null and j.available_at <= now()
+            order by j.priority desc, j.available_at, j.id limit 1
+        ) is not null and (
+            select j.id from queue.jobs as j
+            where j.queue = queues[1]
+              and j.status = 'pending' and j.category is not null and j.available_at <= now()
+              and j.category <> all (exclude_categories)
+            order by j.priority desc, j.available_at, j.id limit 1
+        ) is not null;
+    else
+        v_mixed := true;
+    end if;
+    if not v_mixed then
         return query
         select s.id, s.category, s.priority, s.available_at
         from queue._scan(queues, lim, exclude_categories, exclude_ids) as s;

@@ -77,7 +77,7 @@ set search_path = pg_catalog, pg_temp
 as $$
 #variable_conflict use_column
 declare
-    v_done bigint[];
+    v_done text[];  -- "job_id:token" of the completed pairs
     v_keys text[];
     v_key_queues text[];
     v_key_results jsonb[];
@@ -98,8 +98,10 @@ begin
     end if;
 
     with input as (
-        select i.id, i.tok, complete_many.results[i.n] as res
+        -- a (job, token) pair given twice counts once (with its first result)
+        select distinct on (i.id, i.tok) i.id, i.tok, complete_many.results[i.n] as res
         from unnest(complete_many.job_ids, complete_many.tokens) with ordinality as i (id, tok, n)
+        order by i.id, i.tok, i.n
     ),
     locked as (
         select j.id from queue.jobs as j
@@ -110,7 +112,7 @@ begin
     ),
     gone as (
         delete from queue.jobs as j using locked as l where j.id = l.id
-        returning j.id, j.queue, j.category, j.cache_key, j.claimed_at, j.available_at
+        returning j.id, j.token, j.queue, j.category, j.cache_key, j.claimed_at, j.available_at
     ),
     slots as (
         delete from queue.worker_locks as w using gone as g
@@ -119,10 +121,10 @@ begin
     kept as (
         insert into queue.results (job_id, queue, result)
         select g.id, g.queue, i.res from gone as g
-        join input as i on i.id = g.id
+        join input as i on i.id = g.id and i.tok = g.token
         join queue.queues as q on q.queue = g.queue and q.keep_results
     )
-    select coalesce(array_agg(g.id), '{}'),
+    select coalesce(array_agg(g.id || ':' || g.token), '{}'),
         -- cache effects in key order: concurrent batches lock entries in one order
         array_agg(g.cache_key order by g.cache_key) filter (where g.cache_key is not null),
         array_agg(g.queue order by g.cache_key) filter (where g.cache_key is not null),
@@ -131,7 +133,7 @@ begin
         array_agg(date_part('epoch', now() - g.claimed_at) * 1000),
         array_agg(date_part('epoch', g.claimed_at - g.available_at) * 1000)
     into v_done, v_keys, v_key_queues, v_key_results, v_queues, v_cats, v_run, v_wait
-    from gone as g join input as i on i.id = g.id;
+    from gone as g join input as i on i.id = g.id and i.tok = g.token;
 
     for v_group in
         select u.q, u.c, count(*)::int as n, array_agg(u.r) as r, array_agg(u.w) as w
@@ -147,8 +149,8 @@ begin
     end loop;
 
     return query
-    select i.id, i.id = any (v_done)
-    from unnest(complete_many.job_ids) with ordinality as i (id, n)
+    select i.id, (i.id || ':' || i.tok) = any (v_done)
+    from unnest(complete_many.job_ids, complete_many.tokens) with ordinality as i (id, tok, n)
     order by i.n;
 end
 $$;

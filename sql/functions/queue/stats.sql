@@ -97,6 +97,11 @@ $$;
 -- advisory-lock contention, pickup latency quantiles, and WAL bytes per ended job.
 -- Counts of the windows are of attempts that ended in the window; the latency figures are
 -- over the last hour. Reads the live table: for operators and scrapers, not the hot path.
+-- held_xmin_age / held_xmin_seconds (the same on every row): how many transactions, and for
+-- how long, the oldest snapshot or transaction of this database (another session's, a
+-- prepared transaction, a replication slot) holds back vacuum: while it does, the dead rows
+-- of completed jobs cannot be removed and claims slow down. Reading other roles' sessions
+-- needs a superuser owner or one granted pg_read_all_stats.
 create or replace function queue.stats()
 returns table (
     queue text,
@@ -125,7 +130,9 @@ returns table (
     pickup_p50_ms double precision,
     pickup_p95_ms double precision,
     pickup_p99_ms double precision,
-    wal_bytes_per_job double precision
+    wal_bytes_per_job double precision,
+    held_xmin_age bigint,
+    held_xmin_seconds double precision
 )
 language plpgsql stable
 security definer
@@ -134,6 +141,8 @@ as $$
 #variable_conflict use_column
 declare
     v_wal double precision;
+    v_xmin_age bigint;
+    v_xmin_seconds double precision;
     -- windows are whole minutes: the current one and the n - 1 before it
     v_1m timestamptz := date_trunc('minute', now());
     v_15m timestamptz := date_trunc('minute', now()) - interval '14 minutes';
@@ -148,6 +157,26 @@ begin
     from (select w.* from queue.wal_samples as w order by w.sampled_at desc limit 1) as s1,
         lateral (select w.* from queue.wal_samples as w where w.sampled_at < s1.sampled_at
                  order by w.sampled_at desc limit 1) as s0;
+
+    -- The oldest xmin holding back vacuum in this database (this call's own excepted).
+    select age(h.x)::bigint, date_part('epoch', clock_timestamp() - h.since)
+    into v_xmin_age, v_xmin_seconds
+    from (
+        select a.backend_xmin as x, a.xact_start as since from pg_stat_activity as a
+        where a.datname = current_database() and a.pid <> pg_backend_pid()
+          and a.backend_xmin is not null
+        union all
+        select a.backend_xid, a.xact_start from pg_stat_activity as a
+        where a.datname = current_database() and a.pid <> pg_backend_pid()
+          and a.backend_xid is not null
+        union all
+        select p.transaction, p.prepared from pg_prepared_xacts as p
+        where p.database = current_database()
+        union all
+        select s.xmin, null from pg_replication_slots as s where s.xmin is not null
+    ) as h
+    order by age(h.x) desc
+    limit 1;
 
     return query
     with live as (
@@ -264,7 +293,8 @@ begin
         queue._hist_quantile(r.wait_hist, 0.50),
         queue._hist_quantile(r.wait_hist, 0.95),
         queue._hist_quantile(r.wait_hist, 0.99),
-        case when r.total then v_wal end
+        case when r.total then v_wal end,
+        coalesce(v_xmin_age, 0), coalesce(v_xmin_seconds, 0)
     from rolled as r
     order by r.queue, r.category nulls first;
 end
