@@ -12,9 +12,11 @@ import importlib.util
 import json
 import os
 import sys
-from collections.abc import Callable, Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from datetime import timedelta
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -174,10 +176,18 @@ def cmd_worker(args: argparse.Namespace) -> int:
             lease=args.lease,
             poll=args.poll,
             grace=args.grace,
+            maintain_every=args.maintain_every,
+            vacuum=not args.no_vacuum,
+            metrics_port=args.metrics_port,
+            metrics_addr=args.metrics_addr,
+            tracing=False if args.no_tracing else None,
         )
         return worker.run()
     except ValueError as exc:  # e.g. --queue without a handler
         raise CliError(one_line(exc), EXIT_USAGE) from None
+    except OSError as exc:  # --metrics-port taken
+        message = f"cannot serve metrics on {args.metrics_addr}:{args.metrics_port}: {exc}"
+        raise CliError(message, EXIT_USAGE) from None
     except NotInstalled:
         raise CliError(NOT_INSTALLED, EXIT_NOT_INSTALLED) from None
 
@@ -207,32 +217,359 @@ def cmd_enqueue(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_status(args: argparse.Namespace) -> int:
-    with connect(args.dsn) as conn:
-        rows = conn.execute(sql.STATUS).fetchall()
-    if args.json:
-        out = [
-            {
-                "queue": r[0],
-                "ready": r[1],
-                "scheduled": r[2],
-                "running": r[3],
-                "dead": r[4],
-                "oldest_ready_age_s": None if r[5] is None else r[5].total_seconds(),
-            }
-            for r in rows
-        ]
-        print(json.dumps(out))
-        return 0
-    if not rows:
-        print("no queues")
-        return 0
-    print_table(
-        "andal queues",
-        ["queue", "ready", "scheduled", "running", "dead", "oldest ready"],
-        [(*r[:5], fmt_age(r[5])) for r in rows],
+# -- status and top -------------------------------------------------------------------------
+
+_STAT_KEYS = (
+    "queue", "category", "ready", "scheduled", "running", "dead", "oldest_ready_age",
+    "avg_run_ms", "p95_run_ms", "completed_1m", "completed_15m", "completed_1h",
+    "retried_1m", "retried_15m", "retried_1h", "dead_1m", "dead_15m", "dead_1h",
+    "failure_rate", "retries_per_job", "lock_attempts", "lock_failures", "contention_ratio",
+    "pickup_p50_ms", "pickup_p95_ms", "pickup_p99_ms", "wal_bytes_per_job", "minute_elapsed_s",
+)  # fmt: skip
+_WORKER_KEYS = (
+    "worker", "running", "queues", "oldest_claim_age", "next_lease_expiry", "connections",
+)  # fmt: skip
+
+
+@dataclass
+class Snapshot:
+    """One reading of the database for ``andal status``: queues (with their categories),
+    workers, and the cache's figures when ``cache.stats()`` exists."""
+
+    taken_at: datetime
+    queues: list[dict[str, Any]]
+    categories: list[dict[str, Any]]
+    workers: list[dict[str, Any]] | None  # None: not readable with this role
+    cache: list[dict[str, Any]] | None  # None: cache.stats() is not installed
+    version: str = ""
+    database: str = ""
+
+
+def take_snapshot(conn: psycopg.Connection) -> Snapshot:
+    """Read queue.status(), queue.stats(), the workers and cache.stats() on ``conn``."""
+    status = conn.execute(sql.STATUS).fetchall()
+    stats = [dict(zip(_STAT_KEYS, r, strict=True)) for r in conn.execute(sql.STATS).fetchall()]
+    totals = {r["queue"]: r for r in stats if r["category"] is None}
+    queues = []
+    for name, ready, scheduled, running, dead, oldest in status:
+        row = dict(totals.get(name) or _empty_stats(name))
+        # live counts from queue.status(), which also lists configured queues without jobs
+        row.update(ready=ready, scheduled=scheduled, running=running, dead=dead)
+        row["oldest_ready_age"] = oldest
+        queues.append(row)
+    known = {q["queue"] for q in queues}
+    queues += [r for r in totals.values() if r["queue"] not in known]
+    categories = [r for r in stats if r["category"] is not None]
+    has_workers, has_cache = conn.execute(sql.HAS_FUNCTIONS).fetchone()
+    workers = _read_workers(conn, has_workers)
+    cache = None
+    if has_cache:
+        cur = conn.execute(sql.CACHE_STATS)
+        names = [d.name for d in cur.description or []]
+        cache = [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+    info = conn.info
+    return Snapshot(
+        taken_at=datetime.now(timezone.utc),
+        queues=queues,
+        categories=categories,
+        workers=workers,
+        cache=cache,
+        version=_version(conn),
+        database=f"{info.dbname}@{info.host}:{info.port}",
     )
+
+
+def _empty_stats(queue: str) -> dict[str, Any]:
+    row: dict[str, Any] = dict.fromkeys(_STAT_KEYS)
+    row.update(queue=queue, lock_attempts=0, lock_failures=0, minute_elapsed_s=0.0)
+    for key in _STAT_KEYS:
+        if key[-3:] in ("_1m", "15m", "_1h"):
+            row[key] = 0
+    return row
+
+
+def _read_workers(conn: psycopg.Connection, has_function: bool) -> list[dict[str, Any]] | None:
+    try:
+        with conn.transaction():  # a refused fallback must not spoil the connection
+            rows = conn.execute(sql.WORKERS if has_function else sql.WORKERS_FALLBACK).fetchall()
+    except psycopg.errors.InsufficientPrivilege:
+        return None
+    return [dict(zip(_WORKER_KEYS, r, strict=True)) for r in rows]
+
+
+def per_minute(row: Mapping[str, Any], outcome: str) -> float:
+    """Attempts ended per minute with ``outcome``: the pace of the current minute so far (its
+    count over the seconds elapsed in it, at least one). queue.stats() keeps whole minutes, so
+    this is the most recent figure it can give; right after a minute starts it is noisy."""
+    elapsed = max(float(row.get("minute_elapsed_s") or 0.0), 1.0)
+    return float(row.get(f"{outcome}_1m") or 0) * 60 / elapsed
+
+
+def _seconds(value: timedelta | None) -> float | None:
+    return None if value is None else value.total_seconds()
+
+
+def snapshot_json(snap: Snapshot, full: bool = False) -> Any:
+    """The JSON form: a list of queues (each with its categories); with ``full`` an object
+    with the queues, workers and cache."""
+
+    def clean(row: Mapping[str, Any]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, value in row.items():
+            if key == "minute_elapsed_s":
+                continue
+            if isinstance(value, timedelta):
+                out[f"{key}_s"] = value.total_seconds()
+            else:
+                out[key] = value
+        return out
+
+    queues = []
+    for q in snap.queues:
+        item = clean(q)
+        item.pop("category", None)
+        for outcome in ("completed", "retried", "dead"):
+            item[f"{outcome}_per_min"] = round(per_minute(q, outcome), 3)
+        item["categories"] = [
+            clean({k: v for k, v in c.items() if k != "queue"})
+            for c in snap.categories
+            if c["queue"] == q["queue"]
+        ]
+        queues.append(item)
+    if not full:
+        return queues
+    return {
+        "taken_at": snap.taken_at.isoformat(timespec="seconds"),
+        "database": snap.database,
+        "version": snap.version,
+        "queues": queues,
+        "workers": None if snap.workers is None else [clean(w) for w in snap.workers],
+        "cache": None if snap.cache is None else [clean(c) for c in snap.cache],
+    }
+
+
+def fmt_count(n: float | None) -> str:
+    if n is None:
+        return "-"
+    if n < 10_000:
+        return f"{n:g}" if isinstance(n, float) and n != int(n) else f"{int(n)}"
+    if n < 1_000_000:
+        return f"{n / 1000:.1f}k"
+    return f"{n / 1_000_000:.1f}M"
+
+
+def fmt_rate(n: float) -> str:
+    if n == 0:
+        return "0"
+    if n < 10:
+        return f"{n:.1f}"
+    return fmt_count(round(n))
+
+
+def fmt_ms(ms: float | None) -> str:
+    if ms is None:
+        return "-"
+    if ms < 10:
+        return f"{ms:.1f}ms"
+    if ms < 1000:
+        return f"{ms:.0f}ms"
+    return fmt_age(timedelta(milliseconds=ms))
+
+
+def fmt_pct(ratio: float | None) -> str:
+    return "-" if ratio is None else f"{ratio * 100:.1f}%"
+
+
+def render(snap: Snapshot, interval: float | None = None, note: str | None = None) -> Any:
+    """The status view: a header line, then tables of queues, busy categories, workers and
+    the cache (when cache.stats() exists)."""
+    from rich import box
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
+    parts: list[Any] = []
+    head = Text()
+    head.append("andal", style="bold")
+    head.append(f" {snap.version}  {snap.database}  {snap.taken_at:%Y-%m-%d %H:%M:%S} UTC")
+    if interval is not None:
+        head.append(f"  every {interval:g}s, Ctrl-C to quit", style="dim")
+    parts.append(head)
+    if note:
+        parts.append(Text(note, style="bold red"))
+
+    def table(title: str, columns: Sequence[str]) -> Table:
+        t = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+        for i, col in enumerate(columns):
+            t.add_column(col, justify="left" if i == 0 else "right", no_wrap=i == 0)
+        return t
+
+    q = table(
+        "queues  (per minute: this minute's pace; failed and pickup: last hour)",
+        [
+            "queue", "ready", "scheduled", "running", "dead", "oldest ready",
+            "done/min", "retried/min", "dead/min", "failed", "pickup p50", "pickup p99",
+        ],
+    )  # fmt: skip
+    for r in snap.queues:
+        age = _seconds(r["oldest_ready_age"])
+        fail = r["failure_rate"]
+        q.add_row(
+            r["queue"],
+            fmt_count(r["ready"]),
+            fmt_count(r["scheduled"]),
+            fmt_count(r["running"]),
+            Text(fmt_count(r["dead"]), style="red" if r["dead"] else ""),
+            Text(fmt_age(r["oldest_ready_age"]), style="yellow" if age and age > 60 else ""),
+            fmt_rate(per_minute(r, "completed")),
+            fmt_rate(per_minute(r, "retried")),
+            Text(fmt_rate(per_minute(r, "dead")), style="red" if r["dead_15m"] else ""),
+            Text(fmt_pct(fail), style="red" if fail and fail > 0.05 else ""),
+            fmt_ms(r["pickup_p50_ms"]),
+            fmt_ms(r["pickup_p99_ms"]),
+        )
+    if not snap.queues:
+        q.add_row("(no queues)", *[""] * 11)
+    parts.append(q)
+
+    busy = [
+        c for c in snap.categories if c["running"] or c["ready"] or (c["lock_failures"] or 0) > 0
+    ]
+    if busy:
+        c = table(
+            "categories  (with jobs or contention; try-locks over 1 h)",
+            [
+                "queue / category", "ready", "running", "oldest ready", "done/min",
+                "try-locks", "contention", "pickup p99",
+            ],
+        )  # fmt: skip
+        for r in busy:
+            ratio = r["contention_ratio"]
+            c.add_row(
+                f"{r['queue']} / {r['category']}",
+                fmt_count(r["ready"]),
+                fmt_count(r["running"]),
+                fmt_age(r["oldest_ready_age"]),
+                fmt_rate(per_minute(r, "completed")),
+                fmt_count(r["lock_attempts"]),
+                Text(fmt_pct(ratio), style="yellow" if ratio and ratio > 0.5 else ""),
+                fmt_ms(r["pickup_p99_ms"]),
+            )
+        parts.append(c)
+
+    if snap.workers is None:
+        parts.append(Text("workers: not readable by this role (see docs/cli.md)"))
+    else:
+        w = table(
+            "workers",
+            ["worker", "running", "queues", "longest running", "next lease expiry", "sessions"],
+        )
+        for r in snap.workers:
+            w.add_row(
+                r["worker"],
+                fmt_count(r["running"]),
+                ",".join(sorted(r["queues"] or [])) or "-",
+                fmt_age(r["oldest_claim_age"]),
+                fmt_age(r["next_lease_expiry"]),
+                fmt_count(r["connections"]),
+            )
+        if not snap.workers:
+            w.add_row("(none connected)", "", "", "", "", "")
+        parts.append(w)
+
+    if snap.cache is not None:
+        names = list(snap.cache[0]) if snap.cache else ["cache.stats()"]
+        k = table("cache", names)
+        for r in snap.cache:
+            k.add_row(*(_cell(v) for v in r.values()))
+        parts.append(k)
+    return Group(*parts)
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, timedelta):
+        return fmt_age(value)
+    if isinstance(value, float):
+        return f"{value:.3g}"
+    if isinstance(value, int):
+        return fmt_count(value)
+    if isinstance(value, list | tuple):
+        return ",".join(str(v) for v in value)
+    return str(value)
+
+
+def _console() -> Any:
+    from rich.console import Console
+
+    # Piped or redirected: wide lines rather than squeezed columns (COLUMNS still wins).
+    if not sys.stdout.isatty() and "COLUMNS" not in os.environ:
+        return Console(width=160)
+    return Console()
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    if args.interval <= 0:
+        raise CliError("--interval must be positive", EXIT_USAGE)
+    if args.watch:
+        return _watch(args)
+    with connect(args.dsn) as conn:
+        snap = take_snapshot(conn)
+    if args.json:
+        print(json.dumps(snapshot_json(snap, args.full), default=str))
+        return 0
+    _console().print(render(snap))
     return 0
+
+
+def _watch(args: argparse.Namespace) -> int:
+    """Refresh in place until Ctrl-C (exit 0). A lost database is shown, and retried."""
+    from rich.live import Live
+
+    conn: psycopg.Connection | None = None
+    try:
+        with connect(args.dsn) as first:  # the usual exit codes when it cannot start
+            snap = take_snapshot(first)
+        if args.json:
+            note = None
+            while True:
+                if note is None:
+                    print(json.dumps(snapshot_json(snap, args.full), default=str), flush=True)
+                else:  # no stale document: the reason, on stderr
+                    print(f"andal: {note}", file=sys.stderr, flush=True)
+                time.sleep(args.interval)
+                snap, conn, note = _refresh(args.dsn, conn, snap)
+        console = _console()
+        with Live(
+            render(snap, args.interval), console=console, auto_refresh=False, transient=False
+        ) as live:
+            while True:
+                time.sleep(args.interval)
+                snap, conn, note = _refresh(args.dsn, conn, snap)
+                live.update(render(snap, args.interval, note), refresh=True)
+    except KeyboardInterrupt:  # the way out
+        return 0
+    except BrokenPipeError:  # `| head` has seen enough; nothing more to flush at exit
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    finally:
+        if conn is not None:
+            conn.close()
+
+
+def _refresh(
+    dsn: str, conn: psycopg.Connection | None, last: Snapshot
+) -> tuple[Snapshot, psycopg.Connection | None, str | None]:
+    """A new snapshot; on a lost database the last one, a note, and no connection."""
+    try:
+        if conn is None or conn.closed or conn.broken:
+            conn = psycopg.connect(dsn, autocommit=True, connect_timeout=5)
+        return take_snapshot(conn), conn, None
+    except psycopg.Error as exc:
+        if conn is not None:
+            conn.close()
+        return last, None, f"database error, showing {last.taken_at:%H:%M:%S}: {one_line(exc)}"
 
 
 def cmd_dead_list(args: argparse.Namespace) -> int:
@@ -311,6 +648,27 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--lease", type=float, help="lease in seconds (default: the queue's)")
     s.add_argument("--poll", type=float, default=1.0, help="max seconds between claims")
     s.add_argument("--grace", type=float, default=30.0, help="seconds to finish on SIGTERM")
+    s.add_argument(
+        "--maintain-every",
+        type=float,
+        default=60.0,
+        metavar="S",
+        help="seconds between queue.maintain() runs (and vacuums, autovacuum off); 0: never",
+    )
+    s.add_argument(
+        "--no-vacuum", action="store_true", help="never vacuum, even with autovacuum off"
+    )
+    s.add_argument(
+        "--metrics-port", type=int, metavar="N", help="serve Prometheus metrics on :N/metrics"
+    )
+    s.add_argument(
+        "--metrics-addr", default="0.0.0.0", metavar="ADDR", help="address for --metrics-port"
+    )
+    s.add_argument(
+        "--no-tracing",
+        action="store_true",
+        help="no OpenTelemetry spans even when a tracer provider is set",
+    )
     s.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     s.set_defaults(func=cmd_worker)
 
@@ -325,9 +683,22 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--count", type=int, default=1, help="enqueue N copies")
     s.set_defaults(func=cmd_enqueue)
 
-    s = sub.add_parser("status", help="jobs per queue")
-    s.add_argument("--json", action="store_true")
-    s.set_defaults(func=cmd_status)
+    for name, help_text in (
+        ("status", "queues, categories, workers and cache at a glance"),
+        ("top", "live status view (status --watch)"),
+    ):
+        s = sub.add_parser(name, help=help_text)
+        s.add_argument(
+            "--watch", action="store_true", default=name == "top", help="refresh in place"
+        )
+        s.add_argument(
+            "--interval", type=float, default=2.0, metavar="S", help="seconds between refreshes (2)"
+        )
+        s.add_argument("--json", action="store_true", help="JSON (with --watch: one per line)")
+        s.add_argument(
+            "--full", action="store_true", help="with --json: an object with workers and cache"
+        )
+        s.set_defaults(func=cmd_status)
 
     dead = sub.add_parser("dead", help="dead letters").add_subparsers(
         dest="dead_command", metavar="ACTION", required=True

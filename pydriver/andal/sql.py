@@ -70,6 +70,37 @@ RELEASE = (
 #: Housekeeping any worker may run; the driver runs it once a minute.
 MAINTAIN = "select queue.maintain()"
 
+# -- vacuum, when the server's autovacuum is off ---------------------------------------------
+# VACUUM cannot run inside a function (nor a transaction): these statements stay in the driver.
+
+AUTOVACUUM_OFF = "select current_setting('autovacuum') = 'off'"
+
+AUTOVACUUM_OFF_ROLE = "select current_setting('autovacuum') = 'off', current_user::text"
+
+#: Session-level, so it spans the VACUUMs (each its own transaction); released by VACUUM_UNLOCK.
+VACUUM_LOCK = "select pg_try_advisory_lock(%(key)s::bigint)"
+VACUUM_UNLOCK = "select pg_advisory_unlock(%(key)s::bigint)"
+
+#: andal's tables changed since their last vacuum, and not vacuumed (by anyone) in the last
+#: ``every``; ``allowed``: whether this role may vacuum them (their owner's or the database
+#: owner's privileges; a superuser has both). Most dead tuples first.
+VACUUM_DUE = (
+    "select s.schemaname::text, s.relname::text, s.n_dead_tup,"
+    " pg_catalog.pg_has_role(c.relowner, 'USAGE') or pg_catalog.pg_has_role(d.datdba, 'USAGE')"
+    " as allowed"
+    " from pg_catalog.pg_stat_user_tables as s"
+    " join pg_catalog.pg_class as c on c.oid = s.relid"
+    " join pg_catalog.pg_database as d on d.datname = pg_catalog.current_database()"
+    " where s.schemaname in ('queue', 'cache')"
+    " and (s.n_dead_tup > 0 or s.n_mod_since_analyze > 0)"
+    " and coalesce(greatest(s.last_vacuum, s.last_autovacuum), '-infinity')"
+    " < pg_catalog.now() - %(every)s::interval"
+    " order by s.n_dead_tup desc, 1, 2"
+)
+
+#: Formatted with psycopg.sql.Identifier(schema, table).
+VACUUM = "vacuum (analyze) {}"
+
 LISTEN = "listen andal_jobs"
 CHANNEL = "andal_jobs"
 
@@ -79,6 +110,58 @@ STATUS = (
     "select s.queue, s.ready, s.scheduled, s.running, s.dead, s.oldest_ready_age"
     " from queue.status() as s order by s.queue"
 )
+
+#: queue.stats() rows (one per queue, category null, and one per queue and category), with the
+#: seconds elapsed in the current minute (the 1m/15m windows are whole minutes plus this one).
+STATS = (
+    "select s.queue, s.category, s.ready, s.scheduled, s.running, s.dead, s.oldest_ready_age,"
+    " s.avg_run_ms, s.p95_run_ms, s.completed_1m, s.completed_15m, s.completed_1h,"
+    " s.retried_1m, s.retried_15m, s.retried_1h, s.dead_1m, s.dead_15m, s.dead_1h,"
+    " s.failure_rate, s.retries_per_job, s.lock_attempts, s.lock_failures,"
+    " s.contention_ratio, s.pickup_p50_ms, s.pickup_p95_ms, s.pickup_p99_ms,"
+    " s.wal_bytes_per_job,"
+    " extract(epoch from now() - date_trunc('minute', now()))::float8 as minute_elapsed_s"
+    " from queue.stats() as s"
+)
+
+#: Which optional read functions this database has (the cache's and the workers' views).
+HAS_FUNCTIONS = (
+    "select exists (select from pg_catalog.pg_proc as p"
+    " join pg_catalog.pg_namespace as n on n.oid = p.pronamespace"
+    " where n.nspname = 'queue' and p.proname = 'workers') as workers,"
+    " exists (select from pg_catalog.pg_proc as p"
+    " join pg_catalog.pg_namespace as n on n.oid = p.pronamespace"
+    " where n.nspname = 'cache' and p.proname = 'stats') as cache_stats"
+)
+
+#: Workers: running jobs by worker, and sessions open by andal workers (their connections are
+#: named ``andal <worker>``, ``andal <worker> listen`` and ``andal <worker> vacuum``).
+WORKERS = (
+    "select w.worker, w.running, w.queues, w.oldest_claim_age, w.next_lease_expiry,"
+    " w.connections from queue.workers() as w order by w.worker"
+)
+
+#: The same without ``queue.workers()`` (an install that predates it): reads queue.jobs, so
+#: it needs the table's owner or a role that may select from it.
+WORKERS_FALLBACK = (
+    "with held as ("
+    " select j.worker, count(*) as running, array_agg(distinct j.queue) as queues,"
+    " now() - min(j.claimed_at) as oldest_claim_age,"
+    " min(j.lease_expires_at) - now() as next_lease_expiry"
+    " from queue.jobs as j where j.status = 'running' and j.worker is not null"
+    " group by j.worker),"
+    " sessions as ("
+    " select regexp_replace(substr(a.application_name, 7), ' (listen|vacuum)$', '') as worker,"
+    " count(*) as connections from pg_catalog.pg_stat_activity as a"
+    " where a.datname = current_database() and a.application_name like 'andal %'"
+    " group by 1)"
+    " select coalesce(h.worker, s.worker), coalesce(h.running, 0), coalesce(h.queues, '{}'),"
+    " h.oldest_claim_age, h.next_lease_expiry, coalesce(s.connections, 0)"
+    " from held as h full join sessions as s on s.worker = h.worker order by 1"
+)
+
+#: The shared cache's figures (cache.stats(), when installed): any columns, shown as they come.
+CACHE_STATS = "select * from cache.stats()"
 
 LIST_DEAD = (
     "select d.job_id, d.queue, d.category, d.attempt, d.reason, d.last_error, d.died_at,"

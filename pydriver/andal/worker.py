@@ -9,7 +9,15 @@ Threads of one ``Worker``:
   one by one through ``queue.fail``;
 * the heartbeat extends the leases of held jobs every lease/3 (``queue.heartbeat_many``);
 * the listener holds one dedicated connection on ``LISTEN andal_jobs``; it is only a hint,
-  the poll timer is the backstop.
+  the poll timer is the backstop;
+* a short-lived vacuum thread, when the server runs with ``autovacuum = off`` (see
+  ``vacuum_tables``);
+* with ``metrics_port``, prometheus_client's HTTP server thread serves ``/metrics``.
+
+Observability: ``metrics`` (``andal.metrics.WorkerMetrics``, a registry per worker) and
+``tracing`` (``andal.tracing``: one OpenTelemetry trace per job attempt) are both off unless
+asked for or, for tracing, an OpenTelemetry tracer provider is set when the worker starts;
+when off, the hot path only tests ``is None``.
 
 Every decision (which job, how long a lease, retry or dead) is taken by the SQL functions;
 this module only moves jobs between them and the handlers.
@@ -31,17 +39,23 @@ import traceback
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from types import FrameType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import psycopg
+from psycopg import sql as psql
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from . import sql
+from . import tracing as tracing_
 from .errors import NotInstalled, is_lease_lost
-from .logs import event
+from .logs import event, log
+from .metrics import WorkerMetrics
+
+if TYPE_CHECKING:
+    from .cache import Cache
 
 Seconds = float | int | timedelta
 HandlerFn = Callable[..., Any]
@@ -194,6 +208,7 @@ class _Run:
         "lease_len",
         "next_beat",
         "deadline",
+        "span",
     )
 
     def __init__(self, job: Job, handler: Handler, lease_len: float) -> None:
@@ -207,6 +222,7 @@ class _Run:
         self.lease_len = max(lease_len, 0.001)
         self.next_beat = now + self.lease_len / 3
         self.deadline = now + self.lease_len
+        self.span: Any = None  # the job's root span, when tracing
 
     def fields(self, **extra: Any) -> dict[str, Any]:
         job = self.job
@@ -298,8 +314,17 @@ class Worker:
     ``concurrency`` handler slots; leased jobs are claimed ``min(free slots, batch)`` at a
     time; ``lease`` overrides the queue's lease (seconds or timedelta); ``poll`` bounds the
     time between claims when no NOTIFY arrives; ``grace`` is how long a graceful stop waits
-    for running handlers; ``queue.maintain()`` runs every ``maintain_every`` seconds (0: never).
+    for running handlers; ``queue.maintain()`` runs every ``maintain_every`` seconds (0: never),
+    followed, when the server runs with ``autovacuum = off`` and ``vacuum`` is true, by a
+    ``VACUUM (ANALYZE)`` of andal's tables that changed (one worker at a time).
     ``listen`` and ``heartbeat`` can be turned off (tests, diagnostics).
+
+    Observability: ``metrics_port`` serves this worker's Prometheus metrics on
+    ``metrics_addr:metrics_port``/metrics (0: a free port, see ``metrics.port``);
+    ``metrics=True`` keeps them without serving (``worker.metrics.text()``). ``tracing``:
+    one OpenTelemetry trace per job attempt (default: on when a tracer provider has been set
+    by the time the worker starts; True: always, False: never).
+    ``cache``: an ``andal.cache.Cache`` whose hit/miss counters the metrics export.
     """
 
     def __init__(
@@ -318,6 +343,12 @@ class Worker:
         heartbeat: bool = True,
         pool_timeout: float = 5.0,
         maintain_every: float = 60.0,
+        vacuum: bool = True,
+        metrics_port: int | None = None,
+        metrics_addr: str = "0.0.0.0",
+        metrics: bool | None = None,
+        tracing: bool | None = None,
+        cache: Cache | None = None,
     ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
@@ -329,6 +360,10 @@ class Worker:
             raise ValueError("grace must not be negative")
         if lease is not None and as_interval(lease) <= timedelta(0):
             raise ValueError("lease must be positive")
+        if metrics_port is not None and not 0 <= metrics_port <= 65535:
+            raise ValueError("metrics_port must be between 0 and 65535")
+        if tracing and not tracing_.AVAILABLE:
+            raise ValueError("tracing needs opentelemetry: pip install 'andal[otel]'")
         self.dsn = dsn
         self.registry = Registry.coerce(handlers)
         self.only_queues = list(queues) if queues else None
@@ -342,7 +377,31 @@ class Worker:
         self.heartbeat = heartbeat
         self.pool_timeout = pool_timeout
         self.maintain_every = maintain_every
+        self.vacuum = vacuum
+        self.metrics_port = metrics_port
+        self.metrics_addr = metrics_addr
+        self.cache = cache
         self.counts: Counter[str] = Counter()
+        if metrics is None:
+            metrics = metrics_port is not None
+        #: This worker's Prometheus metrics (None when off).
+        self.metrics: WorkerMetrics | None = None
+        if metrics:
+            self.metrics = WorkerMetrics(
+                self.name,
+                concurrency=concurrency,
+                batch=batch,
+                busy=lambda: self._busy,
+                held=lambda: len(self._active),
+                cache=cache,
+                version=tracing_._version(),
+            )
+        self.tracing = tracing
+        #: Made at start: with ``tracing=None``, only when a tracer provider is set by then.
+        self._tracer: tracing_.JobTracer | None = None
+        self._vacuum_thread: threading.Thread | None = None
+        self._vacuum_conn: psycopg.Connection | None = None
+        self._vacuum_denied = False
 
         self._lock = threading.Lock()
         self._slots_cv = threading.Condition(self._lock)
@@ -409,6 +468,8 @@ class Worker:
         finally:
             for signum, handler in previous.items():
                 signal.signal(signum, handler)
+            if self.metrics is not None:
+                self.metrics.close()
             self._stopped.set()
         event("worker_stopped", worker=self.name, exit_code=code, **self.counts)
         return code
@@ -459,6 +520,11 @@ class Worker:
             name=f"andal-{self.name}",
             open=False,
         )
+        tracing = self.tracing if self.tracing is not None else tracing_.configured()
+        self._tracer = tracing_.JobTracer(self.name) if tracing else None
+        if self.metrics is not None and self.metrics_port is not None:
+            port = self.metrics.serve(self.metrics_port, self.metrics_addr)
+            event("metrics_serving", worker=self.name, addr=self.metrics_addr, port=port)
 
     def _start_threads(self) -> None:
         assert self._pool is not None
@@ -510,18 +576,37 @@ class Worker:
             self._slots_cv.notify_all()
         self._wake.set()
 
-    def _finish(self, run: _Run) -> None:
-        """The run's outcome is recorded, dropped or released: free its slot."""
+    def _finish(self, run: _Run, outcome: str | None = None, error: str | None = None) -> None:
+        """The run's outcome is recorded, dropped or released: free its slot. ``outcome``
+        (when this call decides it) is counted in the metrics and ends the job's trace."""
         with self._lock:
             if run.finished:
                 return
             run.finished = True
             self._active.pop(run.job.id, None)
+        if outcome is not None:
+            self._ended(run, outcome, error)
+        elif run.span is not None:  # lost or released: counted when it was noticed
+            self._end_trace(run, "lease_lost" if run.lost else "released")
         self._give_slot()
 
     def _count(self, key: str, n: int = 1) -> None:
         with self._lock:
             self.counts[key] += n
+
+    def _ended(self, run: _Run, outcome: str, error: str | None = None) -> None:
+        """Count a job attempt's outcome (counts, metrics) and end its trace."""
+        self._count(outcome)
+        if self.metrics is not None:
+            self.metrics.outcome(run.job.queue, outcome)
+        if run.span is not None:
+            self._end_trace(run, outcome, error)
+
+    @staticmethod
+    def _end_trace(run: _Run, outcome: str, error: str | None = None) -> None:
+        span, run.span = run.span, None
+        if span is not None:
+            tracing_.JobTracer.end(span, outcome, error)
 
     # -- dispatcher ----------------------------------------------------------------------
 
@@ -568,11 +653,16 @@ class Worker:
             self._wake.wait(max(wait, 0.001))
 
     def _maintain(self) -> None:
-        """``queue.maintain()``: take back expired leases, prune old counters."""
+        """``queue.maintain()``: take back expired leases, prune old counters; then, when the
+        server does not vacuum by itself, vacuum andal's tables in the background."""
         assert self._pool is not None
         try:
             with self._pool.connection() as conn:
                 row = conn.execute(sql.MAINTAIN).fetchone()
+                if self.vacuum and not self._vacuuming():
+                    off = conn.execute(sql.AUTOVACUUM_OFF).fetchone()
+                    if off and off[0]:
+                        self._start_vacuum()
         except psycopg.Error as exc:
             if is_connection_error(exc):
                 self._db_trouble("maintain", exc)
@@ -583,6 +673,75 @@ class Worker:
         if reaped:
             self._hint()  # jobs are pending again
         event("maintained", logging.DEBUG, worker=self.name, taken_back=reaped)
+
+    # -- vacuum (autovacuum off) ---------------------------------------------------------
+
+    def _vacuuming(self) -> bool:
+        return self._vacuum_thread is not None and self._vacuum_thread.is_alive()
+
+    def _start_vacuum(self) -> None:
+        self._vacuum_thread = threading.Thread(
+            target=self._vacuum_run, name="andal-vacuum", daemon=True
+        )
+        self._vacuum_thread.start()
+
+    def _vacuum_run(self) -> None:
+        """On a connection of its own (VACUUM cannot run in a transaction, and the pool's
+        connections stay free for claims): see ``vacuum_tables``."""
+        try:
+            with psycopg.connect(
+                self.dsn,
+                autocommit=True,
+                connect_timeout=5,
+                application_name=f"andal {self.name} vacuum"[:63],
+            ) as conn:
+                self._vacuum_conn = conn
+                report = vacuum_tables(conn, self.maintain_every)
+        except psycopg.Error as exc:
+            if not self._helpers_stop.is_set():  # not a cancel at shutdown
+                event("vacuum_failed", logging.WARNING, worker=self.name, error=one_line(exc))
+            return
+        except Exception:
+            self._internal_error("vacuum")
+            return
+        finally:
+            self._vacuum_conn = None
+        if report.denied and not self._vacuum_denied:
+            self._vacuum_denied = True
+            event(
+                "vacuum_denied",
+                logging.WARNING,
+                worker=self.name,
+                role=report.role,
+                tables=report.denied,
+                hint="autovacuum is off and this role cannot vacuum andal's tables: dead"
+                " tuples will pile up; turn autovacuum on, or run the workers as the owner",
+            )
+        if report.vacuumed:
+            if self.metrics is not None:
+                for table in report.vacuumed:
+                    self.metrics.vacuumed(table)
+            event(
+                "vacuumed",
+                worker=self.name,
+                tables=report.vacuumed,
+                dead_tuples=report.dead_tuples,
+                duration_ms=report.duration_ms,
+            )
+        else:
+            event("vacuum_skipped", logging.DEBUG, worker=self.name, reason=report.reason)
+
+    def _stop_vacuum(self) -> None:
+        thread, conn = self._vacuum_thread, self._vacuum_conn
+        if thread is None or not thread.is_alive():
+            return
+        if conn is not None:
+            with contextlib.suppress(Exception):
+                if hasattr(conn, "cancel_safe"):  # psycopg >= 3.2
+                    conn.cancel_safe(timeout=2)
+                else:
+                    conn.cancel()
+        thread.join(timeout=5)
 
     def _pause(self, seconds: float) -> None:
         deadline = time.monotonic() + seconds
@@ -630,19 +789,36 @@ class Worker:
         """Claim up to n leased jobs and hand them to the slots. None: the database failed."""
         assert self._pool is not None
         self._take_slots(n)
+        tracer, metrics = self._tracer, self.metrics
+        started = time.perf_counter()
+        started_ns = time.time_ns() if tracer is not None else 0
         try:
             params = self._claim_params(self._leased_queues, n)
             with self._pool.connection() as conn:
                 rows = conn.execute(sql.CLAIM, params).fetchall()
         except psycopg.Error as exc:
             self._slots_back(n)
+            if metrics is not None:
+                metrics.claim_error("leased")
             if is_connection_error(exc):
                 self._db_trouble("claim", exc)
                 return None
             self._count("errors")
             event("claim_failed", logging.ERROR, worker=self.name, error=one_line(exc))
             return None
+        took = time.perf_counter() - started
         runs = [self._make_run(row) for row in rows]
+        if metrics is not None:
+            metrics.claim("leased", took, n, len(rows))
+            if len(self._leased_queues) == 1:
+                metrics.jobs_claimed(self._leased_queues[0], len(runs))
+            else:
+                for queue, count in Counter(r.job.queue for r in runs).items():
+                    metrics.jobs_claimed(queue, count)
+        if tracer is not None and runs:
+            roots = tracer.claimed([r.job for r in runs], started_ns, time.time_ns())
+            for run, root in zip(runs, roots, strict=True):
+                run.span = root
         with self._lock:
             for run in runs:
                 self._active[run.job.id] = run
@@ -659,6 +835,8 @@ class Worker:
 
     def _db_trouble(self, what: str, exc: BaseException) -> None:
         self._count("db_errors")
+        if self.metrics is not None:
+            self.metrics.db_error(what)
         event("db_error", logging.WARNING, worker=self.name, during=what, error=one_line(exc))
         if self._pool is not None and not isinstance(exc, PoolTimeout):
             with contextlib.suppress(Exception):  # a closing pool has nothing to check
@@ -681,7 +859,8 @@ class Worker:
 
     def _internal_error(self, where: str) -> None:
         self._count("internal_errors")
-        event("internal_error", logging.ERROR, worker=self.name, where=where, exc_info=True)
+        # exc_info is an argument of the logging call, not a field (logging refuses it there)
+        log.error("internal_error", exc_info=True, extra={"worker": self.name, "where": where})
 
     def _run_leased(self, run: _Run) -> None:
         with self._lock:
@@ -696,13 +875,21 @@ class Worker:
         if skip:
             self._finish(run)
             return
+        tracer = self._tracer
         start = time.monotonic()
         try:
-            value = run.handler.fn(run.job)
+            if tracer is None or run.span is None:
+                value = run.handler.fn(run.job)
+            else:
+                with tracer.handler(run.job, run.span):
+                    value = run.handler.fn(run.job)
             outcome = _Outcome(run, True, 0.0, result=_dump_result(value))
         except BaseException as exc:  # a handler never takes the worker down
             outcome = _failure(run, exc)
-        outcome.duration_ms = round((time.monotonic() - start) * 1000, 3)
+        took = time.monotonic() - start
+        outcome.duration_ms = round(took * 1000, 3)
+        if self.metrics is not None:
+            self.metrics.handler(run.job.queue, took)
         self._done.put(outcome)
 
     def _complete_loop(self) -> None:
@@ -761,7 +948,10 @@ class Worker:
         }
         backoff = _Backoff()
         retried = False
+        tracer = self._tracer
         while True:
+            started = time.perf_counter()
+            started_ns = time.time_ns() if tracer is not None else 0
             try:
                 with self._pool.connection() as conn:
                     rows = conn.execute(sql.COMPLETE_MANY, params).fetchall()
@@ -782,19 +972,29 @@ class Worker:
                 for o in oks:
                     self._complete_one(o)
                 return
+        if self.metrics is not None:
+            self.metrics.report("complete_many", time.perf_counter() - started)
+        ended_ns = time.time_ns() if tracer is not None else 0
         completed = dict(rows)
         for o in oks:
-            if completed.get(o.run.job.id):
-                self._count("completed")
-                event("completed", worker=self.name, **o.run.fields(duration_ms=o.duration_ms))
-            elif retried:
-                self._lost(o.run, "complete", outcome="unknown: resent after a lost connection")
+            run = o.run
+            if tracer is not None and run.span is not None:
+                tracer.reported(run.job, run.span, "andal.complete", started_ns, ended_ns, len(oks))
+            if completed.get(run.job.id):
+                event("completed", worker=self.name, **run.fields(duration_ms=o.duration_ms))
+                self._finish(run, "completed")
+                continue
+            if retried:
+                self._lost(run, "complete", outcome="unknown: resent after a lost connection")
             else:
-                self._lost(o.run, "complete")
-            self._finish(o.run)
+                self._lost(run, "complete")
+            self._finish(run)
 
     def _complete_one(self, o: _Outcome) -> None:
         assert self._pool is not None
+        tracer = self._tracer
+        started = time.perf_counter()
+        started_ns = time.time_ns() if tracer is not None else 0
         try:
             with self._pool.connection() as conn:
                 conn.execute(
@@ -813,8 +1013,13 @@ class Worker:
                 self._fail(o)
                 return
         else:
-            self._count("completed")
+            if self.metrics is not None:
+                self.metrics.report("complete", time.perf_counter() - started)
+            if tracer is not None and o.run.span is not None:
+                tracer.reported(o.run.job, o.run.span, "andal.complete", started_ns, time.time_ns())
             event("completed", worker=self.name, **o.run.fields(duration_ms=o.duration_ms))
+            self._finish(o.run, "completed")
+            return
         self._finish(o.run)
 
     def _fail(self, o: _Outcome) -> None:
@@ -827,7 +1032,10 @@ class Worker:
             "retryable": o.retryable,
         }
         backoff = _Backoff()
+        tracer = self._tracer
         while True:
+            started = time.perf_counter()
+            started_ns = time.time_ns() if tracer is not None else 0
             try:
                 with self._pool.connection() as conn:
                     row = conn.execute(sql.FAIL, params).fetchone()
@@ -845,19 +1053,24 @@ class Worker:
                 self._lost(o.run, "fail", outcome="unknown: queue.fail not recorded")
                 self._finish(o.run)
                 return
+        if self.metrics is not None:
+            self.metrics.report("fail", time.perf_counter() - started)
         status = row[0] if row else None
         first_line = (o.error or "").strip().splitlines()[-1:] or [""]
         fields = o.run.fields(duration_ms=o.duration_ms, reason=o.reason, error=first_line[0])
-        if status == "dead":
-            self._count("dead")
+        outcome = "dead" if status == "dead" else "retried"
+        if tracer is not None and o.run.span is not None:
+            tracer.reported(
+                o.run.job, o.run.span, "andal.fail", started_ns, time.time_ns(), outcome=outcome
+            )
+        if outcome == "dead":
             fields["reason"] = "non_retryable" if not o.retryable else "exhausted"
             event("dead", logging.WARNING, worker=self.name, **fields)
         else:
-            self._count("retried")
             if o.retry_in is not None:
                 fields["retry_in_s"] = o.retry_in.total_seconds()
             event("retried", worker=self.name, **fields)
-        self._finish(o.run)
+        self._finish(o.run, outcome, first_line[0])
 
     def _give_up(self, runs: list[_Run]) -> bool:
         """Stop resending an outcome once every lease is past or a hard stop is asked."""
@@ -869,6 +1082,8 @@ class Worker:
                 return
             run.lost = True
             self.counts["lease_lost"] += 1
+        if self.metrics is not None:
+            self.metrics.lease_lost(run.job.queue, detected_by)
         event(
             "lease_lost",
             logging.WARNING,
@@ -896,11 +1111,16 @@ class Worker:
 
         run: _Run | None = None
         result: tuple[str, dict[str, Any]] | None = None
+        tracer, metrics = self._tracer, self.metrics
         try:
             if self._should_stop():
                 return
             with self._pool.connection() as conn, conn.transaction():
+                started = time.perf_counter()
+                started_ns = time.time_ns() if tracer is not None else 0
                 rows = conn.execute(sql.CLAIM, self._claim_params(self._tx_queues, 1)).fetchall()
+                if metrics is not None:
+                    metrics.claim("tx", time.perf_counter() - started, 1, len(rows))
                 found()
                 if not rows:
                     self._tx_dry.empty()
@@ -908,38 +1128,55 @@ class Worker:
                 self._tx_dry.found()
                 self._wake.set()  # there was work: let the dispatcher start another probe
                 run = self._make_run(rows[0])
+                if metrics is not None:
+                    metrics.jobs_claimed(run.job.queue)
+                if tracer is not None:
+                    run.span = tracer.claimed([run.job], started_ns, time.time_ns())[0]
                 run.state = "running"
                 result = self._run_in_tx(conn, run)
             # committed: the handler's writes and the job's outcome together
             name, fields = result
-            self._count(name)
+            self._ended(run, name, fields.get("error"))
             event(name, logging.WARNING if name == "dead" else logging.INFO, **fields)
         except psycopg.Error as exc:
             # The transaction is rolled back: a claimed job is simply pending again.
+            if metrics is not None and run is None:
+                metrics.claim_error("tx")
             if is_connection_error(exc):
                 self._db_trouble("transactional run", exc)
             else:
                 self._count("errors")
                 event("transaction_failed", logging.ERROR, error=one_line(exc))
             if run is not None:
-                self._count("rolled_back")
+                self._ended(run, "rolled_back", one_line(exc))
                 event("rolled_back", logging.WARNING, worker=self.name, **run.fields())
             self._pause(0.1)
         finally:
             found()
+            if run is not None and run.span is not None:  # an error of ours: rolled back
+                self._end_trace(run, "rolled_back")
             self._give_slot()
 
     def _run_in_tx(self, conn: psycopg.Connection, run: _Run) -> tuple[str, dict[str, Any]]:
+        tracer, metrics = self._tracer, self.metrics
         start = time.monotonic()
         try:
             with conn.transaction():  # a savepoint: a failing handler's writes roll back
-                value = run.handler.fn(run.job, conn)
+                if tracer is None or run.span is None:
+                    value = run.handler.fn(run.job, conn)
+                else:
+                    with tracer.handler(run.job, run.span):
+                        value = run.handler.fn(run.job, conn)
                 result = _dump_result(value)
         except BaseException as exc:
+            if metrics is not None:
+                metrics.handler(run.job.queue, time.monotonic() - start)
             if conn.broken:  # the transaction is gone with its connection
                 raise psycopg.OperationalError(f"connection lost in the handler: {exc}") from exc
             o = _failure(run, exc)
             o.duration_ms = round((time.monotonic() - start) * 1000, 3)
+            started = time.perf_counter()
+            started_ns = time.time_ns() if tracer is not None else 0
             status = conn.execute(
                 sql.FAIL,
                 {
@@ -950,17 +1187,30 @@ class Worker:
                     "retryable": o.retryable,
                 },
             ).fetchone()
+            outcome = "dead" if status and status[0] == "dead" else "retried"
+            if metrics is not None:
+                metrics.report("fail", time.perf_counter() - started)
+            if tracer is not None and run.span is not None:
+                tracer.reported(
+                    run.job, run.span, "andal.fail", started_ns, time.time_ns(), outcome=outcome
+                )
             first_line = (o.error or "").strip().splitlines()[-1:] or [""]
             fields = run.fields(
                 worker=self.name, duration_ms=o.duration_ms, reason=o.reason, error=first_line[0]
             )
-            if status and status[0] == "dead":
+            if outcome == "dead":
                 fields["reason"] = "non_retryable" if not o.retryable else "exhausted"
-                return "dead", fields
-            return "retried", fields
+            return outcome, fields
+        took = time.monotonic() - start
+        started = time.perf_counter()
+        started_ns = time.time_ns() if tracer is not None else 0
         conn.execute(sql.COMPLETE, {"job_id": run.job.id, "token": run.job.token, "result": result})
-        duration = round((time.monotonic() - start) * 1000, 3)
-        return "completed", run.fields(worker=self.name, duration_ms=duration)
+        if metrics is not None:
+            metrics.handler(run.job.queue, took)
+            metrics.report("complete", time.perf_counter() - started)
+        if tracer is not None and run.span is not None:
+            tracer.reported(run.job, run.span, "andal.complete", started_ns, time.time_ns())
+        return "completed", run.fields(worker=self.name, duration_ms=round(took * 1000, 3))
 
     # -- heartbeat -----------------------------------------------------------------------
 
@@ -991,6 +1241,7 @@ class Worker:
     def _beat(self, due: list[_Run]) -> None:
         assert self._pool is not None
         sent = time.monotonic()
+        started = time.perf_counter()
         try:
             with self._pool.connection() as conn:
                 rows = conn.execute(
@@ -1010,6 +1261,8 @@ class Worker:
                 r.next_beat = time.monotonic() + min(0.2, r.lease_len / 12)
             return
         self._count("heartbeats")
+        if self.metrics is not None:
+            self.metrics.heartbeat(time.perf_counter() - started)
         expiry = {row[0]: (row[1], row[2]) for row in rows}
         for r in due:
             got = expiry.get(r.job.id)
@@ -1090,6 +1343,7 @@ class Worker:
         for t in self._threads:
             if t.name in ("andal-completer", "andal-heartbeat", "andal-listener"):
                 t.join(timeout=5)
+        self._stop_vacuum()
         if self._pool is not None:
             self._pool.close(timeout=1)
         return code
@@ -1108,10 +1362,85 @@ class Worker:
             else:
                 event("release_failed", logging.WARNING, error=one_line(exc), **run.fields())
         else:
-            self._count("released")
             duration = round((time.monotonic() - run.claimed_at) * 1000, 3)
             event("released", worker=self.name, **run.fields(reason=why, duration_ms=duration))
+            self._finish(run, "released")
+            return
         self._finish(run)
+
+
+#: Session-level advisory lock held while vacuuming, so one worker vacuums at a time ("ANDALVAC":
+#: outside the range of andal's category gate keys).
+VACUUM_LOCK_KEY = int.from_bytes(b"ANDALVAC", "big")
+
+
+@dataclass
+class VacuumReport:
+    """What ``vacuum_tables`` did. ``reason``: vacuumed, autovacuum_on, locked (another worker
+    is vacuuming), nothing_due, denied."""
+
+    reason: str
+    role: str = ""
+    vacuumed: list[str] = field(default_factory=list)
+    denied: list[str] = field(default_factory=list)
+    dead_tuples: dict[str, int] = field(default_factory=dict)
+    duration_ms: float = 0.0
+
+
+def vacuum_tables(conn: psycopg.Connection, every: float) -> VacuumReport:
+    """``VACUUM (ANALYZE)`` the tables of andal's schemas that changed since their last
+    vacuum, when the server runs with ``autovacuum = off`` (dead tuples of ``queue.jobs`` would
+    pile up otherwise); a table vacuumed less than ``every`` seconds ago (by anyone) is left
+    alone. Takes the session-level advisory lock ``VACUUM_LOCK_KEY`` first, and does nothing
+    when another session holds it. Tables this role may not vacuum (only their owner, the
+    database owner or a superuser may) are listed in ``denied``, not raised.
+
+    ``conn`` must be in autocommit mode (VACUUM cannot run inside a transaction)."""
+    if not conn.autocommit:
+        raise ValueError("vacuum_tables needs an autocommit connection")
+    off, role = conn.execute(sql.AUTOVACUUM_OFF_ROLE).fetchone()
+    if not off:
+        return VacuumReport("autovacuum_on", role)
+    if not conn.execute(sql.VACUUM_LOCK, {"key": VACUUM_LOCK_KEY}).fetchone()[0]:
+        return VacuumReport("locked", role)
+    report = VacuumReport("nothing_due", role)
+    denied_now: list[str] = []
+
+    def on_notice(diag: psycopg.errors.Diagnostic) -> None:
+        if diag.sqlstate == "42501":  # "skipping ... only table or database owner can vacuum"
+            denied_now.append(diag.message_primary or "")
+
+    started = time.perf_counter()
+    conn.add_notice_handler(on_notice)
+    try:
+        due = conn.execute(sql.VACUUM_DUE, {"every": timedelta(seconds=every)}).fetchall()
+        for schema, table, dead, allowed in due:
+            name = f"{schema}.{table}"
+            if not allowed:
+                report.denied.append(name)
+                continue
+            denied_now.clear()
+            try:
+                conn.execute(psql.SQL(sql.VACUUM).format(psql.Identifier(schema, table)))
+            except psycopg.errors.InsufficientPrivilege:
+                report.denied.append(name)
+                continue
+            if denied_now:
+                report.denied.append(name)
+                continue
+            report.vacuumed.append(name)
+            report.dead_tuples[name] = int(dead)
+    finally:
+        conn.remove_notice_handler(on_notice)
+        if not conn.closed and not conn.broken:
+            with contextlib.suppress(psycopg.Error):
+                conn.execute(sql.VACUUM_UNLOCK, {"key": VACUUM_LOCK_KEY})
+    report.duration_ms = round((time.perf_counter() - started) * 1000, 3)
+    if report.vacuumed:
+        report.reason = "vacuumed"
+    elif report.denied:
+        report.reason = "denied"
+    return report
 
 
 def _dump_result(value: Any) -> str | None:
