@@ -31,9 +31,10 @@ deps: ## install the Debian packages the tests need (pgTAP, pg_prove, plpgsql_ch
 install: venv ## install or upgrade andal in $$DATABASE_URL (idempotent)
 	$(VENV)/bin/andal --dsn "$(DATABASE_URL)" install
 
-test: venv deps ## run every test: pgTAP (pg_prove) then pytest
+test: venv deps ## run every test: pgTAP (pg_prove), pytest, then the benchmark smoke test
 	$(MAKE) --no-print-directory test-sql
 	$(MAKE) --no-print-directory test-py
+	$(MAKE) --no-print-directory bench-quick
 
 test-sql: venv ## pgTAP tests in a fresh database
 	@psql -q -X -d postgres -c 'drop database if exists $(TEST_DB)' -c 'create database $(TEST_DB)'
@@ -54,15 +55,15 @@ lint: venv deps ## sqlfluff, ruff and plpgsql_check
 demo: venv ## install andal, enqueue ~20,000 jobs and run a worker pool with a summary
 	$(PY) -m andal.demo
 
-bench: venv ## the full benchmark (not part of make test)
+bench: venv ## the full benchmark (not part of make test); BENCH_ARGS="--only W1 --publish"
 	$(PY) -m pip install -q -e '.[bench]'
-	$(PY) -m bench.run
+	$(PY) -m bench.run $(BENCH_ARGS)
 
-bench-quick: venv ## every benchmark workload at small sizes (smoke test)
-	$(PY) -m bench.run --quick
+bench-quick: venv ## every benchmark workload at small sizes (smoke test, no timing assertions)
+	$(PY) -m bench.run --quick $(BENCH_ARGS)
 
-soak: venv ## long reliability tests (not in CI)
-	$(VENV)/bin/pytest -q -m soak tests
+soak: venv ## long reliability tests (not in CI, ~16 min); one of them: make soak SOAK=chaos
+	$(VENV)/bin/pytest -q -s -m soak tests/reliability $(if $(SOAK),-k "$(SOAK)")
 
 clean: ## remove the virtualenv and caches
 	rm -rf $(VENV) .pytest_cache .ruff_cache

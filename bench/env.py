@@ -1,0 +1,56 @@
+"""The run's environment: one fresh database per system, which systems and tools are here."""
+
+from __future__ import annotations
+
+import psycopg
+
+from . import systems
+from .common import DATABASES, Config, connect, drop_db, dsn_for, fresh_db, log, pgbench_path
+
+
+class Env:
+    def __init__(self, cfg: Config) -> None:
+        self.cfg = cfg
+        self.admin = cfg.admin_dsn
+        self.pgbench = pgbench_path() is not None
+        self.systems: list[str] = []
+        if not self.pgbench:
+            cfg.results.note("pgbench not found: the SQL-level (pgbench) cases are skipped")
+        for system in DATABASES:
+            ok, why = systems.available(system)
+            if not ok:
+                cfg.results.note(why)
+                continue
+            self.systems.append(system)
+
+    @property
+    def py_labels(self) -> list[str]:
+        out = ["raw-py", "andal-py"]
+        out += [s for s in ("procrastinate", "pgqueuer") if s in self.systems]
+        return out
+
+    def dbname(self, system: str) -> str:
+        return DATABASES[system]
+
+    def dsn(self, system: str) -> str:
+        return dsn_for(DATABASES[system], self.admin)
+
+    def connect(self, system: str) -> psycopg.Connection:
+        return connect(self.dsn(system))
+
+    def create(self) -> None:
+        """Create every system's database afresh and install its schema."""
+        for system in list(self.systems):
+            log(f"creating {DATABASES[system]}")
+            fresh_db(DATABASES[system], self.admin)
+            try:
+                systems.setup(system, self.dsn(system))
+            except Exception as exc:
+                if system in ("raw", "andal"):
+                    raise
+                self.cfg.results.note(f"{system}: setup failed ({exc}); skipped")
+                self.systems.remove(system)
+
+    def drop(self) -> None:
+        for system in DATABASES:
+            drop_db(DATABASES[system], self.admin)

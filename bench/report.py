@@ -1,0 +1,282 @@
+"""The markdown table (latest.md) and the PNG plots, from a run's JSON data."""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from .targets import targets
+
+SYSTEM_ORDER = [
+    "raw-sql",
+    "andal-sql",
+    "raw-py",
+    "andal-py",
+    "procrastinate",
+    "pgqueuer",
+    "raw",
+    "andal",
+    "redis",
+    "raw-kv",
+]
+
+COLORS = {
+    "raw-sql": "#1f77b4",
+    "andal-sql": "#ff7f0e",
+    "raw-py": "#17becf",
+    "andal-py": "#d62728",
+    "procrastinate": "#9467bd",
+    "pgqueuer": "#8c564b",
+}
+
+TITLES = {
+    "W1": "W1 drain (jobs/s, higher is better)",
+    "W2": "W2 pickup latency (ms, enqueue to handler start, lower is better)",
+    "W3": "W3 enqueue (jobs/s)",
+    "W4": "W4 claim throughput with a backlog (jobs/s)",
+    "W5": "W5 held xmin (claim latency, ms)",
+    "W6": "W6 cache (µs per operation, lower is better)",
+    "W7": "W7 category gating (jobs/s)",
+    "COST": "Cost per job (1 worker, measured through a counting proxy)",
+}
+
+
+def fmt(v: Any) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "–"
+    if isinstance(v, str):
+        return v
+    a = abs(v)
+    if a >= 100:
+        return f"{v:,.0f}"
+    if a >= 10:
+        return f"{v:.1f}"
+    if a >= 1:
+        return f"{v:.2f}"
+    return f"{v:.3f}"
+
+
+def cell(r: dict[str, Any]) -> str:
+    if not r["n"]:
+        return "–"
+    if r["n"] == 1:
+        return fmt(r["median"])
+    return f"{fmt(r['median'])} ({fmt(r['min'])}–{fmt(r['max'])})"
+
+
+def _sort_systems(names: set[str]) -> list[str]:
+    return sorted(names, key=lambda s: (SYSTEM_ORDER.index(s) if s in SYSTEM_ORDER else 99, s))
+
+
+def markdown(data: dict[str, Any], plots: list[str] | None = None) -> str:
+    meta = data["meta"]
+    recs = data["records"]
+    out: list[str] = []
+    m = meta.get("machine", {})
+    s = meta.get("server", {})
+    out.append(f"# andal benchmark — {meta['started']}")
+    out.append("")
+    out.append(
+        f"`{meta['command']}` · {meta['reps']} rep(s), median (min–max) · "
+        f"{m.get('nproc')} cores, {m.get('memory_gib')} GiB, load at start "
+        f"{', '.join(f'{x:.2f}' for x in m.get('load_at_start', []))} · PostgreSQL "
+        f"{s.get('server_version')}, shared_buffers {s.get('shared_buffers')}, "
+        f"synchronous_commit {s.get('synchronous_commit')}, fsync {s.get('fsync')}, "
+        f"autovacuum {s.get('autovacuum')} · {meta.get('seconds')} s"
+    )
+    out.append("")
+    tgt = targets(data)
+    if tgt:
+        out.append("## Targets (ratios measured in this run)")
+        out.append("")
+        out.append("| target | measured | goal | met |")
+        out.append("|---|---|---|---|")
+        for t in tgt:
+            met = "–" if t["met"] is None else ("yes" if t["met"] else "**no**")
+            out.append(f"| {t['name']} | {fmt(t['value'])} | {t['goal']} | {met} |")
+        out.append("")
+
+    by_w: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in recs:
+        by_w[r["workload"]].append(r)
+    for w in TITLES:
+        rows = by_w.get(w)
+        if not rows:
+            continue
+        out.append(f"## {TITLES[w]}")
+        out.append("")
+        if w in ("W2", "COST"):
+            # one row per system (and case), one column per metric
+            out.extend(_pivot(rows, lambda r: f"{r['system']} · {r['case']}", "metric"))
+        elif w == "W5":
+            out.extend(_pivot(rows, lambda r: f"{r['system']} · {r['case']}", "metric"))
+        else:
+            out.extend(_pivot(rows, lambda r: r["case"], "system"))
+        if w == "W1":
+            out.extend(_w1_cost(rows))
+    if data.get("notes"):
+        out.append("## Notes")
+        out.append("")
+        for n in data["notes"]:
+            out.append(f"- {n}")
+        out.append("")
+    if plots:
+        out.append("## Plots")
+        out.append("")
+        for p in plots:
+            out.append(f"![{Path(p).stem}]({Path(p).name})")
+        out.append("")
+    return "\n".join(out)
+
+
+def _pivot(rows: list[dict[str, Any]], row_key: Any, col: str) -> list[str]:
+    keys = list(dict.fromkeys(row_key(r) for r in rows))
+    if col == "system":
+        cols = _sort_systems({r["system"] for r in rows})
+        head = "case"
+    else:
+        cols = list(dict.fromkeys(r[col] for r in rows))
+        head = "system · case"
+    units = {r[col]: r["unit"] for r in rows}
+    out = [
+        f"| {head} | "
+        + " | ".join(c if col == "system" else f"{c} ({units[c]})" for c in cols)
+        + " |",
+        "|---|" + "---|" * len(cols),
+    ]
+    for k in keys:
+        cells = []
+        for c in cols:
+            r = next((x for x in rows if row_key(x) == k and x[col] == c), None)
+            cells.append(cell(r) if r else "")
+        out.append(f"| {k} | " + " | ".join(cells) + " |")
+    out.append("")
+    return out
+
+
+def _w1_cost(rows: list[dict[str, Any]]) -> list[str]:
+    out = [
+        "W1 cost per job (median over reps): transactions in the system's database; WAL bytes "
+        "of the whole cluster in the interval; client CPU = pgbench or the worker processes.",
+        "",
+        "pgbench's per-statement latency (-r, average over the run) for the SQL cases.",
+        "",
+        "| system | case | xacts/job | WAL B/job | client CPU µs/job | claim ms | complete ms |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        if r["case"] in ("workers=1 batch=1", "workers=1 batch=100", "workers=4 batch=10"):
+            out.append(
+                f"| {r['system']} | {r['case']} | {fmt(r.get('xacts_per_job'))} | "
+                f"{fmt(r.get('wal_bytes_per_job'))} | {fmt(r.get('client_cpu_us_per_job'))} | "
+                f"{fmt(r.get('claim_ms'))} | {fmt(r.get('complete_ms'))} |"
+            )
+    out.append("")
+    return out
+
+
+BEGIN, END = "<!-- bench:begin -->", "<!-- bench:end -->"
+
+
+def publish(data: dict[str, Any], plots: list[str], docs: Path) -> None:
+    """Copy the plots to docs/img/ and put the tables between the markers of
+    docs/performance.md (the rest of the page is left as written)."""
+    import shutil
+
+    img = docs / "img"
+    img.mkdir(parents=True, exist_ok=True)
+    names = []
+    for p in plots:
+        dest = img / f"bench-{Path(p).name}"
+        shutil.copyfile(p, dest)
+        names.append(f"img/{dest.name}")
+    body = markdown(data, None)
+    body = body.split("\n", 1)[1].lstrip()  # the page has its own title
+    body = body.replace("\n## ", "\n### ").replace("\n# ", "\n## ")
+    if body.startswith("## "):
+        body = "#" + body
+    if names:
+        body += "\n### Plots\n\n" + "\n\n".join(f"![{Path(n).stem}]({n})" for n in names)
+        body += "\n"
+    page = docs / "performance.md"
+    text = page.read_text() if page.exists() else f"# Performance\n\n{BEGIN}\n{END}\n"
+    if BEGIN not in text or END not in text:
+        text += f"\n{BEGIN}\n{END}\n"
+    head, rest = text.split(BEGIN, 1)
+    _, tail = rest.split(END, 1)
+    page.write_text(f"{head}{BEGIN}\n\n{body}\n{END}{tail}")
+
+
+# -- plots ----------------------------------------------------------------------------------
+
+
+def plots(data: dict[str, Any], outdir: Path) -> list[str]:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        data.setdefault("notes", []).append(
+            "matplotlib is not installed (bench extra): plots skipped"
+        )
+        return []
+    made: list[str] = []
+    recs = data["records"]
+    w1 = [r for r in recs if r["workload"] == "W1" and r["metric"] == "jobs/s"]
+    if w1:
+        workers = sorted({r["workers"] for r in w1})
+        fig, axes = plt.subplots(1, len(workers), figsize=(6 * len(workers), 4.5), squeeze=False)
+        for ax, wk in zip(axes[0], workers, strict=False):
+            sub = [r for r in w1 if r["workers"] == wk]
+            names = _sort_systems({r["system"] for r in sub})
+            for name in names:
+                pts = sorted((r["batch"], r) for r in sub if r["system"] == name)
+                xs = [b for b, _ in pts]
+                ys = [r["median"] for _, r in pts]
+                lo = [r["median"] - r["min"] for _, r in pts]
+                hi = [r["max"] - r["median"] for _, r in pts]
+                ax.errorbar(
+                    xs, ys, yerr=[lo, hi], marker="o", capsize=3, label=name, color=COLORS.get(name)
+                )
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            ax.set_xticks([1, 10, 100])
+            ax.set_xticklabels(["1", "10", "100"])
+            ax.set_xlabel("batch (jobs per claim)")
+            ax.set_ylabel("jobs/s")
+            ax.set_title(f"W1 drain, {wk} worker(s)/client(s)")
+            ax.grid(True, which="both", alpha=0.3)
+            ax.legend(fontsize=8)
+        fig.tight_layout()
+        path = outdir / "w1_throughput.png"
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        made.append(str(path))
+    w2 = [r for r in recs if r["workload"] == "W2" and r.get("samples")]
+    if w2:
+        fig, ax = plt.subplots(figsize=(7, 4.5))
+        order = _sort_systems({r["system"] for r in w2})
+        for r in sorted(w2, key=lambda r: order.index(r["system"])):
+            s = sorted(r["samples"])
+            ys = [(i + 1) / len(s) for i in range(len(s))]
+            ax.plot(
+                s,
+                ys,
+                label=f"{r['system']} (p99 {fmt(r.get('p99'))} ms)",
+                color=COLORS.get(r["system"]),
+            )
+        ax.set_xscale("log")
+        ax.set_xlabel("enqueue → handler start (ms)")
+        ax.set_ylabel("fraction of jobs")
+        ax.set_title("W2 pickup latency CDF (200 jobs/s, one per transaction)")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        path = outdir / "w2_latency_cdf.png"
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        made.append(str(path))
+    return made

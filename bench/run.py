@@ -1,0 +1,125 @@
+"""Run the benchmark: ``python -m bench.run [--quick] [--only W1,W3] [--reps N]``.
+
+Writes ``bench/results/<timestamp>.json``, ``bench/results/latest.md`` (also printed) and PNG
+plots into ``bench/results/`` (when matplotlib is installed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+
+from .common import Config, log, machine, server_settings
+from .env import Env
+
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+
+WORKLOADS = {
+    "W1": "bench.w1_drain",
+    "W2": "bench.w2_latency",
+    "W3": "bench.w3_enqueue",
+    "W4": "bench.w4_backlog",
+    "W5": "bench.w5_xmin",
+    "W6": "bench.w6_cache",
+    "W7": "bench.w7_gating",
+    "COST": "bench.cost",
+}
+
+
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__)
+    p.add_argument("--quick", action="store_true", help="tiny sizes: a smoke test")
+    p.add_argument("--only", help="comma-separated workloads, e.g. W1,W3 (COST: cost probes)")
+    p.add_argument("--reps", type=int, help="repetitions per case (default 3; quick: 1)")
+    p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    p.add_argument("--keep", action="store_true", help="keep the benchmark databases")
+    p.add_argument("--out", type=Path, default=RESULTS_DIR, help="results directory")
+    p.add_argument(
+        "--publish",
+        action="store_true",
+        help="copy the plots to docs/img/ and the tables into docs/performance.md",
+    )
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(argv)
+    only = {w.strip().upper() for w in args.only.split(",")} if args.only else None
+    if only and (unknown := only - set(WORKLOADS)):
+        print(f"unknown workloads: {', '.join(sorted(unknown))}", file=sys.stderr)
+        return 2
+    cfg = Config(
+        quick=args.quick,
+        reps=args.reps or (1 if args.quick else 3),
+        only=only,
+        plots=not args.no_plots,
+    )
+    started = time.time()
+    meta = {
+        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started)),
+        "command": "python -m bench.run " + " ".join(argv if argv is not None else sys.argv[1:]),
+        "quick": cfg.quick,
+        "reps": cfg.reps,
+        "machine": machine(),
+        "server": server_settings(cfg.admin_dsn),
+    }
+    log(f"andal benchmark: {'quick' if cfg.quick else 'full'}, {cfg.reps} rep(s)")
+    env = Env(cfg)
+    env.create()
+    failed: list[str] = []
+    timings: dict[str, float] = {}
+    try:
+        for name, module in WORKLOADS.items():
+            if only and name not in only:
+                continue
+            t0 = time.time()
+            log(f"== {name}")
+            try:
+                importlib.import_module(module).run(cfg, env)
+            except Exception as exc:
+                failed.append(name)
+                cfg.results.note(f"{name} failed: {exc!r}")
+                traceback.print_exc()
+            timings[name] = round(time.time() - t0, 1)
+            log(f"== {name} took {timings[name]} s")
+    finally:
+        if not args.keep:
+            env.drop()
+    meta["seconds"] = round(time.time() - started, 1)
+    meta["workload_seconds"] = timings
+    meta["failed"] = failed
+
+    from . import report
+
+    args.out.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(started))
+    data = {"meta": meta, "notes": cfg.results.notes, "records": cfg.results.records}
+    json_path = args.out / f"{stamp}.json"
+    json_path.write_text(json.dumps(data, indent=1, default=str))
+    plots: list[str] = []
+    if cfg.plots:
+        try:
+            plots = report.plots(data, args.out)
+        except Exception as exc:  # the numbers are saved; a plot must not lose them
+            data["notes"].append(f"plots failed: {exc!r}")
+        json_path.write_text(json.dumps(data, indent=1, default=str))
+    md = report.markdown(data, plots)
+    (args.out / "latest.md").write_text(md)
+    print(md)
+    if args.publish:
+        report.publish(data, plots, DOCS)
+        log(f"published into {os.path.relpath(DOCS / 'performance.md')}")
+    log(f"wrote {os.path.relpath(json_path)} and {os.path.relpath(args.out / 'latest.md')}")
+    # A smoke test fails only when a workload could not run at all.
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,111 @@
+"""The issue's targets, computed from one run's records (reported, never asserted)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def _get(data: dict[str, Any], w: str, system: str, case: str, metric: str) -> float | None:
+    for r in data["records"]:
+        if (r["workload"], r["system"], r["case"], r["metric"]) == (w, system, case, metric):
+            return r["median"] if r["n"] else None
+    return None
+
+
+def targets(data: dict[str, Any]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+
+    def ratio(name: str, num: float | None, den: float | None, goal: float, higher=True) -> None:
+        if num is None or den is None or den == 0:
+            return
+        v = num / den
+        out.append(
+            {
+                "name": name,
+                "value": v,
+                "goal": f"≥ {goal}" if higher else f"≤ {goal}",
+                "met": v >= goal if higher else v <= goal,
+            }
+        )
+
+    def absolute(name: str, v: float | None, goal: float, unit: str) -> None:
+        if v is None:
+            return
+        out.append({"name": name, "value": v, "goal": f"≤ {goal} {unit}", "met": v <= goal})
+
+    tp = "jobs/s"
+    for c in (1, 4, 8):
+        case = f"workers={c} batch=1"
+        ratio(
+            f"SQL claim+complete vs raw, {c} client(s), batch 1",
+            _get(data, "W1", "andal-sql", case, tp),
+            _get(data, "W1", "raw-sql", case, tp),
+            0.8,
+        )
+    for c in (1, 4, 8):
+        case = f"workers={c} batch=100"
+        ratio(
+            f"SQL claim+complete vs raw, {c} client(s), batch 100",
+            _get(data, "W1", "andal-sql", case, tp),
+            _get(data, "W1", "raw-sql", case, tp),
+            0.6,
+        )
+    ratio(
+        "SQL enqueue vs raw, single",
+        _get(data, "W3", "andal-sql", "1 per tx", tp),
+        _get(data, "W3", "raw-sql", "1 per tx", tp),
+        0.8,
+    )
+    ratio(
+        "SQL enqueue vs raw, 100 per tx",
+        _get(data, "W3", "andal-sql", "100 per tx", tp),
+        _get(data, "W3", "raw-sql", "100 per tx", tp),
+        0.6,
+    )
+    for w in (1, 4):
+        for b in (1, 10, 100):
+            case = f"workers={w} batch={b}"
+            mine = _get(data, "W1", "andal-py", case, tp)
+            ratio(
+                f"driver vs procrastinate, {case}",
+                mine,
+                _get(data, "W1", "procrastinate", case, tp),
+                2.0,
+            )
+            ratio(f"driver vs pgqueuer, {case}", mine, _get(data, "W1", "pgqueuer", case, tp), 1.3)
+    for w in (1, 4):
+        case = f"workers={w} batch=100"
+        ratio(
+            f"driver vs raw SQL limit, {case}",
+            _get(data, "W1", "andal-py", case, tp),
+            _get(data, "W1", "raw-sql", case, tp),
+            0.6,
+        )
+    p99 = _get(data, "W2", "andal-py", "200 jobs/s", "p99")
+    ratio("W2 p99: driver / pgqueuer", p99, _get(data, "W2", "pgqueuer", "200 jobs/s", "p99"), 1.0,
+          higher=False)  # fmt: skip
+    ratio("W2 p99: driver / raw LISTEN loop", p99,
+          _get(data, "W2", "raw-py", "200 jobs/s", "p99"), 1.5, higher=False)  # fmt: skip
+    for system in ("andal-sql", "andal-py"):
+        base = _get(data, "W4", system, "10k ready", tp)
+        ratio(f"W4 {system}: 1M ready / 10k ready", _get(data, "W4", system, "1M ready", tp),
+              base, 0.8)  # fmt: skip
+        ratio(f"W4 {system}: 1M scheduled + 10k ready / 10k ready",
+              _get(data, "W4", system, "1M scheduled + 10k ready", tp), base, 0.9)  # fmt: skip
+    for system in ("andal-sql", "andal-py"):
+        for w in (1, 4):
+            ratio(
+                f"W7 {system}: gated / ungated, {w} worker(s)",
+                _get(data, "W7", system, f"gated, workers={w}", tp),
+                _get(data, "W7", system, f"ungated, workers={w}", tp),
+                0.7,
+            )
+    absolute("W6 local cache hit", _get(data, "W6", "andal", "local hit", "µs/op"), 5, "µs")
+    ratio(
+        "W6 shared hit / raw key-value table",
+        _get(data, "W6", "andal", "shared hit", "µs/op"),
+        _get(data, "W6", "raw-kv", "shared hit", "µs/op"),
+        2.0,
+        higher=False,
+    )
+    return out
