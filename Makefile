@@ -47,7 +47,7 @@ test-py: venv ## pytest suite (real PostgreSQL, real processes)
 	$(VENV)/bin/pytest -q $(PYTEST_ARGS)
 
 lint: venv deps ## sqlfluff, ruff and plpgsql_check
-	$(VENV)/bin/sqlfluff lint sql/schema
+	$(VENV)/bin/sqlfluff lint sql/schema sql/functions
 	$(VENV)/bin/ruff check pydriver tests bench
 	$(VENV)/bin/ruff format --check pydriver tests bench
 	@bash .ci/plpgsql_check.sh
