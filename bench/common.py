@@ -22,12 +22,14 @@ PGPORT = os.environ.get("PGPORT", "5432")
 PGUSER = os.environ.get("PGUSER", "postgres")
 ADMIN_DSN = os.environ.get("BENCH_DSN", f"postgresql://{PGUSER}@{PGHOST}:{PGPORT}/postgres")
 
-#: One database per system, created fresh by every run.
+#: Tells concurrent runs apart (the working tree may run several `make test` at once): every
+#: database name carries it. Spawned worker processes inherit it through the environment.
+RUN_ID = os.environ.setdefault("BENCH_RUN_ID", str(os.getpid()))
+
+#: One database per system, created fresh by every run and dropped at its end.
 DATABASES = {
-    "raw": "andal_bench_raw",
-    "andal": "andal_bench_andal",
-    "procrastinate": "andal_bench_procrastinate",
-    "pgqueuer": "andal_bench_pgqueuer",
+    system: f"andal_bench_{system}_{RUN_ID}"
+    for system in ("raw", "andal", "procrastinate", "pgqueuer")
 }
 
 

@@ -194,6 +194,7 @@ def publish(data: dict[str, Any], plots: list[str], docs: Path) -> None:
         names.append(f"img/{dest.name}")
     body = markdown(data, None)
     body = body.split("\n", 1)[1].lstrip()  # the page has its own title
+    body = f"Run started {data['meta']['started']}: " + body
     body = body.replace("\n## ", "\n### ").replace("\n# ", "\n## ")
     if body.startswith("## "):
         body = "#" + body

@@ -15,7 +15,7 @@ import threading
 import psycopg
 
 from . import systems
-from .common import drop_db, fresh_db
+from .common import RUN_ID, drop_db, fresh_db
 
 ANDAL_CLAIM = (
     "select c.job_id from queue.claim(worker => 'x', queues => %(queues)s::text[],"
@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     a = p.parse_args(argv)
     found = 0
     for system in ("raw", "andal"):
-        name = f"andal_bench_short_{system}"
+        name = f"andal_bench_short_{system}_{RUN_ID}"
         dsn = fresh_db(name)
         try:
             systems.setup(system, dsn)
