@@ -41,6 +41,8 @@ create or replace function queue.heartbeat_many(
 language plpgsql
 security definer
 set search_path = pg_catalog, pg_temp
+-- every row is found by primary key, whatever the (possibly stale) statistics say
+set enable_seqscan = off
 as $$
 #variable_conflict use_column
 begin
@@ -57,9 +59,12 @@ begin
         from unnest(heartbeat_many.job_ids, heartbeat_many.tokens) with ordinality as i (id, tok, n)
     ),
     locked as (
+        -- By primary key (= any), never a scan of the running jobs: a token is set only
+        -- while a job runs, so token and unexpired lease say "running" without naming the
+        -- status (which would let the planner pick jobs_lease_idx on stale statistics).
         select j.id from queue.jobs as j
-        join input as i on i.id = j.id and i.tok = j.token
-        where j.status = 'running' and j.lease_expires_at > now()
+        where j.id = any (heartbeat_many.job_ids) and j.lease_expires_at > now()
+          and exists (select from input as i where i.id = j.id and i.tok = j.token)
         order by j.id
         for update of j
     ),
