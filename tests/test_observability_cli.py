@@ -27,6 +27,7 @@ from workers.procs import spawn_worker, stop_worker
 from workers.recording import make_tables
 
 import andal
+from andal.cache import Cache
 
 HERE = Path(__file__).resolve().parent
 
@@ -95,6 +96,27 @@ def test_status_json_and_text(dsn: str, scripted: andal.Worker) -> None:
         assert word in text, word
     assert "reports / tenant-7" in text and scripted.name in text
     assert "Traceback" not in text
+
+
+def test_status_cache_section(dsn: str, clean: None) -> None:
+    """With cache.stats() installed: the cache's summary and the reads the drivers report."""
+    with Cache(dsn, follow=False) as cache:
+        cache.put("user:1", {"n": 1})
+        for _ in range(3):
+            cache.lookup("user:1", job_type="render")
+        cache.lookup("user:404", job_type="render")
+        cache.report()
+    full = json.loads(ok(andal_cmd("status", "--json", "--full", dsn=dsn)))
+    reads = {
+        r["labels"]["result"]: r["value"]
+        for r in full["cache"]
+        if r["metric"] == "reads" and r["labels"].get("job_type") == "render"
+    }
+    assert reads["shared_hit"] == 3 and reads["miss"] == 1
+    text = ok(andal_cmd("status", dsn=dsn))
+    assert "cache  entries 1" in text and "stale overdue 0" in text
+    row = next(line for line in text.splitlines() if "default / render" in line)
+    assert row.split()[3:] == ["0", "3", "0", "1", "75.0%"]
 
 
 def test_status_usage(dsn: str) -> None:

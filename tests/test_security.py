@@ -273,6 +273,7 @@ CALLS = {
     "status": "select * from queue.status()",
     "stats": "select * from queue.stats()",
     "metrics": "select queue.metrics()",
+    "workers": "select * from queue.workers()",
     "version": "select queue.version()",
     "cancel": "select queue.cancel(0)",
     "requeue_dead": "select queue.requeue_dead(0)",
@@ -294,6 +295,7 @@ WORKER = {
     "status",
     "stats",
     "metrics",
+    "workers",
     "version",
 }
 GRANTED = {"producer": PRODUCER, "worker": WORKER, "admin": set(CALLS), "nobody": set()}

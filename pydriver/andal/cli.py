@@ -478,12 +478,89 @@ def render(snap: Snapshot, interval: float | None = None, note: str | None = Non
         parts.append(w)
 
     if snap.cache is not None:
-        names = list(snap.cache[0]) if snap.cache else ["cache.stats()"]
-        k = table("cache", names)
-        for r in snap.cache:
-            k.add_row(*(_cell(v) for v in r.values()))
-        parts.append(k)
+        parts.extend(_cache_parts(snap.cache, table))
     return Group(*parts)
+
+
+def _cache_parts(rows: list[dict[str, Any]], table: Callable[..., Any]) -> list[Any]:
+    """cache.stats() rows ``(metric, labels, value)``: a summary line, reads per pool and job
+    type, and materialized views; any other shape as a plain table."""
+    from rich.text import Text
+
+    if not rows or set(rows[0]) != {"metric", "labels", "value"}:
+        names = list(rows[0]) if rows else ["cache.stats()"]
+        t = table("cache", names)
+        for r in rows:
+            t.add_row(*(_cell(v) for v in r.values()))
+        return [t]
+    plain = {r["metric"]: r["value"] for r in rows if not r["labels"]}
+    reads: dict[tuple[str, str], dict[str, float]] = {}
+    views: dict[str, dict[str, float]] = {}
+    for r in rows:
+        labels = r["labels"] or {}
+        if r["metric"] in ("reads", "hit_ratio") and "job_type" in labels:
+            key = (str(labels.get("pool", "-")), str(labels["job_type"]))
+            name = labels.get("result", "hit_ratio") if r["metric"] == "reads" else "hit_ratio"
+            reads.setdefault(key, {})[name] = r["value"]
+        elif r["metric"].startswith("view_") and "view" in labels:
+            views.setdefault(str(labels["view"]), {})[r["metric"]] = r["value"]
+
+    def num(metric: str) -> float | None:
+        value = plain.get(metric)
+        return None if value is None else float(value)
+
+    line = Text("cache  ", style="bold")
+    line.append(f"entries {fmt_count(num('entries'))}  bytes {fmt_bytes(num('bytes'))}  ")
+    inv, per_job = num("invalidations_per_minute"), num("invalidations_per_ready_job")
+    line.append(f"invalidations/min {fmt_rate(inv or 0)}")
+    if per_job is not None:
+        line.append(f" ({per_job:.2g} per ready job)")
+    overdue, failures = num("stale_overdue") or 0, num("checksum_failures_1h") or 0
+    line.append("  stale overdue ")
+    line.append(fmt_count(overdue), style="red" if overdue else "")
+    line.append("  checksum failures 1h ")
+    line.append(fmt_count(failures), style="red" if failures else "")
+    since = num("seconds_since_last_invalidation")
+    if since is not None:
+        line.append(f"  last invalidation {fmt_age(timedelta(seconds=since))} ago")
+    out: list[Any] = [line]
+    if reads:
+        t = table(
+            "cache reads  (reported by the workers, last hour)",
+            ["pool / job type", "local hits", "shared hits", "stale hits", "misses", "hit ratio"],
+        )
+        for (pool, job_type), r in sorted(reads.items()):
+            ratio = r.get("hit_ratio")
+            t.add_row(
+                f"{pool} / {job_type}",
+                *(fmt_count(r.get(k, 0)) for k in ("local_hit", "shared_hit", "stale_hit", "miss")),
+                Text(fmt_pct(ratio), style="yellow" if ratio is not None and ratio < 0.5 else ""),
+            )
+        out.append(t)
+    if views:
+        t = table(
+            "materialized views", ["view", "data age", "last refresh took", "pending changes"]
+        )
+        for view, v in sorted(views.items()):
+            lag, took = v.get("view_lag_seconds"), v.get("view_last_refresh_seconds")
+            t.add_row(
+                view,
+                fmt_age(None if lag is None else timedelta(seconds=lag)),
+                fmt_ms(None if took is None else took * 1000),
+                fmt_count(v.get("view_pending_changes")),
+            )
+        out.append(t)
+    return out
+
+
+def fmt_bytes(n: float | None) -> str:
+    if n is None:
+        return "-"
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return "-"  # unreachable
 
 
 def _cell(value: Any) -> str:

@@ -40,6 +40,7 @@ create or replace temporary view andal_audit_matrix (fn, roles) as values
     ('queue.status', '{andal_admin,andal_worker}'),
     ('queue.stats', '{andal_admin,andal_worker}'),
     ('queue.metrics', '{andal_admin,andal_worker}'),
+    ('queue.workers', '{andal_admin,andal_worker}'),
     -- administering
     ('queue.cancel', '{andal_admin}'),
     ('queue.requeue_dead', '{andal_admin}'),

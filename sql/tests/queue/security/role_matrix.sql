@@ -20,6 +20,7 @@ insert into matrix values
     ('queue.status()', false, true, true),
     ('queue.stats()', false, true, true),
     ('queue.metrics()', false, true, true),
+    ('queue.workers()', false, true, true),
     ('queue.version()', true, true, true),
     ('queue.cancel(bigint)', false, false, true),
     ('queue.requeue_dead(bigint)', false, false, true),
