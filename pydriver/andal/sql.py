@@ -30,9 +30,12 @@ ENQUEUE_MANY = (
 # -- workers --------------------------------------------------------------------------------
 
 #: ``db_now`` is the transaction's clock: ``lease_expires_at - db_now`` is the lease length,
-#: which lets the worker schedule heartbeats without trusting its own clock.
+#: which lets the worker schedule heartbeats without trusting its own clock. The payload comes
+#: as text and is decoded per job, so one payload Python cannot decode (JSON nested past its
+#: recursion limit) fails that job alone instead of the whole batch.
 CLAIM = (
-    "select c.job_id, c.queue, c.category, c.priority, c.payload, c.attempt, c.max_attempts,"
+    "select c.job_id, c.queue, c.category, c.priority, c.payload::text, c.attempt,"
+    " c.max_attempts,"
     " c.token, c.lease_expires_at, c.enqueued_at, c.cache_key, c.cache_version,"
     " now() as db_now"
     " from queue.claim(worker => %(worker)s::text, queues => %(queues)s::text[],"

@@ -137,6 +137,15 @@ class Handler:
     transactional: bool = False
 
 
+def _undecodable(handler: Handler, error: str) -> Handler:
+    """A stand-in for a job whose payload this process cannot decode: it raises ``Fail``."""
+
+    def fail(*_args: Any) -> None:
+        raise Fail(f"the payload cannot be decoded by the Python driver ({error})")
+
+    return Handler(handler.queue, fail, handler.transactional)
+
+
 class Registry:
     """Handlers by queue. Fill it with ``@registry.handler("queue")`` or from a mapping."""
 
@@ -758,12 +767,20 @@ class Worker:
         self._wake.set()
 
     def _make_run(self, row: tuple[Any, ...]) -> _Run:
+        handler = self.registry[row[1]]
+        try:
+            payload = json.loads(row[4])
+        except (RecursionError, ValueError) as exc:
+            # Valid JSON for PostgreSQL, not for this process (nested past Python's recursion
+            # limit): the job fails for good through the usual path, the others run.
+            payload = None
+            handler = _undecodable(handler, f"{type(exc).__name__}: {exc}"[:200])
         job = Job(
             id=row[0],
             queue=row[1],
             category=row[2],
             priority=row[3],
-            payload=row[4],
+            payload=payload,
             attempt=row[5],
             max_attempts=row[6],
             token=row[7],
@@ -773,7 +790,7 @@ class Worker:
             cache_version=row[11],
         )
         db_now: datetime = row[12]
-        run = _Run(job, self.registry[job.queue], (job.lease_expires_at - db_now).total_seconds())
+        run = _Run(job, handler, (job.lease_expires_at - db_now).total_seconds())
         self._count("claimed")
         event(
             "claimed",

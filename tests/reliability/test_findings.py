@@ -7,10 +7,10 @@ is fixed, so the mark gets removed. See docs/reliability.md ("Findings").
    transaction_timestamp(), which never holds for the extended query protocol (every
    parameterised call): it now decides by what the scan can over-lock (rows of both kinds,
    or several queues), whatever the protocol or transaction.
-3. (open) Python driver: a payload nested deeper than Python's recursion limit (about 1,000
-   levels; andal accepts 10,000) raises RecursionError out of the dispatcher when psycopg
-   decodes the claimed batch: the worker stops, and the jobs of that batch stay running until
-   their leases expire, again at every restart, until they are dead-lettered.
+3. (fixed) Python driver: a payload nested deeper than Python's recursion limit (about 1,000
+   levels; andal accepts 10,000) raised RecursionError out of the dispatcher when psycopg
+   decoded the claimed batch, stopping the worker. The payload is now decoded per job; one
+   that cannot be decoded fails that job for good (andal.Fail), the others run.
 4. (fixed) queue.complete_many with one job id twice in a batch failed with 23505 on a
    keep_results queue, or answered a stale token's entry completed = true.
 """
@@ -86,7 +86,6 @@ def test_claim_takes_the_subtransaction_path_only_when_the_scan_can_over_lock(
 
 
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
-@pytest.mark.xfail(strict=True, reason="finding 3: deep payload stops the Python worker")
 def test_deep_payload_does_not_stop_the_worker(rel_dsn: str, rconn: psycopg.Connection) -> None:
     depth = 2000
     normal = history.enqueue_many(rconn, [{"n": i} for i in range(3)], "deep")
