@@ -29,12 +29,12 @@ begin
         raise exception 'max_changes must not be null' using errcode = '22004';
     end if;
     if register_view.max_lag <= interval '0' then
-        raise exception 'max_lag must be positive (got %)', register_view.max_lag
-            using errcode = '22023';
+        raise exception using errcode = '22023',
+            message = format('max_lag must be positive (got %s)', register_view.max_lag);
     end if;
     if register_view.max_changes < 1 then
-        raise exception 'max_changes must be at least 1 (got %)', register_view.max_changes
-            using errcode = '22023';
+        raise exception using errcode = '22023',
+            message = format('max_changes must be at least 1 (got %s)', register_view.max_changes);
     end if;
     select c.relkind, c.relowner into v_kind, v_owner
     from pg_catalog.pg_class as c where c.oid = register_view.view;
@@ -42,8 +42,8 @@ begin
         raise exception 'view % does not exist', register_view.view::oid using errcode = '42704';
     end if;
     if v_kind <> 'm' then
-        raise exception 'view must be a materialized view (% is not)', register_view.view
-            using errcode = '22023';
+        raise exception using errcode = '22023',
+            message = format('view must be a materialized view (%s is not)', register_view.view);
     end if;
     if not exists (
         select from pg_catalog.pg_index as i
