@@ -10,6 +10,10 @@ PGUSER ?= postgres
 export PGHOST PGPORT PGUSER
 DATABASE_URL ?= postgresql://$(PGUSER)@$(PGHOST):$(PGPORT)/postgres
 TEST_DB ?= andal_pgtap
+# Shard count of the live table: `make install SHARDS=8`; make test also runs the suites on a
+# sharded install with TEST_SHARDS shards.
+SHARDS ?=
+TEST_SHARDS ?= 4
 DEB_PACKAGES := postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl postgresql-15-plpgsql-check
 
 .PHONY: help venv deps install test test-sql test-py lint demo bench bench-quick soak clean
@@ -28,23 +32,26 @@ venv: $(VENV)/.installed ## create .venv and install andal with its test extras
 deps: ## install the Debian packages the tests need (pgTAP, pg_prove, plpgsql_check)
 	@bash .ci/deps.sh $(DEB_PACKAGES)
 
-install: venv ## install or upgrade andal in $$DATABASE_URL (idempotent)
-	$(VENV)/bin/andal --dsn "$(DATABASE_URL)" install
+install: venv ## install or upgrade andal in $$DATABASE_URL (idempotent); SHARDS=8 shards the live table
+	$(VENV)/bin/andal --dsn "$(DATABASE_URL)" install $(if $(SHARDS),--shards $(SHARDS))
 
-test: venv deps ## run every test: pgTAP (pg_prove), pytest, then the benchmark smoke test
+test: venv deps ## every test, on an unsharded and a sharded install, then the benchmark smoke test
 	$(MAKE) --no-print-directory test-sql
+	$(MAKE) --no-print-directory test-sql SHARDS=$(TEST_SHARDS) TEST_DB=$(TEST_DB)_sharded
 	$(MAKE) --no-print-directory test-py
+	$(MAKE) --no-print-directory test-py SHARDS=$(TEST_SHARDS)
 	$(MAKE) --no-print-directory bench-quick
 
-test-sql: venv ## pgTAP tests in a fresh database
+test-sql: venv ## pgTAP tests in a fresh database (SHARDS=4: on a sharded install)
 	@psql -q -X -d postgres -c 'drop database if exists $(TEST_DB)' -c 'create database $(TEST_DB)'
-	$(PY) -m andal.install "postgresql://$(PGUSER)@$(PGHOST):$(PGPORT)/$(TEST_DB)" >/dev/null
+	$(PY) -m andal.install "postgresql://$(PGUSER)@$(PGHOST):$(PGPORT)/$(TEST_DB)" \
+		$(if $(SHARDS),--shards $(SHARDS)) >/dev/null
 	@psql -q -X -d $(TEST_DB) -c 'create extension if not exists pgtap'
 	pg_prove -d $(TEST_DB) --recurse --ext .sql sql/tests/
 	@psql -q -X -d postgres -c 'drop database if exists $(TEST_DB)'
 
-test-py: venv ## pytest suite (real PostgreSQL, real processes)
-	$(VENV)/bin/pytest -q $(PYTEST_ARGS)
+test-py: venv ## pytest suite (real PostgreSQL, real processes; SHARDS=4: on a sharded install)
+	ANDAL_SHARDS=$(SHARDS) $(VENV)/bin/pytest -q $(PYTEST_ARGS)
 
 lint: venv deps ## sqlfluff, ruff and plpgsql_check
 	$(VENV)/bin/sqlfluff lint sql/schema sql/functions

@@ -1,5 +1,7 @@
 """Shared fixtures: a real PostgreSQL server, a fresh andal database per test module.
 
+With ``ANDAL_SHARDS=n`` the template is installed with its live table in n shards.
+
 The server is the one at $PGHOST:$PGPORT (default 127.0.0.1:5432, user postgres). A template
 database with andal installed is made once per session; each module gets a copy of it.
 """
@@ -20,6 +22,8 @@ from andal.install import install
 PGHOST = os.environ.get("PGHOST", "127.0.0.1")
 PGPORT = int(os.environ.get("PGPORT", "5432"))
 PGUSER = os.environ.get("PGUSER", "postgres")
+#: ``ANDAL_SHARDS=4`` runs the suite on a sharded install (``make test-py SHARDS=4``).
+SHARDS = int(os.environ["ANDAL_SHARDS"]) if os.environ.get("ANDAL_SHARDS") else None
 
 
 def make_dsn(dbname: str) -> str:
@@ -31,7 +35,7 @@ def template_db() -> Iterator[str]:
     name = f"andal_tpl_{uuid.uuid4().hex[:8]}"
     janitor = DatabaseJanitor(user=PGUSER, host=PGHOST, port=PGPORT, dbname=name)
     janitor.init()
-    install(make_dsn(name))
+    install(make_dsn(name), shards=SHARDS)
     try:
         yield name
     finally:

@@ -90,7 +90,7 @@ def print_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]
 def cmd_install(args: argparse.Namespace) -> int:
     with connect(args.dsn, installed=False):
         pass  # a clear message when the server does not answer
-    done = install(args.dsn)
+    done = install(args.dsn, shards=args.shards)
     with connect(args.dsn) as conn:
         version = _version(conn)
     if done:
@@ -715,6 +715,13 @@ def parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     s = sub.add_parser("install", help="install or upgrade andal in the database")
+    s.add_argument(
+        "--shards",
+        type=int,
+        metavar="N",
+        help="partition the live table by hash of the queue into N shards, in place"
+        " (1: unsharded; default: keep the current layout)",
+    )
     s.set_defaults(func=cmd_install)
 
     s = sub.add_parser("worker", help="run a worker for the handlers of MODULE")

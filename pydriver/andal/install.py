@@ -5,6 +5,10 @@ transaction, and recorded in ``queue.schema_migrations``. The re-runnable functi
 (``sql/functions/**.sql``) are then re-applied in one transaction when their content changed
 since the last install. Concurrent installs are serialised by a session advisory lock, so a
 second run changes nothing.
+
+``shards`` (optional) then partitions the live table ``queue.jobs`` by hash of the queue into
+that many shards, in place (``queue.set_shards``; 1 makes it a plain table again). Left out,
+an install keeps the layout it has: a new install is unsharded.
 """
 
 from __future__ import annotations
@@ -55,9 +59,13 @@ def functions_digest(files: list[Path]) -> str:
 
 
 def install(
-    dsn: str, root: Path | None = None, log: Callable[[str], None] | None = None
+    dsn: str,
+    root: Path | None = None,
+    log: Callable[[str], None] | None = None,
+    shards: int | None = None,
 ) -> list[str]:
-    """Apply pending migrations and the function definitions. Returns what was done."""
+    """Apply pending migrations and the function definitions, then the shard layout when
+    ``shards`` is given. Returns what was done."""
     root = root or sql_dir()
     log = log or (lambda _msg: None)
     done: list[str] = []
@@ -94,9 +102,23 @@ def install(
                         (digest,),
                     )
                 done.append(f"functions ({len(files)} files)")
+            if shards is not None:
+                current = len(conn.execute("select shard from queue.shards()").fetchall())
+                if current != shards:
+                    log(f"sharding queue.jobs: {current} -> {shards} shards")
+                    with conn.transaction():
+                        moved = conn.execute(
+                            "select queue.set_shards(shards => %s)", (shards,)
+                        ).fetchone()[0]
+                    done.append(f"shards {current} -> {shards} ({moved} live jobs moved)")
         finally:
             conn.execute("select pg_advisory_unlock(%s)", (INSTALL_LOCK,))
     return done
+
+
+def _env_shards() -> int | None:
+    value = os.environ.get("ANDAL_SHARDS", "").strip()
+    return int(value) if value else None
 
 
 def _applied(conn: psycopg.Connection) -> set[str]:
@@ -107,12 +129,15 @@ def _applied(conn: psycopg.Connection) -> set[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m andal.install [DSN]`` (default ``$DATABASE_URL``)."""
-    import sys
+    """``python -m andal.install [DSN] [--shards N]`` (default ``$DATABASE_URL``; ``--shards``
+    or ``$ANDAL_SHARDS``: the live table's shard count, see ``queue.set_shards``)."""
+    import argparse
 
-    args = sys.argv[1:] if argv is None else argv
-    dsn = args[0] if args else os.environ.get("DATABASE_URL", "")
-    for step in install(dsn, log=print) or ["already up to date"]:
+    p = argparse.ArgumentParser(prog="python -m andal.install")
+    p.add_argument("dsn", nargs="?", default=os.environ.get("DATABASE_URL", ""))
+    p.add_argument("--shards", type=int, default=_env_shards())
+    args = p.parse_args(argv)
+    for step in install(args.dsn, log=print, shards=args.shards) or ["already up to date"]:
         print(step)
     return 0
 

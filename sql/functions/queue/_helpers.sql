@@ -173,28 +173,39 @@ begin
 end
 $$;
 
--- _bury: move a live job to the dead letters with its error history, free its gate slot and
--- tell operators on channel andal_ops. The caller holds the row lock.
-create or replace function queue._bury(job queue.jobs, reason text, last_error text)
-returns void
+-- _bury: move a live job to the dead letters with its error history (`errors`, the job's
+-- history with this attempt's entry), free its gate slot and tell operators on channel
+-- andal_ops. The caller holds the row lock. Takes the id, not the row: no function signature
+-- depends on queue.jobs's row type, so queue.set_shards can replace the table.
+drop function if exists queue._bury(queue.jobs, text, text);
+create or replace function queue._bury(
+    job_id bigint, reason text, last_error text, errors jsonb
+) returns void
 language plpgsql
 set search_path = pg_catalog, pg_temp
 as $$
+declare
+    v_queue text;
+    v_category text;
 begin
-    delete from queue.jobs as j where j.id = job.id;
-    if job.category is not null then
-        delete from queue.worker_locks as w where w.job_id = job.id;
-    end if;
+    with gone as (
+        delete from queue.jobs as j where j.id = _bury.job_id
+        returning j.id, j.queue, j.category, j.priority, j.payload, j.attempt, j.max_attempts,
+            j.enqueued_at, j.dedup_key, j.cache_key
+    )
     insert into queue.dead_letters as d (
         job_id, queue, category, priority, payload, attempt, max_attempts, enqueued_at,
         dedup_key, reason, last_error, errors, cache_key
-    ) values (
-        job.id, job.queue, job.category, job.priority, job.payload, job.attempt,
-        job.max_attempts, job.enqueued_at, job.dedup_key, reason, last_error, job.errors,
-        job.cache_key
-    );
+    )
+    select g.id, g.queue, g.category, g.priority, g.payload, g.attempt, g.max_attempts,
+        g.enqueued_at, g.dedup_key, _bury.reason, _bury.last_error, _bury.errors, g.cache_key
+    from gone as g
+    returning d.queue, d.category into v_queue, v_category;
+    if v_category is not null then
+        delete from queue.worker_locks as w where w.job_id = _bury.job_id;
+    end if;
     perform pg_notify('andal_ops', json_build_object(
-        'event', 'dead', 'job_id', job.id, 'queue', job.queue, 'reason', reason
+        'event', 'dead', 'job_id', _bury.job_id, 'queue', v_queue, 'reason', _bury.reason
     )::text);
 end
 $$;
@@ -245,7 +256,7 @@ begin
                 || case when v_job.attempt >= v_job.max_attempts then 'dead' else 'retry' end;
         end if;
         if v_job.attempt >= v_job.max_attempts then
-            perform queue._bury(v_job, 'exhausted', v_error);
+            perform queue._bury(v_job.id, 'exhausted', v_error, v_job.errors);
         else
             update queue.jobs as j
             set status = 'pending', token = null, worker = null, claimed_at = null,
@@ -280,6 +291,6 @@ revoke all on function queue._category_id(text) from public;
 revoke all on function queue._gate_key(bigint) from public;
 revoke all on function queue._backoff(queue.queues, int) from public;
 revoke all on function queue._lease_lost(bigint, uuid) from public;
-revoke all on function queue._bury(queue.jobs, text, text) from public;
+revoke all on function queue._bury(bigint, text, text, jsonb) from public;
 revoke all on function queue._error_entry(int, text, text, interval) from public;
 revoke all on function queue._reap(int) from public;

@@ -27,7 +27,7 @@ begin
             using errcode = '55000',
             hint = 'Wait for it to finish, or for its lease to expire.';
     end if;
-    perform queue._bury(v_job, 'cancelled', 'cancelled');
+    perform queue._bury(v_job.id, 'cancelled', 'cancelled', v_job.errors);
     if v_job.cache_key is not null then
         perform cache._job_done(v_job.cache_key, (queue._config(v_job.queue)).cache_policy,
             null, 'dead');

@@ -47,8 +47,9 @@ begin
     if not fail.retryable or v_job.attempt >= v_job.max_attempts then
         v_job.errors := v_job.errors
             || queue._error_entry(v_job.attempt, fail.error, v_job.worker);
-        perform queue._bury(v_job,
-            case when fail.retryable then 'exhausted' else 'non_retryable' end, fail.error);
+        perform queue._bury(v_job.id,
+            case when fail.retryable then 'exhausted' else 'non_retryable' end, fail.error,
+            v_job.errors);
         v_status := 'dead';
     else
         v_delay := coalesce(fail.retry_in, queue._backoff(v_cfg, v_job.attempt));

@@ -28,7 +28,10 @@ insert into matrix values
     ('queue.list_dead(text,integer)', false, false, true),
     ('queue.configure_queue(text,integer,interval,text,interval,interval,real,boolean,integer,'
         'boolean,text)', false, false, true),
-    ('queue.set_category_limit(text,integer)', false, false, true);
+    ('queue.set_category_limit(text,integer)', false, false, true),
+    ('queue.shards()', false, false, true),
+    ('queue.shard_of(text)', true, true, true),
+    ('queue.set_shards(integer)', false, false, true);
 
 select is_empty(
     $$ select p.oid::regprocedure::text from pg_proc as p
