@@ -48,6 +48,9 @@ create or replace temporary view andal_audit_matrix (fn, roles) as values
     ('queue.list_dead', '{andal_admin}'),
     ('queue.configure_queue', '{andal_admin}'),
     ('queue.set_category_limit', '{andal_admin}'),
+    ('queue.shards', '{andal_admin}'),
+    ('queue.set_shards', '{andal_admin}'),
+    ('queue.shard_of', '{andal_admin,andal_producer,andal_worker}'),
     -- the cache (docs/cache.md)
     ('cache.put', '{andal_admin,andal_producer,andal_worker}'),
     ('cache.get', '{andal_admin,andal_worker}'),

@@ -151,7 +151,7 @@ language plpgsql
 set search_path = pg_catalog, pg_temp
 as $$
 declare
-    v_job queue.jobs;
+    v_job record;  -- not queue.jobs: queue.set_shards may replace the table mid-call
     v_detail text;
 begin
     select j.* into v_job from queue.jobs as j where j.id = _lease_lost.job_id;
@@ -232,7 +232,7 @@ language plpgsql
 set search_path = pg_catalog, pg_temp
 as $$
 declare
-    v_job queue.jobs;
+    v_job record;  -- not queue.jobs: queue.set_shards may replace the table mid-call
     v_count int := 0;
     v_error text;
     v_keys text[] := '{}'::text[];

@@ -9,7 +9,7 @@ set search_path = pg_catalog, pg_temp
 as $$
 #variable_conflict use_column
 declare
-    v_job queue.jobs;
+    v_job record;  -- not queue.jobs: queue.set_shards may replace the table mid-call
 begin
     if cancel.job_id is null then
         raise exception 'job_id must not be null' using errcode = '22004';

@@ -20,7 +20,7 @@ set search_path = pg_catalog, pg_temp
 as $$
 #variable_conflict use_column
 declare
-    v_job queue.jobs;
+    v_job record;  -- not queue.jobs: queue.set_shards may replace the table mid-call
     v_cfg queue.queues;
     v_delay interval;
     v_status text;
