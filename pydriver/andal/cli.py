@@ -2,6 +2,10 @@
 
 Exit codes: 0 ok; 1 the database refused the request; 2 bad usage; 3 the database cannot be
 reached; 4 andal is not installed in the database; 5 the handler module cannot be loaded.
+
+``--dsn`` may be given several times (several andal databases, docs/multi-db.md): ``install``
+installs in each, ``worker`` runs one worker pool over all of them, ``enqueue`` routes the job
+by its queue (``andal.Client``), ``status`` / ``top`` show each database; ``dead`` takes one.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ import psycopg
 from . import client, logs, sql
 from .errors import NotInstalled
 from .install import install
-from .worker import Registry, Worker, is_connection_error
+from .worker import Registry, Worker, database_labels, is_connection_error
 
 EXIT_SQL, EXIT_USAGE, EXIT_CONNECT, EXIT_NOT_INSTALLED, EXIT_MODULE = 1, 2, 3, 4, 5
 NOT_INSTALLED = "andal is not installed in this database; run `andal install`"
@@ -88,18 +92,53 @@ def print_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]
 
 
 def cmd_install(args: argparse.Namespace) -> int:
-    with connect(args.dsn, installed=False):
-        pass  # a clear message when the server does not answer
-    done = install(args.dsn, shards=args.shards)
-    with connect(args.dsn) as conn:
-        version = _version(conn)
-    if done:
-        for item in done:
-            print(f"applied {item}")
-        print(f"andal {version} installed")
-    else:
-        print(f"andal {version} is already installed; nothing to do")
+    several = len(args.dsns) > 1
+    for dsn, label in zip(args.dsns, database_labels(args.dsns), strict=True):
+        if several:
+            print(f"{label}:", flush=True)
+        with _named(label if several else None):
+            with connect(dsn, installed=False):
+                pass  # a clear message when the server does not answer
+            done = install(dsn, shards=args.shards)
+            with connect(dsn) as conn:
+                version = _version(conn)
+        if done:
+            for item in done:
+                print(f"applied {item}")
+            print(f"andal {version} installed")
+        else:
+            print(f"andal {version} is already installed; nothing to do")
     return 0
+
+
+@contextmanager
+def _named(label: str | None) -> Iterator[None]:
+    """With several databases: say which one an error is about."""
+    try:
+        yield
+    except CliError as exc:
+        if label is None:
+            raise
+        raise CliError(f"{label}: {exc}", exc.code) from None
+
+
+def check_databases(dsns: Sequence[str]) -> list[str]:
+    """Connect to each database and check that andal is installed there. Raises ``CliError``
+    when one has no andal, or when none answers; returns why the others that do not answer
+    cannot be reached (a worker starts without them and reconnects in the background)."""
+    several = len(dsns) > 1
+    unreachable: list[CliError] = []
+    for dsn, label in zip(dsns, database_labels(dsns), strict=True):
+        try:
+            with _named(label if several else None), connect(dsn):
+                pass
+        except CliError as exc:
+            if exc.code != EXIT_CONNECT:
+                raise
+            unreachable.append(exc)
+    if len(unreachable) == len(dsns):
+        raise unreachable[0]
+    return [str(exc) for exc in unreachable]
 
 
 def _version(conn: psycopg.Connection) -> str:
@@ -164,11 +203,11 @@ def _import(target: str) -> ModuleType:
 def cmd_worker(args: argparse.Namespace) -> int:
     registry = load_handlers(args.module)
     logs.setup(args.log_level)
-    with connect(args.dsn):
-        pass
+    for reason in check_databases(args.dsns):
+        print(f"andal: {reason}; starting without it (reconnecting)", file=sys.stderr)
     try:
         worker = Worker(
-            args.dsn,
+            args.dsns if len(args.dsns) > 1 else args.dsn,
             registry,
             queues=args.queue or None,
             concurrency=args.concurrency,
@@ -207,13 +246,18 @@ def cmd_enqueue(args: argparse.Namespace) -> int:
         "delay": args.delay,
         "max_attempts": args.max_attempts,
     }
-    with connect(args.dsn) as conn:
+    # With several databases the job goes to its queue's (andal.Client's routing rule).
+    producer = client.Client(args.dsns)
+    where = producer.index_for(args.queue)
+    label = database_labels(args.dsns)[where] if len(args.dsns) > 1 else None
+    with _named(label), connect(producer.dsns[where]) as conn:
         if args.count == 1:
             job_id = client.enqueue(conn, payload, args.queue, dedup_key=args.dedup_key, **options)
-            print(job_id)
+            print(job_id if label is None else f"{job_id} {label}")
         else:
             ids = client.enqueue_many(conn, [payload] * args.count, args.queue, **options)
-            print(f"enqueued {len(ids)} jobs on {args.queue} (ids {ids[0]}..{ids[-1]})")
+            on = args.queue if label is None else f"{args.queue} in {label}"
+            print(f"enqueued {len(ids)} jobs on {on} (ids {ids[0]}..{ids[-1]})")
     return 0
 
 
@@ -591,53 +635,148 @@ def cmd_status(args: argparse.Namespace) -> int:
         raise CliError("--interval must be positive", EXIT_USAGE)
     if args.watch:
         return _watch(args)
-    with connect(args.dsn) as conn:
-        snap = take_snapshot(conn)
+    labels = database_labels(args.dsns)
+    snaps, notes, code = _snapshots(args.dsns, labels)
     if args.json:
-        print(json.dumps(snapshot_json(snap, args.full), default=str))
-        return 0
-    _console().print(render(snap))
-    return 0
+        print(json.dumps(_status_json(labels, snaps, notes, args.full), default=str))
+        for note in notes:
+            if note is not None:
+                print(f"andal: {note}", file=sys.stderr)
+        return code
+    _console().print(_status_view(labels, snaps, notes))
+    return code
+
+
+def _snapshots(
+    dsns: Sequence[str], labels: Sequence[str]
+) -> tuple[list[Snapshot | None], list[str | None], int]:
+    """A snapshot of each database. With one, its errors are raised (the usual exit codes);
+    with several, a database that fails gets no snapshot but a note, and the worst exit code
+    is returned with the others' snapshots (all failing: raised)."""
+    several = len(dsns) > 1
+    snaps: list[Snapshot | None] = []
+    notes: list[str | None] = []
+    errors: list[CliError] = []
+    for dsn, label in zip(dsns, labels, strict=True):
+        try:
+            with _named(label if several else None), connect(dsn) as conn:
+                snaps.append(take_snapshot(conn))
+                notes.append(None)
+        except CliError as exc:
+            if not several:
+                raise
+            snaps.append(None)
+            notes.append(str(exc))
+            errors.append(exc)
+    if errors and len(errors) == len(dsns):
+        raise errors[0]
+    return snaps, notes, max((e.code for e in errors), default=0)
+
+
+def _status_json(
+    labels: Sequence[str],
+    snaps: Sequence[Snapshot | None],
+    notes: Sequence[str | None],
+    full: bool,
+) -> Any:
+    """One database: its document (``snapshot_json``). Several: a list with, per database,
+    ``{"database", "queues"}`` (with ``full``: the full object), or ``{"database", "error"}``
+    for one that cannot be read."""
+    if len(snaps) == 1 and snaps[0] is not None:
+        return snapshot_json(snaps[0], full)
+    out: list[dict[str, Any]] = []
+    for label, snap, note in zip(labels, snaps, notes, strict=True):
+        if snap is None or note is not None:
+            out.append({"database": label, "error": note})
+        elif full:
+            out.append(dict(snapshot_json(snap, True), database=label))
+        else:
+            out.append({"database": label, "queues": snapshot_json(snap)})
+    return out
+
+
+def _status_view(
+    labels: Sequence[str],
+    snaps: Sequence[Snapshot | None],
+    notes: Sequence[str | None],
+    interval: float | None = None,
+) -> Any:
+    """One database: ``render``. Several: each one's view (its header line names it), one
+    after the other; one never read shows its name and why."""
+    if len(snaps) == 1 and snaps[0] is not None:
+        return render(snaps[0], interval, notes[0])
+    from rich.console import Group
+    from rich.text import Text
+
+    parts: list[Any] = []
+    for label, snap, note in zip(labels, snaps, notes, strict=True):
+        if snap is None:
+            head = Text()
+            head.append("andal", style="bold")
+            head.append(f"  {label}")
+            parts += [head, Text(note or "no data", style="bold red")]
+        else:
+            parts.append(render(snap, interval, note))
+        parts.append(Text(""))
+    return Group(*parts)
 
 
 def _watch(args: argparse.Namespace) -> int:
     """Refresh in place until Ctrl-C (exit 0). A lost database is shown, and retried."""
     from rich.live import Live
 
-    conn: psycopg.Connection | None = None
+    dsns: list[str] = args.dsns
+    labels = database_labels(dsns)
+    conns: list[psycopg.Connection | None] = [None] * len(dsns)
     try:
-        with connect(args.dsn) as first:  # the usual exit codes when it cannot start
-            snap = take_snapshot(first)
+        # the usual exit codes when it cannot start (with several: when none answers)
+        snaps, notes, _code = _snapshots(dsns, labels)
         if args.json:
-            note = None
             while True:
-                if note is None:
-                    print(json.dumps(snapshot_json(snap, args.full), default=str), flush=True)
-                else:  # no stale document: the reason, on stderr
-                    print(f"andal: {note}", file=sys.stderr, flush=True)
+                if len(dsns) == 1 and notes[0] is not None:
+                    # no stale document: the reason, on stderr
+                    print(f"andal: {notes[0]}", file=sys.stderr, flush=True)
+                else:
+                    doc = _status_json(labels, snaps, notes, args.full)
+                    print(json.dumps(doc, default=str), flush=True)
                 time.sleep(args.interval)
-                snap, conn, note = _refresh(args.dsn, conn, snap)
+                _refresh_all(dsns, conns, snaps, notes)
         console = _console()
         with Live(
-            render(snap, args.interval), console=console, auto_refresh=False, transient=False
+            _status_view(labels, snaps, notes, args.interval),
+            console=console,
+            auto_refresh=False,
+            transient=False,
         ) as live:
             while True:
                 time.sleep(args.interval)
-                snap, conn, note = _refresh(args.dsn, conn, snap)
-                live.update(render(snap, args.interval, note), refresh=True)
+                _refresh_all(dsns, conns, snaps, notes)
+                live.update(_status_view(labels, snaps, notes, args.interval), refresh=True)
     except KeyboardInterrupt:  # the way out
         return 0
     except BrokenPipeError:  # `| head` has seen enough; nothing more to flush at exit
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     finally:
-        if conn is not None:
-            conn.close()
+        for conn in conns:
+            if conn is not None:
+                conn.close()
+
+
+def _refresh_all(
+    dsns: Sequence[str],
+    conns: list[psycopg.Connection | None],
+    snaps: list[Snapshot | None],
+    notes: list[str | None],
+) -> None:
+    """Refresh every database's snapshot in place (see ``_refresh``)."""
+    for i, dsn in enumerate(dsns):
+        snaps[i], conns[i], notes[i] = _refresh(dsn, conns[i], snaps[i])
 
 
 def _refresh(
-    dsn: str, conn: psycopg.Connection | None, last: Snapshot
-) -> tuple[Snapshot, psycopg.Connection | None, str | None]:
+    dsn: str, conn: psycopg.Connection | None, last: Snapshot | None
+) -> tuple[Snapshot | None, psycopg.Connection | None, str | None]:
     """A new snapshot; on a lost database the last one, a note, and no connection."""
     try:
         if conn is None or conn.closed or conn.broken:
@@ -646,6 +785,8 @@ def _refresh(
     except psycopg.Error as exc:
         if conn is not None:
             conn.close()
+        if last is None:
+            return None, None, f"database error: {one_line(exc)}"
         return last, None, f"database error, showing {last.taken_at:%H:%M:%S}: {one_line(exc)}"
 
 
@@ -709,8 +850,10 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--dsn",
-        default=os.environ.get("DATABASE_URL"),
-        help="database to use (default: $DATABASE_URL)",
+        action="append",
+        metavar="DSN",
+        help="database to use (default: $DATABASE_URL); repeat it for several andal databases"
+        " (worker, enqueue, status, top, install)",
     )
     sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
@@ -804,9 +947,18 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     func: Callable[[argparse.Namespace], int] = args.func
-    if not args.dsn:
+    given: list[str] = args.dsn if args.dsn is not None else [os.environ.get("DATABASE_URL", "")]
+    if not all(given):
         print("andal: no database: pass --dsn or set DATABASE_URL", file=sys.stderr)
         return EXIT_USAGE
+    if len(set(given)) != len(given):
+        print("andal: --dsn: the same database is given twice", file=sys.stderr)
+        return EXIT_USAGE
+    if len(given) > 1 and args.command == "dead":
+        print("andal: `andal dead` works on one database: give one --dsn", file=sys.stderr)
+        return EXIT_USAGE
+    # every database given; ``dsn`` is the first (the only one, mostly)
+    args.dsns, args.dsn = given, given[0]
     try:
         return func(args)
     except CliError as exc:

@@ -1,17 +1,28 @@
 """The worker: claim jobs, run their handlers in N slots, report outcomes, keep leases alive.
 
+A worker serves one andal database or several (``Worker([dsn_a, dsn_b], ...)``). Each database
+is a ``Source``: its own connection pool, claim loop, completer, heartbeat, LISTEN hint,
+``queue.maintain()`` and vacuum, and the jobs it holds; a job is reported to the database it
+came from, always. One worker with one DSN is a worker with one source. The handler slots are
+shared: see ``Worker._room`` for how a database's share of them is decided.
+
 Threads of one ``Worker``:
 
-* the dispatcher (the caller of ``run``): claims leased jobs in batches sized to the free
-  slots, starts transactional probes, wakes on a NOTIFY hint, a freed slot or the poll timer;
-* ``concurrency`` slot threads run the handlers;
-* the completer sends outcomes: successes batched through ``queue.complete_many``, failures
-  one by one through ``queue.fail``;
-* the heartbeat extends the leases of held jobs every lease/3 (``queue.heartbeat_many``);
-* the listener holds one dedicated connection on ``LISTEN andal_jobs``; it is only a hint,
-  the poll timer is the backstop;
-* a short-lived vacuum thread, when the server runs with ``autovacuum = off`` (see
-  ``vacuum_tables``);
+* the runner (the caller of ``run``, or ``andal-worker`` after ``start``): waits for a stop
+  (``stop()``, SIGTERM, SIGINT), then drains;
+* per database, a claim loop: claims leased jobs in batches sized to the database's room
+  (its fair share of the free slots), starts transactional probes, wakes on a NOTIFY hint, a
+  freed slot or the poll timer, runs ``queue.maintain()``, and reconnects with backoff while
+  the database is unreachable;
+* ``concurrency`` slot threads run the handlers (of any database);
+* per database, the completer sends outcomes: successes batched through
+  ``queue.complete_many``, failures one by one through ``queue.fail``;
+* per database, the heartbeat extends the leases of held jobs every lease/3
+  (``queue.heartbeat_many``);
+* per database, the listener holds one dedicated connection on ``LISTEN andal_jobs``; it is
+  only a hint, the poll timer is the backstop;
+* a short-lived vacuum thread per database, when the server runs with ``autovacuum = off``
+  (see ``vacuum_tables``);
 * with ``metrics_port``, prometheus_client's HTTP server thread serves ``/metrics``.
 
 Observability: ``metrics`` (``andal.metrics.WorkerMetrics``, a registry per worker) and
@@ -38,7 +49,7 @@ import time
 import traceback
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from types import FrameType
@@ -46,6 +57,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import psycopg
 from psycopg import sql as psql
+from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from . import sql
@@ -107,6 +119,8 @@ class Job:
     cache_key: str | None
     cache_version: int | None
     priority: int = 0
+    #: The label of the database the job came from (``Source.label``: ``dbname@host:port``).
+    database: str = ""
 
 
 class Retry(Exception):  # noqa: N818 - the name is the API
@@ -205,9 +219,15 @@ class _Run:
 
     ``state``: claimed -> running -> finishing -> done; claimed/running -> released.
     ``lost`` is set once the lease is known to be gone (the outcome will be discarded).
+    ``source``: the database it came from (every statement about it goes there). ``slot``:
+    it holds a handler slot (until finished, or until its outcome waits on an unreachable
+    database). ``ran``: its handler is done (the outcome waits for the completer).
     """
 
     __slots__ = (
+        "source",
+        "slot",
+        "ran",
         "job",
         "handler",
         "state",
@@ -220,8 +240,11 @@ class _Run:
         "span",
     )
 
-    def __init__(self, job: Job, handler: Handler, lease_len: float) -> None:
+    def __init__(self, source: Source, job: Job, handler: Handler, lease_len: float) -> None:
         now = time.monotonic()
+        self.source = source
+        self.slot = True
+        self.ran = False
         self.job = job
         self.handler = handler
         self.state = "claimed"
@@ -240,6 +263,7 @@ class _Run:
             "queue": job.queue,
             "category": job.category,
             "attempt": job.attempt,
+            "database": job.database,
         }
         out.update(extra)
         return out
@@ -314,19 +338,156 @@ def default_name() -> str:
     return f"{socket.gethostname()[:40]}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
 
 
+# -- databases ------------------------------------------------------------------------------
+
+
+def dsn_list(dsn: str | Sequence[str]) -> list[str]:
+    """One DSN or several, as a list. Refuses none, a non-string, an empty or a repeated one."""
+    if isinstance(dsn, str):
+        dsns = [dsn]
+    elif isinstance(dsn, Iterable):
+        dsns = list(dsn)
+    else:
+        raise TypeError("dsn must be a connection string or a sequence of them")
+    if not dsns:
+        raise ValueError("no database: give at least one DSN")
+    for one in dsns:
+        if not isinstance(one, str) or not one.strip():
+            raise ValueError("every DSN must be a non-empty string")
+    if len(set(dsns)) != len(dsns):
+        raise ValueError("the same DSN is given twice")
+    return dsns
+
+
+def database_label(dsn: str, index: int = 0) -> str:
+    """How logs, metrics and ``andal status`` name a database: ``dbname@host:port`` from the
+    connection string and the ``PG*`` environment (never a password); ``db<index>`` when the
+    string cannot be parsed."""
+    try:
+        info = conninfo_to_dict(dsn)
+    except psycopg.Error:
+        return f"db{index}"
+    env = os.environ
+    dbname = info.get("dbname") or env.get("PGDATABASE") or info.get("user") or ""
+    host = info.get("host") or info.get("hostaddr") or env.get("PGHOST") or "localhost"
+    port = info.get("port") or env.get("PGPORT") or "5432"
+    return f"{dbname}@{host}:{port}"
+
+
+def database_labels(dsns: Sequence[str]) -> list[str]:
+    """``database_label`` of each DSN, made unique (``#2``, ``#3``, ... appended to repeats:
+    two roles on one database, say)."""
+    labels: list[str] = []
+    seen: Counter[str] = Counter()
+    for i, dsn in enumerate(dsns):
+        label = database_label(dsn, i)
+        seen[label] += 1
+        labels.append(label if seen[label] == 1 else f"{label}#{seen[label]}")
+    return labels
+
+
+class Source:
+    """One andal database a worker claims from (see the module's docstring).
+
+    Read-only for users: ``index`` (position in ``Worker.dsns``), ``dsn``, ``label``
+    (``dbname@host:port``), ``up`` (False from a lost connection until the database answers
+    again; meanwhile its claim loop reconnects with backoff and its share of the slots goes
+    to the other databases), ``busy`` (slots held for its jobs), ``held`` (its jobs this
+    worker holds) and ``counts`` (``Worker.counts`` for this database alone).
+    """
+
+    def __init__(self, index: int, dsn: str, label: str, poll: float) -> None:
+        self.index = index
+        self.dsn = dsn
+        self.label = label
+        self.up = True
+        self.down_since: float | None = None
+        self.busy = 0
+        self.counts: Counter[str] = Counter()
+        self.pool: ConnectionPool | None = None
+        self.active: dict[int, _Run] = {}  # job id (of this database) -> run
+        self.done: queues_.SimpleQueue[Any] = queues_.SimpleQueue()  # outcomes to record
+        self.wake = threading.Event()
+        self.leased_dry = _Dry(poll)
+        self.tx_dry = _Dry(poll)
+        self.tx_searching = 0
+        self.vacuum_thread: threading.Thread | None = None
+        self.vacuum_conn: psycopg.Connection | None = None
+        self.vacuum_denied = False
+
+    @property
+    def held(self) -> int:
+        return len(self.active)
+
+    def __repr__(self) -> str:
+        state = "up" if self.up else "down"
+        return f"<Source {self.index} {self.label} {state} busy={self.busy}>"
+
+
+class _DatabaseMetrics:
+    """Per-database figures of a worker with several databases, in the worker's registry:
+    ``andal_worker_database_up``, ``andal_worker_database_busy_slots``,
+    ``andal_worker_database_held_jobs`` (read at scrape time) and
+    ``andal_worker_database_claimed_jobs_total``, each labelled ``database``."""
+
+    def __init__(self, registry: Any, sources: list[Source]) -> None:
+        import prometheus_client as prom
+
+        up = prom.Gauge(
+            "andal_worker_database_up",
+            "1 while the database answers, 0 while the worker reconnects to it.",
+            ["database"],
+            registry=registry,
+        )
+        busy = prom.Gauge(
+            "andal_worker_database_busy_slots",
+            "Slots holding or claiming a job of the database.",
+            ["database"],
+            registry=registry,
+        )
+        held = prom.Gauge(
+            "andal_worker_database_held_jobs",
+            "Leased jobs of the database held by this worker.",
+            ["database"],
+            registry=registry,
+        )
+        claimed = prom.Counter(
+            "andal_worker_database_claimed_jobs",
+            "Jobs claimed from the database.",
+            ["database"],
+            registry=registry,
+        )
+        self.claimed: list[Any] = []
+        for s in sources:
+            up.labels(s.label).set_function(lambda s=s: 1.0 if s.up else 0.0)
+            busy.labels(s.label).set_function(lambda s=s: float(s.busy))
+            held.labels(s.label).set_function(lambda s=s: float(len(s.active)))
+            self.claimed.append(claimed.labels(s.label))
+
+
 # -- the worker -----------------------------------------------------------------------------
 
 
 class Worker:
     """Run handlers for jobs of the registered queues until stopped.
 
-    ``concurrency`` handler slots; leased jobs are claimed ``min(free slots, batch)`` at a
-    time; ``lease`` overrides the queue's lease (seconds or timedelta); ``poll`` bounds the
-    time between claims when no NOTIFY arrives; ``grace`` is how long a graceful stop waits
-    for running handlers; ``queue.maintain()`` runs every ``maintain_every`` seconds (0: never),
-    followed, when the server runs with ``autovacuum = off`` and ``vacuum`` is true, by a
-    ``VACUUM (ANALYZE)`` of andal's tables that changed (one worker at a time).
-    ``listen`` and ``heartbeat`` can be turned off (tests, diagnostics).
+    ``dsn``: a libpq connection string, or a sequence of them: one pool of handler slots then
+    serves several andal databases (docs/multi-db.md). Each database (a ``Source``, see
+    ``sources``) has its own connection pool, claim loop, LISTEN hint, heartbeat, completer,
+    ``queue.maintain()`` and vacuum; every job is heartbeated, completed, failed or released
+    on the database it came from. The slots are shared fairly (``_room``): a database with
+    work gets an even share of them, an idle or unreachable one leaves its share to the
+    others. The worker starts when at least one database answers (andal must be installed in
+    each that does); the others are reconnected to in the background.
+
+    ``concurrency`` handler slots; leased jobs are claimed ``min(room, batch)`` at a time
+    (the room: with one database, the free slots); ``lease`` overrides the queue's lease
+    (seconds or timedelta); ``poll`` bounds the time between claims when no NOTIFY arrives;
+    ``grace`` is how long a graceful stop waits for running handlers; ``queue.maintain()``
+    runs every ``maintain_every`` seconds (0: never) on each database, followed, when its
+    server runs with ``autovacuum = off`` and ``vacuum`` is true, by a ``VACUUM (ANALYZE)`` of
+    andal's tables that changed (one worker at a time). ``listen`` and ``heartbeat`` can be
+    turned off (tests, diagnostics).
 
     Observability: ``metrics_port`` serves this worker's Prometheus metrics on
     ``metrics_addr:metrics_port``/metrics (0: a free port, see ``metrics.port``);
@@ -338,7 +499,7 @@ class Worker:
 
     def __init__(
         self,
-        dsn: str,
+        dsn: str | Sequence[str],
         handlers: Registry | Mapping[str, HandlerFn | Handler] | None = None,
         *,
         queues: Iterable[str] | None = None,
@@ -359,6 +520,7 @@ class Worker:
         tracing: bool | None = None,
         cache: Cache | None = None,
     ) -> None:
+        dsns = dsn_list(dsn)
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
         if not 1 <= batch <= 1000:
@@ -373,7 +535,15 @@ class Worker:
             raise ValueError("metrics_port must be between 0 and 65535")
         if tracing and not tracing_.AVAILABLE:
             raise ValueError("tracing needs opentelemetry: pip install 'andal[otel]'")
+        #: As given: one connection string, or the sequence of them.
         self.dsn = dsn
+        #: Every connection string, in order.
+        self.dsns: tuple[str, ...] = tuple(dsns)
+        #: One ``Source`` per database, in the order of ``dsns``.
+        self.sources: list[Source] = [
+            Source(i, d, label, poll)
+            for i, (d, label) in enumerate(zip(dsns, database_labels(dsns), strict=True))
+        ]
         self.registry = Registry.coerce(handlers)
         self.only_queues = list(queues) if queues else None
         self.concurrency = concurrency
@@ -390,46 +560,45 @@ class Worker:
         self.metrics_port = metrics_port
         self.metrics_addr = metrics_addr
         self.cache = cache
+        #: What happened, over all databases (each ``Source`` counts its own too).
         self.counts: Counter[str] = Counter()
         if metrics is None:
             metrics = metrics_port is not None
         #: This worker's Prometheus metrics (None when off).
         self.metrics: WorkerMetrics | None = None
+        self._db_metrics: _DatabaseMetrics | None = None
         if metrics:
             self.metrics = WorkerMetrics(
                 self.name,
                 concurrency=concurrency,
                 batch=batch,
                 busy=lambda: self._busy,
-                held=lambda: len(self._active),
+                held=lambda: sum(len(s.active) for s in self.sources),
                 cache=cache,
                 version=tracing_._version(),
             )
+            if len(self.sources) > 1:
+                self._db_metrics = _DatabaseMetrics(self.metrics.registry, self.sources)
         self.tracing = tracing
         #: Made at start: with ``tracing=None``, only when a tracer provider is set by then.
         self._tracer: tracing_.JobTracer | None = None
-        self._vacuum_thread: threading.Thread | None = None
-        self._vacuum_conn: psycopg.Connection | None = None
-        self._vacuum_denied = False
 
         self._lock = threading.Lock()
         self._slots_cv = threading.Condition(self._lock)
-        self._busy = 0
-        self._active: dict[int, _Run] = {}
+        self._busy = 0  # slots in use, all databases
+        self._reporting = 0  # unfinished runs that gave their slot back (see _unslot)
+        self._turn = 0  # rotates the remainder of an uneven split of the slots (see _room)
         self._work: queues_.SimpleQueue[Any] = queues_.SimpleQueue()
-        self._done: queues_.SimpleQueue[Any] = queues_.SimpleQueue()
-        self._wake = threading.Event()
         self._stopping = threading.Event()
         self._stopped = threading.Event()
         self._helpers_stop = threading.Event()
         self._signals = 0
-        self._leased_dry = _Dry(poll)
-        self._tx_dry = _Dry(poll)
-        self._tx_searching = 0
+        self._closed = False  # set by a stop: a claim landing later is released at once
+        self._prepared = False
         self._leased_queues: list[str] = []
         self._tx_queues: list[str] = []
         self._queue_set: set[str] = set()
-        self._pool: ConnectionPool | None = None
+        self._claimers: list[threading.Thread] = []
         self._threads: list[threading.Thread] = []
         self._runner: threading.Thread | None = None
         self._exit_code: int | None = None
@@ -468,10 +637,14 @@ class Worker:
                 queues=self._leased_queues + self._tx_queues,
                 concurrency=self.concurrency,
                 batch=self.batch,
+                databases=[s.label for s in self.sources],
             )
             code = 1
             try:
-                self._dispatch()
+                # The claim loops work; this thread waits for a stop. Short waits, so a
+                # signal (which only sets a count) is seen promptly.
+                while not self._should_stop():
+                    self._stopping.wait(0.2)
             finally:
                 code = self._exit_code = self._shutdown()
         finally:
@@ -486,7 +659,7 @@ class Worker:
     def stop(self) -> None:
         """Stop claiming, release unstarted jobs, let running handlers finish (``grace``)."""
         self._stopping.set()
-        self._wake.set()
+        self._wake_all()
 
     def join(self, timeout: float | None = None) -> int | None:
         """Wait for a ``start``-ed worker to finish; returns its exit code (None: still on)."""
@@ -502,7 +675,7 @@ class Worker:
     # -- setup ---------------------------------------------------------------------------
 
     def _prepare(self) -> None:
-        if self._pool is not None:
+        if self._prepared:
             raise RuntimeError("a Worker runs once; make a new one")
         if not self.registry:
             raise ValueError("no handler registered")
@@ -513,44 +686,85 @@ class Worker:
         self._leased_queues = [q for q in wanted if not self.registry[q].transactional]
         self._tx_queues = [q for q in wanted if self.registry[q].transactional]
         self._queue_set = set(wanted)
-        check_installed(self.dsn)
+        self._check_sources()
+        self._prepared = True
         extra = self.concurrency if self._tx_queues else 0
-        self._pool = ConnectionPool(
-            self.dsn,
-            min_size=2,
-            max_size=3 + extra,
-            kwargs={
-                "autocommit": True,
-                "application_name": f"andal {self.name}"[:63],
-                "connect_timeout": 5,
-            },
-            timeout=self.pool_timeout,
-            reconnect_timeout=24 * 3600,
-            name=f"andal-{self.name}",
-            open=False,
-        )
+        for src in self.sources:
+            src.pool = ConnectionPool(
+                src.dsn,
+                min_size=2,
+                max_size=3 + extra,
+                kwargs={
+                    "autocommit": True,
+                    "application_name": f"andal {self.name}"[:63],
+                    "connect_timeout": 5,
+                },
+                timeout=self.pool_timeout,
+                reconnect_timeout=24 * 3600,
+                name=f"andal-{self.name}-{src.index}",
+                open=False,
+            )
         tracing = self.tracing if self.tracing is not None else tracing_.configured()
         self._tracer = tracing_.JobTracer(self.name) if tracing else None
         if self.metrics is not None and self.metrics_port is not None:
             port = self.metrics.serve(self.metrics_port, self.metrics_addr)
             event("metrics_serving", worker=self.name, addr=self.metrics_addr, port=port)
 
-    def _start_threads(self) -> None:
-        assert self._pool is not None
-        self._pool.open(wait=False)
+    def _check_sources(self) -> None:
+        """Check every database at once. Raise when none answers, or when one answers without
+        andal installed (or refuses us: a bad DSN is not an outage); start with the others
+        when some do not answer (they are reconnected to in the background)."""
+        errors: dict[int, BaseException] = {}
 
-        def spawn(target: Callable[[], None], name: str) -> None:
-            t = threading.Thread(target=target, name=name, daemon=True)
+        def check(src: Source) -> None:
+            try:
+                check_installed(src.dsn)
+            except BaseException as exc:  # raised below, in the caller's thread
+                errors[src.index] = exc
+
+        threads = [threading.Thread(target=check, args=(s,), daemon=True) for s in self.sources]
+        for t in threads:
             t.start()
-            self._threads.append(t)
+        for t in threads:
+            t.join()
+        for src in self.sources:
+            exc = errors.get(src.index)
+            if exc is not None and not is_connection_error(exc):
+                raise exc
+        if len(errors) == len(self.sources):
+            raise errors[self.sources[0].index]
+        for src in self.sources:
+            exc = errors.get(src.index)
+            if exc is not None:
+                src.up, src.down_since = False, time.monotonic()
+                event(
+                    "database_down",
+                    logging.WARNING,
+                    worker=self.name,
+                    database=src.label,
+                    error=one_line(exc),
+                )
 
+    def _start_threads(self) -> None:
+        def spawn(target: Callable[..., None], name: str, *args: Any) -> threading.Thread:
+            t = threading.Thread(target=target, args=args, name=name, daemon=True)
+            t.start()
+            return t
+
+        for src in self.sources:
+            assert src.pool is not None
+            src.pool.open(wait=False)
         for i in range(self.concurrency):
-            spawn(self._slot_loop, f"andal-slot-{i}")
-        spawn(self._complete_loop, "andal-completer")
-        if self.heartbeat:
-            spawn(self._heartbeat_loop, "andal-heartbeat")
-        if self.listen:
-            spawn(self._listen_loop, "andal-listener")
+            self._threads.append(spawn(self._slot_loop, f"andal-slot-{i}"))
+        for src in self.sources:
+            i = src.index
+            self._threads.append(spawn(self._complete_loop, f"andal-completer-{i}", src))
+            if self.heartbeat:
+                self._threads.append(spawn(self._heartbeat_loop, f"andal-heartbeat-{i}", src))
+            if self.listen:
+                self._threads.append(spawn(self._listen_loop, f"andal-listener-{i}", src))
+        for src in self.sources:
+            self._claimers.append(spawn(self._claim_loop, f"andal-claim-{src.index}", src))
 
     def _install_signals(self) -> dict[int, Any]:
         previous = {}
@@ -560,8 +774,8 @@ class Worker:
 
     def _on_signal(self, signum: int, _frame: FrameType | None) -> None:
         # Runs in the main thread between two bytecodes, maybe while that thread holds a lock
-        # (an Event's, say): only plain assignments here. The dispatcher sees the count
-        # within 0.2 s.
+        # (an Event's, say): only plain assignments here. The runner and the claim loops see
+        # the count within 0.2 s.
         self._signals += 1
         if self._signals > 1:
             os.write(2, b'{"event": "worker_killed", "logger": "andal", "level": "warning"}\n')
@@ -575,15 +789,82 @@ class Worker:
     def _free(self) -> int:
         return self.concurrency - self._busy
 
-    def _take_slots(self, n: int) -> None:
-        with self._lock:
-            self._busy += n
+    def _contending(self, src: Source, now: float) -> bool:
+        """Whether ``src`` competes for slots: it answers and is not idle (its last claim found
+        work, or a NOTIFY or the poll timer says it may have some)."""
+        return src.up and (
+            (bool(self._leased_queues) and src.leased_dry.ready(now))
+            or (bool(self._tx_queues) and src.tx_dry.ready(now))
+        )
 
-    def _give_slot(self) -> None:
+    def _room(self, src: Source) -> int:
+        """How many more slots ``src`` may take now. Call with ``_lock`` held.
+
+        The fairness rule: the databases contending for slots are ``src`` and every other one
+        that is reachable and not idle (``_contending``). The slots not held by the others
+        (idle or unreachable databases whose jobs still run) are split evenly among the
+        contending ones, the remainder of an uneven split going to each in turn (the turn
+        moves every time a slot is freed). ``src`` may take its share minus what it holds,
+        and never more than the free slots. So an idle or unreachable database leaves its
+        share to the others, and a database that has work again gets its share back as the
+        others' jobs end (running jobs are never preempted). With one database: the free
+        slots."""
+        now = time.monotonic()
+        contending = rank = elsewhere = 0
+        for s in self.sources:
+            if s is src or self._contending(s, now):
+                if s is src:
+                    rank = contending
+                contending += 1
+            else:
+                elsewhere += s.busy
+        base, extra = divmod(max(self.concurrency - elsewhere, 0), contending)
+        share = base + (1 if (rank - self._turn) % contending < extra else 0)
+        return max(0, min(share - src.busy, self.concurrency - self._busy))
+
+    def _reserve(self, src: Source, most: int) -> int:
+        """Take up to ``most`` slots of ``src``'s room for it; returns how many were taken."""
+        with self._lock:
+            n = min(self._room(src), most)
+            if n > 0:
+                self._busy += n
+                src.busy += n
+        return max(n, 0)
+
+    def _slots_back(self, src: Source, n: int) -> None:
+        """Slots taken for a claim and not used: free again, maybe for another database."""
+        if n:
+            with self._slots_cv:
+                self._busy -= n
+                src.busy -= n
+                self._slots_cv.notify_all()
+            self._wake_others(src)
+
+    def _give_slot(self, src: Source) -> None:
         with self._slots_cv:
             self._busy -= 1
+            src.busy -= 1
+            self._turn += 1
             self._slots_cv.notify_all()
-        self._wake.set()
+        self._wake_all()
+
+    def _unslot(self, runs: list[_Run]) -> None:
+        """The outcomes of ``runs`` wait on a database that does not answer: give their slots to
+        the jobs of the other databases. The runs stay held (heartbeated, resent, waited for
+        by a stop) until their outcome is recorded or their lease is past."""
+        freed = False
+        with self._slots_cv:
+            for r in runs:
+                if r.slot and not r.finished:
+                    r.slot = False
+                    self._reporting += 1
+                    self._busy -= 1
+                    r.source.busy -= 1
+                    freed = True
+            if freed:
+                self._slots_cv.notify_all()
+        if freed:
+            self._wake_all()
 
     def _finish(self, run: _Run, outcome: str | None = None, error: str | None = None) -> None:
         """The run's outcome is recorded, dropped or released: free its slot. ``outcome``
@@ -592,20 +873,38 @@ class Worker:
             if run.finished:
                 return
             run.finished = True
-            self._active.pop(run.job.id, None)
+            run.source.active.pop(run.job.id, None)
+            slot, run.slot = run.slot, False
         if outcome is not None:
             self._ended(run, outcome, error)
         elif run.span is not None:  # lost or released: counted when it was noticed
             self._end_trace(run, "lease_lost" if run.lost else "released")
-        self._give_slot()
+        if slot:
+            self._give_slot(run.source)
+        else:
+            with self._slots_cv:
+                self._reporting -= 1
+                self._slots_cv.notify_all()
 
-    def _count(self, key: str, n: int = 1) -> None:
+    def _wake_all(self) -> None:
+        for s in self.sources:
+            s.wake.set()
+
+    def _wake_others(self, src: Source) -> None:
+        """``src`` left slots unused: the other databases' claim loops may take them."""
+        for s in self.sources:
+            if s is not src:
+                s.wake.set()
+
+    def _count(self, key: str, n: int = 1, src: Source | None = None) -> None:
         with self._lock:
             self.counts[key] += n
+            if src is not None:
+                src.counts[key] += n
 
     def _ended(self, run: _Run, outcome: str, error: str | None = None) -> None:
         """Count a job attempt's outcome (counts, metrics) and end its trace."""
-        self._count(outcome)
+        self._count(outcome, src=run.source)
         if self.metrics is not None:
             self.metrics.outcome(run.job.queue, outcome)
         if run.span is not None:
@@ -617,110 +916,160 @@ class Worker:
         if span is not None:
             tracing_.JobTracer.end(span, outcome, error)
 
-    # -- dispatcher ----------------------------------------------------------------------
+    # -- claim loop (one per database) ---------------------------------------------------
 
-    def _dispatch(self) -> None:
+    def _claim_loop(self, src: Source) -> None:
         backoff = _Backoff()
         next_maintain = time.monotonic() + random.random() * min(self.maintain_every, 5.0)
         while not self._should_stop():
-            self._wake.clear()
-            now = time.monotonic()
-            if self.maintain_every > 0 and now >= next_maintain:
-                next_maintain = now + self.maintain_every
-                self._maintain()
-            more = False
-            if self._leased_queues and self._leased_dry.ready(now) and self._free() > 0:
-                n = min(self._free(), self.batch)
-                got = self._claim_leased(n)
-                if got is None:
-                    self._pause(backoff.next())
+            try:
+                src.wake.clear()
+                if not src.up:
+                    if not self._reconnect(src):
+                        self._pause(backoff.next())
+                        continue
+                    backoff.reset()
+                now = time.monotonic()
+                if self.maintain_every > 0 and now >= next_maintain:
+                    next_maintain = now + self.maintain_every
+                    self._maintain(src)
+                more = False
+                if self._leased_queues and src.up and src.leased_dry.ready(now):
+                    claimed = self._claim_leased(src)
+                    if claimed is None:
+                        self._pause(backoff.next())
+                        continue
+                    backoff.reset()
+                    asked, got = claimed
+                    if asked and not got:
+                        src.leased_dry.empty()
+                        self._wake_others(src)  # idle now: its share is theirs
+                    elif got:
+                        src.leased_dry.found()
+                    more = bool(asked) and got == asked
+                if (
+                    self._tx_queues
+                    and src.up
+                    and src.tx_dry.ready(now)
+                    and src.tx_searching == 0
+                    and not self._should_stop()
+                    and self._reserve(src, 1)
+                ):
+                    with self._lock:
+                        src.tx_searching += 1
+                    self._work.put((_TX_PROBE, src))
+                if more and self._has_room(src):
                     continue
-                backoff.reset()
-                if got == 0:
-                    self._leased_dry.empty()
-                else:
-                    self._leased_dry.found()
-                more = got == n
-            if (
-                self._tx_queues
-                and self._tx_dry.ready(now)
-                and self._tx_searching == 0
-                and self._free() > 0
-                and not self._should_stop()
-            ):
-                with self._lock:
-                    self._busy += 1
-                    self._tx_searching += 1
-                self._work.put(_TX_PROBE)
-            if more and self._free() > 0:
-                continue
-            # Short waits so a signal (which only sets a flag) is seen promptly.
-            now = time.monotonic()
-            wait = min(
-                [0.2] + [d.until - now for d in (self._leased_dry, self._tx_dry) if d.until > now]
-            )
-            self._wake.wait(max(wait, 0.001))
+                # Short waits so a signal (which only sets a count) is seen promptly.
+                now = time.monotonic()
+                dry = (src.leased_dry, src.tx_dry)
+                wait = min([0.2] + [d.until - now for d in dry if d.until > now])
+                src.wake.wait(max(wait, 0.001))
+            except Exception:  # a bug of ours must not stop a database's claims for good
+                self._internal_error("claim loop")
+                self._pause(0.2)
 
-    def _maintain(self) -> None:
+    def _has_room(self, src: Source) -> bool:
+        with self._lock:
+            return self._room(src) > 0
+
+    def _reconnect(self, src: Source) -> bool:
+        """While ``src`` is down: whether it answers again (then it is up: claimed from)."""
+        assert src.pool is not None
+        try:
+            with src.pool.connection() as conn:
+                conn.execute(sql.INSTALLED)
+        except psycopg.Error as exc:
+            event(
+                "database_still_down",
+                logging.DEBUG,
+                worker=self.name,
+                database=src.label,
+                error=one_line(exc),
+            )
+            return False
+        with self._lock:
+            was_down, src.up = not src.up, True
+            since, src.down_since = src.down_since, None
+        if was_down:
+            down_s = None if since is None else round(time.monotonic() - since, 3)
+            event("database_up", worker=self.name, database=src.label, down_s=down_s)
+        self._hint(src)  # notifications were missed while away
+        return True
+
+    def _maintain(self, src: Source) -> None:
         """``queue.maintain()``: take back expired leases, prune old counters; then, when the
         server does not vacuum by itself, vacuum andal's tables in the background."""
-        assert self._pool is not None
+        assert src.pool is not None
         try:
-            with self._pool.connection() as conn:
+            with src.pool.connection() as conn:
                 row = conn.execute(sql.MAINTAIN).fetchone()
-                if self.vacuum and not self._vacuuming():
+                if self.vacuum and not self._vacuuming(src):
                     off = conn.execute(sql.AUTOVACUUM_OFF).fetchone()
                     if off and off[0]:
-                        self._start_vacuum()
+                        self._start_vacuum(src)
         except psycopg.Error as exc:
             if is_connection_error(exc):
-                self._db_trouble("maintain", exc)
+                self._db_trouble(src, "maintain", exc)
             else:
-                event("maintain_failed", logging.WARNING, worker=self.name, error=one_line(exc))
+                event(
+                    "maintain_failed",
+                    logging.WARNING,
+                    worker=self.name,
+                    database=src.label,
+                    error=one_line(exc),
+                )
             return
         reaped = row[0] if row else 0
         if reaped:
-            self._hint()  # jobs are pending again
-        event("maintained", logging.DEBUG, worker=self.name, taken_back=reaped)
+            self._hint(src)  # jobs are pending again
+        event("maintained", logging.DEBUG, worker=self.name, database=src.label, taken_back=reaped)
 
     # -- vacuum (autovacuum off) ---------------------------------------------------------
 
-    def _vacuuming(self) -> bool:
-        return self._vacuum_thread is not None and self._vacuum_thread.is_alive()
+    def _vacuuming(self, src: Source) -> bool:
+        return src.vacuum_thread is not None and src.vacuum_thread.is_alive()
 
-    def _start_vacuum(self) -> None:
-        self._vacuum_thread = threading.Thread(
-            target=self._vacuum_run, name="andal-vacuum", daemon=True
+    def _start_vacuum(self, src: Source) -> None:
+        src.vacuum_thread = threading.Thread(
+            target=self._vacuum_run, args=(src,), name=f"andal-vacuum-{src.index}", daemon=True
         )
-        self._vacuum_thread.start()
+        src.vacuum_thread.start()
 
-    def _vacuum_run(self) -> None:
+    def _vacuum_run(self, src: Source) -> None:
         """On a connection of its own (VACUUM cannot run in a transaction, and the pool's
         connections stay free for claims): see ``vacuum_tables``."""
         try:
             with psycopg.connect(
-                self.dsn,
+                src.dsn,
                 autocommit=True,
                 connect_timeout=5,
                 application_name=f"andal {self.name} vacuum"[:63],
             ) as conn:
-                self._vacuum_conn = conn
+                src.vacuum_conn = conn
                 report = vacuum_tables(conn, self.maintain_every)
         except psycopg.Error as exc:
             if not self._helpers_stop.is_set():  # not a cancel at shutdown
-                event("vacuum_failed", logging.WARNING, worker=self.name, error=one_line(exc))
+                event(
+                    "vacuum_failed",
+                    logging.WARNING,
+                    worker=self.name,
+                    database=src.label,
+                    error=one_line(exc),
+                )
             return
         except Exception:
             self._internal_error("vacuum")
             return
         finally:
-            self._vacuum_conn = None
-        if report.denied and not self._vacuum_denied:
-            self._vacuum_denied = True
+            src.vacuum_conn = None
+        if report.denied and not src.vacuum_denied:
+            src.vacuum_denied = True
             event(
                 "vacuum_denied",
                 logging.WARNING,
                 worker=self.name,
+                database=src.label,
                 role=report.role,
                 tables=report.denied,
                 hint="autovacuum is off and this role cannot vacuum andal's tables: dead"
@@ -733,15 +1082,22 @@ class Worker:
             event(
                 "vacuumed",
                 worker=self.name,
+                database=src.label,
                 tables=report.vacuumed,
                 dead_tuples=report.dead_tuples,
                 duration_ms=report.duration_ms,
             )
         else:
-            event("vacuum_skipped", logging.DEBUG, worker=self.name, reason=report.reason)
+            event(
+                "vacuum_skipped",
+                logging.DEBUG,
+                worker=self.name,
+                database=src.label,
+                reason=report.reason,
+            )
 
-    def _stop_vacuum(self) -> None:
-        thread, conn = self._vacuum_thread, self._vacuum_conn
+    def _stop_vacuum(self, src: Source) -> None:
+        thread, conn = src.vacuum_thread, src.vacuum_conn
         if thread is None or not thread.is_alive():
             return
         if conn is not None:
@@ -760,13 +1116,13 @@ class Worker:
                 return
             self._stopping.wait(min(left, 0.2))
 
-    def _hint(self) -> None:
-        """New work may be there: claim at once instead of waiting for the poll timer."""
-        self._leased_dry.hint()
-        self._tx_dry.hint()
-        self._wake.set()
+    def _hint(self, src: Source) -> None:
+        """New work may be in ``src``: claim at once instead of waiting for the poll timer."""
+        src.leased_dry.hint()
+        src.tx_dry.hint()
+        src.wake.set()
 
-    def _make_run(self, row: tuple[Any, ...]) -> _Run:
+    def _make_run(self, src: Source, row: tuple[Any, ...]) -> _Run:
         handler = self.registry[row[1]]
         try:
             payload = json.loads(row[4])
@@ -788,10 +1144,11 @@ class Worker:
             enqueued_at=row[9],
             cache_key=row[10],
             cache_version=row[11],
+            database=src.label,
         )
         db_now: datetime = row[12]
-        run = _Run(job, handler, (job.lease_expires_at - db_now).total_seconds())
-        self._count("claimed")
+        run = _Run(src, job, handler, (job.lease_expires_at - db_now).total_seconds())
+        self._count("claimed", src=src)
         event(
             "claimed",
             worker=self.name,
@@ -802,29 +1159,43 @@ class Worker:
     def _claim_params(self, queues: list[str], batch: int) -> dict[str, Any]:
         return {"worker": self.name, "queues": queues, "batch": batch, "lease": self.lease}
 
-    def _claim_leased(self, n: int) -> int | None:
-        """Claim up to n leased jobs and hand them to the slots. None: the database failed."""
-        assert self._pool is not None
-        self._take_slots(n)
+    def _claim_leased(self, src: Source) -> tuple[int, int] | None:
+        """Claim leased jobs of ``src``, at most its room and ``batch``, and hand them to the
+        slots. Returns (asked, got), (0, 0) when ``src`` has no room; None when the database
+        failed."""
+        assert src.pool is not None
+        if not self._has_room(src):
+            return 0, 0
         tracer, metrics = self._tracer, self.metrics
-        started = time.perf_counter()
-        started_ns = time.time_ns() if tracer is not None else 0
+        n = 0
         try:
-            params = self._claim_params(self._leased_queues, n)
-            with self._pool.connection() as conn:
+            # A connection first, the slots next: a database that does not answer holds none.
+            with src.pool.connection() as conn:
+                n = self._reserve(src, self.batch)
+                if not n:
+                    return 0, 0
+                started = time.perf_counter()
+                started_ns = time.time_ns() if tracer is not None else 0
+                params = self._claim_params(self._leased_queues, n)
                 rows = conn.execute(sql.CLAIM, params).fetchall()
         except psycopg.Error as exc:
-            self._slots_back(n)
+            self._slots_back(src, n)
             if metrics is not None:
                 metrics.claim_error("leased")
             if is_connection_error(exc):
-                self._db_trouble("claim", exc)
+                self._db_trouble(src, "claim", exc)
                 return None
-            self._count("errors")
-            event("claim_failed", logging.ERROR, worker=self.name, error=one_line(exc))
+            self._count("errors", src=src)
+            event(
+                "claim_failed",
+                logging.ERROR,
+                worker=self.name,
+                database=src.label,
+                error=one_line(exc),
+            )
             return None
         took = time.perf_counter() - started
-        runs = [self._make_run(row) for row in rows]
+        runs = [self._make_run(src, row) for row in rows]
         if metrics is not None:
             metrics.claim("leased", took, n, len(rows))
             if len(self._leased_queues) == 1:
@@ -832,32 +1203,54 @@ class Worker:
             else:
                 for queue, count in Counter(r.job.queue for r in runs).items():
                     metrics.jobs_claimed(queue, count)
+            if self._db_metrics is not None:
+                self._db_metrics.claimed[src.index].inc(len(runs))
         if tracer is not None and runs:
             roots = tracer.claimed([r.job for r in runs], started_ns, time.time_ns())
             for run, root in zip(runs, roots, strict=True):
+                root.set_attribute("andal.database", src.label)
                 run.span = root
         with self._lock:
+            closed = self._closed
             for run in runs:
-                self._active[run.job.id] = run
-        self._slots_back(n - len(runs))
-        for run in runs:
-            self._work.put(run)
-        return len(runs)
+                if closed:
+                    run.state = "released"
+                src.active[run.job.id] = run
+        self._slots_back(src, n - len(runs))
+        if closed:  # the stop has already handed back the unstarted jobs: these too
+            self._release_all(runs, "not started")
+        else:
+            for run in runs:
+                self._work.put(run)
+        return n, len(runs)
 
-    def _slots_back(self, n: int) -> None:
-        if n:
-            with self._slots_cv:
-                self._busy -= n
-                self._slots_cv.notify_all()
-
-    def _db_trouble(self, what: str, exc: BaseException) -> None:
-        self._count("db_errors")
+    def _db_trouble(self, src: Source, what: str, exc: BaseException) -> None:
+        """A lost connection or an unreachable server: ``src`` is down until its claim loop
+        reaches it again; meanwhile its share of the slots goes to the other databases."""
+        self._count("db_errors", src=src)
         if self.metrics is not None:
             self.metrics.db_error(what)
-        event("db_error", logging.WARNING, worker=self.name, during=what, error=one_line(exc))
-        if self._pool is not None and not isinstance(exc, PoolTimeout):
+        event(
+            "db_error",
+            logging.WARNING,
+            worker=self.name,
+            database=src.label,
+            during=what,
+            error=one_line(exc),
+        )
+        with self._lock:
+            went_down, src.up = src.up, False
+            if went_down:
+                src.down_since = time.monotonic()
+            waiting = [r for r in src.active.values() if r.ran]
+        if went_down:
+            event("database_down", logging.WARNING, worker=self.name, database=src.label)
+            # Outcomes waiting to be sent there hold no slot; its share goes to the others.
+            self._unslot(waiting)
+            self._wake_others(src)
+        if src.pool is not None and not isinstance(exc, PoolTimeout):
             with contextlib.suppress(Exception):  # a closing pool has nothing to check
-                self._pool.check()
+                src.pool.check()
 
     # -- leased runs ---------------------------------------------------------------------
 
@@ -867,8 +1260,8 @@ class Worker:
             if item is _STOP:
                 return
             try:
-                if item is _TX_PROBE:
-                    self._tx_probe()
+                if isinstance(item, tuple):  # (_TX_PROBE, source)
+                    self._tx_probe(item[1])
                 else:
                     self._run_leased(item)
             except Exception:  # a bug of ours must not shrink the worker by a slot
@@ -907,18 +1300,21 @@ class Worker:
         outcome.duration_ms = round(took * 1000, 3)
         if self.metrics is not None:
             self.metrics.handler(run.job.queue, took)
-        self._done.put(outcome)
+        run.ran = True
+        run.source.done.put(outcome)
+        if not run.source.up:  # the outcome waits for the database: the slot need not
+            self._unslot([run])
 
-    def _complete_loop(self) -> None:
+    def _complete_loop(self, src: Source) -> None:
         while True:
-            first = self._done.get()
+            first = src.done.get()
             if first is _STOP:
                 return
             batch = [first]
             stop = False
             while len(batch) < 500:
                 try:
-                    item = self._done.get_nowait()
+                    item = src.done.get_nowait()
                 except queues_.Empty:
                     break
                 if item is _STOP:
@@ -935,6 +1331,7 @@ class Worker:
                 return
 
     def _record(self, outcomes: list[_Outcome]) -> None:
+        """Record outcomes of one database's jobs (its completer's batch)."""
         keep: list[_Outcome] = []
         dropped: list[_Outcome] = []
         with self._lock:
@@ -943,6 +1340,7 @@ class Worker:
                     o.run.state = "done"
                     dropped.append(o)
                     self.counts["discarded"] += 1
+                    o.run.source.counts["discarded"] += 1
                 else:
                     o.run.state = "finishing"
                     keep.append(o)
@@ -957,7 +1355,8 @@ class Worker:
                 self._fail(o)
 
     def _complete(self, oks: list[_Outcome]) -> None:
-        assert self._pool is not None
+        src = oks[0].run.source
+        assert src.pool is not None
         params = {
             "job_ids": [o.run.job.id for o in oks],
             "tokens": [o.run.job.token for o in oks],
@@ -970,12 +1369,13 @@ class Worker:
             started = time.perf_counter()
             started_ns = time.time_ns() if tracer is not None else 0
             try:
-                with self._pool.connection() as conn:
+                with src.pool.connection() as conn:
                     rows = conn.execute(sql.COMPLETE_MANY, params).fetchall()
                 break
             except psycopg.Error as exc:
                 if is_connection_error(exc):
-                    self._db_trouble("complete", exc)
+                    self._db_trouble(src, "complete", exc)
+                    self._unslot([o.run for o in oks])
                     if self._give_up([o.run for o in oks]):
                         for o in oks:
                             self._lost(o.run, "complete", outcome="unknown: connection lost")
@@ -985,7 +1385,12 @@ class Worker:
                     time.sleep(backoff.next())
                     continue
                 # Something in the batch was refused: complete one by one to isolate it.
-                event("complete_many_failed", logging.WARNING, error=one_line(exc))
+                event(
+                    "complete_many_failed",
+                    logging.WARNING,
+                    database=src.label,
+                    error=one_line(exc),
+                )
                 for o in oks:
                     self._complete_one(o)
                 return
@@ -1008,12 +1413,13 @@ class Worker:
             self._finish(run)
 
     def _complete_one(self, o: _Outcome) -> None:
-        assert self._pool is not None
+        src = o.run.source
+        assert src.pool is not None
         tracer = self._tracer
         started = time.perf_counter()
         started_ns = time.time_ns() if tracer is not None else 0
         try:
-            with self._pool.connection() as conn:
+            with src.pool.connection() as conn:
                 conn.execute(
                     sql.COMPLETE,
                     {"job_id": o.run.job.id, "token": o.run.job.token, "result": o.result},
@@ -1022,7 +1428,7 @@ class Worker:
             if is_lease_lost(exc):
                 self._lost(o.run, "complete")
             elif is_connection_error(exc):
-                self._db_trouble("complete", exc)
+                self._db_trouble(src, "complete", exc)
                 self._lost(o.run, "complete", outcome="unknown: connection lost")
             else:  # the result itself was refused: fail the attempt with the reason
                 o.ok, o.reason = False, "exception"
@@ -1040,7 +1446,8 @@ class Worker:
         self._finish(o.run)
 
     def _fail(self, o: _Outcome) -> None:
-        assert self._pool is not None
+        src = o.run.source
+        assert src.pool is not None
         params = {
             "job_id": o.run.job.id,
             "token": o.run.job.token,
@@ -1054,7 +1461,7 @@ class Worker:
             started = time.perf_counter()
             started_ns = time.time_ns() if tracer is not None else 0
             try:
-                with self._pool.connection() as conn:
+                with src.pool.connection() as conn:
                     row = conn.execute(sql.FAIL, params).fetchone()
                 break
             except psycopg.Error as exc:
@@ -1063,7 +1470,8 @@ class Worker:
                     self._finish(o.run)
                     return
                 if is_connection_error(exc) and not self._give_up([o.run]):
-                    self._db_trouble("fail", exc)
+                    self._db_trouble(src, "fail", exc)
+                    self._unslot([o.run])
                     time.sleep(backoff.next())
                     continue
                 event("fail_failed", logging.ERROR, error=one_line(exc), **o.run.fields())
@@ -1099,6 +1507,7 @@ class Worker:
                 return
             run.lost = True
             self.counts["lease_lost"] += 1
+            run.source.counts["lease_lost"] += 1
         if self.metrics is not None:
             self.metrics.lease_lost(run.job.queue, detected_by)
         event(
@@ -1114,9 +1523,9 @@ class Worker:
 
     # -- transactional runs --------------------------------------------------------------
 
-    def _tx_probe(self) -> None:
-        """Claim one transactional job and run it in the claim's transaction."""
-        assert self._pool is not None
+    def _tx_probe(self, src: Source) -> None:
+        """Claim one transactional job of ``src`` and run it in the claim's transaction."""
+        assert src.pool is not None
         searching = True
 
         def found() -> None:
@@ -1124,7 +1533,7 @@ class Worker:
             if searching:
                 searching = False
                 with self._lock:
-                    self._tx_searching -= 1
+                    src.tx_searching -= 1
 
         run: _Run | None = None
         result: tuple[str, dict[str, Any]] | None = None
@@ -1132,7 +1541,7 @@ class Worker:
         try:
             if self._should_stop():
                 return
-            with self._pool.connection() as conn, conn.transaction():
+            with src.pool.connection() as conn, conn.transaction():
                 started = time.perf_counter()
                 started_ns = time.time_ns() if tracer is not None else 0
                 rows = conn.execute(sql.CLAIM, self._claim_params(self._tx_queues, 1)).fetchall()
@@ -1140,15 +1549,19 @@ class Worker:
                     metrics.claim("tx", time.perf_counter() - started, 1, len(rows))
                 found()
                 if not rows:
-                    self._tx_dry.empty()
+                    src.tx_dry.empty()
+                    self._wake_others(src)  # idle now: its share is theirs
                     return
-                self._tx_dry.found()
-                self._wake.set()  # there was work: let the dispatcher start another probe
-                run = self._make_run(rows[0])
+                src.tx_dry.found()
+                src.wake.set()  # there was work: let the claim loop start another probe
+                run = self._make_run(src, rows[0])
                 if metrics is not None:
                     metrics.jobs_claimed(run.job.queue)
+                    if self._db_metrics is not None:
+                        self._db_metrics.claimed[src.index].inc()
                 if tracer is not None:
                     run.span = tracer.claimed([run.job], started_ns, time.time_ns())[0]
+                    run.span.set_attribute("andal.database", src.label)
                 run.state = "running"
                 result = self._run_in_tx(conn, run)
             # committed: the handler's writes and the job's outcome together
@@ -1160,10 +1573,15 @@ class Worker:
             if metrics is not None and run is None:
                 metrics.claim_error("tx")
             if is_connection_error(exc):
-                self._db_trouble("transactional run", exc)
+                self._db_trouble(src, "transactional run", exc)
             else:
-                self._count("errors")
-                event("transaction_failed", logging.ERROR, error=one_line(exc))
+                self._count("errors", src=src)
+                event(
+                    "transaction_failed",
+                    logging.ERROR,
+                    database=src.label,
+                    error=one_line(exc),
+                )
             if run is not None:
                 self._ended(run, "rolled_back", one_line(exc))
                 event("rolled_back", logging.WARNING, worker=self.name, **run.fields())
@@ -1172,7 +1590,7 @@ class Worker:
             found()
             if run is not None and run.span is not None:  # an error of ours: rolled back
                 self._end_trace(run, "rolled_back")
-            self._give_slot()
+            self._give_slot(src)
 
     def _run_in_tx(self, conn: psycopg.Connection, run: _Run) -> tuple[str, dict[str, Any]]:
         tracer, metrics = self._tracer, self.metrics
@@ -1229,38 +1647,38 @@ class Worker:
             tracer.reported(run.job, run.span, "andal.complete", started_ns, time.time_ns())
         return "completed", run.fields(worker=self.name, duration_ms=round(took * 1000, 3))
 
-    # -- heartbeat -----------------------------------------------------------------------
+    # -- heartbeat (one per database) ----------------------------------------------------
 
-    def _heartbeat_loop(self) -> None:
+    def _heartbeat_loop(self, src: Source) -> None:
         while not self._helpers_stop.is_set():
             try:
-                self._heartbeat_once()
+                self._heartbeat_once(src)
             except Exception:
                 self._internal_error("heartbeat")
                 self._helpers_stop.wait(0.2)
 
-    def _heartbeat_once(self) -> None:
+    def _heartbeat_once(self, src: Source) -> None:
         now = time.monotonic()
         with self._lock:
             held = [
                 r
-                for r in self._active.values()
+                for r in src.active.values()
                 if not r.lost and not r.handler.transactional and r.state != "done"
             ]
         due = [r for r in held if r.next_beat - min(0.2, r.lease_len / 12) <= now]
         if due:
-            self._beat(due)
+            self._beat(src, due)
         with self._lock:
-            nxt = min((r.next_beat for r in self._active.values() if not r.lost), default=None)
+            nxt = min((r.next_beat for r in src.active.values() if not r.lost), default=None)
         wait = 0.25 if nxt is None else min(max(nxt - time.monotonic(), 0.01), 0.25)
         self._helpers_stop.wait(wait)
 
-    def _beat(self, due: list[_Run]) -> None:
-        assert self._pool is not None
+    def _beat(self, src: Source, due: list[_Run]) -> None:
+        assert src.pool is not None
         sent = time.monotonic()
         started = time.perf_counter()
         try:
-            with self._pool.connection() as conn:
+            with src.pool.connection() as conn:
                 rows = conn.execute(
                     sql.HEARTBEAT_MANY,
                     {
@@ -1271,13 +1689,13 @@ class Worker:
                 ).fetchall()
         except psycopg.Error as exc:
             if is_connection_error(exc):
-                self._db_trouble("heartbeat", exc)
+                self._db_trouble(src, "heartbeat", exc)
             else:
-                event("heartbeat_failed", logging.ERROR, error=one_line(exc))
+                event("heartbeat_failed", logging.ERROR, database=src.label, error=one_line(exc))
             for r in due:  # try again soon, not in a tight loop
                 r.next_beat = time.monotonic() + min(0.2, r.lease_len / 12)
             return
-        self._count("heartbeats")
+        self._count("heartbeats", src=src)
         if self.metrics is not None:
             self.metrics.heartbeat(time.perf_counter() - started)
         expiry = {row[0]: (row[1], row[2]) for row in rows}
@@ -1295,28 +1713,34 @@ class Worker:
             r.deadline = sent + lease_len
             r.next_beat = sent + lease_len / 3
 
-    # -- listener ------------------------------------------------------------------------
+    # -- listener (one per database) -----------------------------------------------------
 
-    def _listen_loop(self) -> None:
+    def _listen_loop(self, src: Source) -> None:
         backoff = _Backoff(first=0.1, cap=5.0)
         while not self._helpers_stop.is_set():
             try:
                 with psycopg.connect(
-                    self.dsn,
+                    src.dsn,
                     autocommit=True,
                     connect_timeout=5,
                     application_name=f"andal {self.name} listen"[:63],
                 ) as conn:
                     conn.execute(sql.LISTEN)
                     backoff.reset()
-                    self._hint()  # notifications may have been missed while away
+                    self._hint(src)  # notifications may have been missed while away
                     while not self._helpers_stop.is_set():
                         for note in conn.notifies(timeout=0.25):
                             if not note.payload or note.payload in self._queue_set:
-                                self._hint()
+                                self._hint(src)
             except psycopg.Error as exc:
-                self._count("listener_lost")
-                event("listener_lost", logging.WARNING, worker=self.name, error=one_line(exc))
+                self._count("listener_lost", src=src)
+                event(
+                    "listener_lost",
+                    logging.WARNING,
+                    worker=self.name,
+                    database=src.label,
+                    error=one_line(exc),
+                )
                 self._helpers_stop.wait(backoff.next())
             except Exception:
                 self._internal_error("listener")
@@ -1326,49 +1750,95 @@ class Worker:
 
     def _shutdown(self) -> int:
         self._stopping.set()
+        self._wake_all()
         event("worker_stopping", worker=self.name, running=self._busy)
+        # No claim may land unnoticed: wait for the claim loops (one blocked on a database
+        # that does not answer gives up at its pool timeout; a claim landing even later is
+        # released by its loop, see _claim_leased).
+        deadline = time.monotonic() + self.pool_timeout + 1
+        for t in self._claimers:
+            t.join(max(deadline - time.monotonic(), 0.01))
         with self._lock:
-            unstarted = [r for r in self._active.values() if r.state == "claimed"]
+            self._closed = True
+            unstarted = [r for s in self.sources for r in s.active.values() if r.state == "claimed"]
             for r in unstarted:
                 r.state = "released"
-        for r in unstarted:
-            self._release(r, "not started")
+        self._release_all(unstarted, "not started")
         code = 0
         deadline = time.monotonic() + self.grace
         with self._slots_cv:
-            while self._busy > 0 and self._signals < 2:
+            while (self._busy > 0 or self._reporting > 0) and self._signals < 2:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     break
                 self._slots_cv.wait(min(left, 0.2))
-        if self._busy > 0:
+        if self._busy > 0 or self._reporting > 0:
             code = 1
             with self._lock:
                 late = [
                     r
-                    for r in self._active.values()
+                    for s in self.sources
+                    for r in s.active.values()
                     if r.state in ("claimed", "running") and not r.lost
                 ]
                 for r in late:
                     r.state = "released"
-            for r in late:
-                self._release(r, "grace period over")
+            self._release_all(late, "grace period over")
         for _ in range(self.concurrency):
             self._work.put(_STOP)
-        self._done.put(_STOP)
+        for src in self.sources:
+            src.done.put(_STOP)
         self._helpers_stop.set()
+        deadline = time.monotonic() + 5
         for t in self._threads:
-            if t.name in ("andal-completer", "andal-heartbeat", "andal-listener"):
-                t.join(timeout=5)
-        self._stop_vacuum()
-        if self._pool is not None:
-            self._pool.close(timeout=1)
+            if not t.name.startswith("andal-slot-"):
+                t.join(max(deadline - time.monotonic(), 0.01))
+        for src in self.sources:
+            self._stop_vacuum(src)
+        for src in self.sources:
+            if src.pool is not None:
+                src.pool.close(timeout=1)
         return code
 
-    def _release(self, run: _Run, why: str) -> None:
-        assert self._pool is not None
+    def _release_all(self, runs: list[_Run], why: str) -> None:
+        """Hand ``runs`` back to their databases, each database in a thread of its own (one
+        that does not answer delays only its own); after a connection error, a database's
+        other runs are not tried (their leases expire)."""
+        by_source: dict[int, list[_Run]] = {}
+        for r in runs:
+            by_source.setdefault(r.source.index, []).append(r)
+
+        def release(mine: list[_Run]) -> None:
+            reachable = True
+            for r in mine:
+                if reachable:
+                    reachable = self._release(r, why)
+                    continue
+                event(
+                    "release_failed",
+                    logging.WARNING,
+                    error="the database did not answer",
+                    **r.fields(),
+                )
+                self._finish(r)
+
+        groups = list(by_source.values())
+        if len(groups) == 1:
+            release(groups[0])
+            return
+        threads = [threading.Thread(target=release, args=(g,), daemon=True) for g in groups]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+
+    def _release(self, run: _Run, why: str) -> bool:
+        """Release one run on its database; False when the database could not be reached."""
+        src = run.source
+        assert src.pool is not None
+        reachable = True
         try:
-            with self._pool.connection() as conn:
+            with src.pool.connection() as conn:
                 conn.execute(
                     sql.RELEASE,
                     {"job_id": run.job.id, "token": run.job.token, "delay": timedelta(0)},
@@ -1377,13 +1847,15 @@ class Worker:
             if is_lease_lost(exc):
                 self._lost(run, "release")
             else:
+                reachable = not is_connection_error(exc)
                 event("release_failed", logging.WARNING, error=one_line(exc), **run.fields())
         else:
             duration = round((time.monotonic() - run.claimed_at) * 1000, 3)
             event("released", worker=self.name, **run.fields(reason=why, duration_ms=duration))
             self._finish(run, "released")
-            return
+            return True
         self._finish(run)
+        return reachable
 
 
 #: Session-level advisory lock held while vacuuming, so one worker vacuums at a time ("ANDALVAC":
