@@ -84,6 +84,11 @@ def nodes(plan: dict[str, Any]) -> Iterator[dict[str, Any]]:
         yield from nodes(child)
 
 
+def is_jobs(node: dict[str, Any]) -> bool:
+    """A node reading queue.jobs, or one of its shards (queue.jobs_p0 ...) when sharded."""
+    return re.fullmatch(r"jobs(_p\d+)?", node.get("Relation Name", "")) is not None
+
+
 def by_id(node: dict[str, Any]) -> bool:
     """A read of queue.jobs by primary key (id = ... / id = ANY (...)): bounded by its keys."""
     cond = node.get("Index Cond") or node.get("Recheck Cond") or ""
@@ -93,7 +98,7 @@ def by_id(node: dict[str, Any]) -> bool:
 def reads_jobs_unbounded(plan: dict[str, Any]) -> bool:
     """True if this node scans queue.jobs (other than by id), or is fed by such a scan with no
     Limit in between."""
-    if plan.get("Relation Name") == "jobs" and "Scan" in plan["Node Type"]:
+    if is_jobs(plan) and "Scan" in plan["Node Type"]:
         return not by_id(plan)
     if plan["Node Type"] == "Limit":
         return False
@@ -103,7 +108,7 @@ def reads_jobs_unbounded(plan: dict[str, Any]) -> bool:
 def problems(doc: dict[str, Any]) -> list[str]:
     found = []
     for node in nodes(doc["Plan"]):
-        if node["Node Type"] == "Seq Scan" and node.get("Relation Name") == "jobs":
+        if node["Node Type"] == "Seq Scan" and is_jobs(node):
             found.append("Seq Scan on jobs")
         if node["Node Type"] in ("Sort", "Incremental Sort") and any(
             reads_jobs_unbounded(child) for child in node.get("Plans", [])
@@ -139,9 +144,6 @@ def test_claim_plans_use_indexes(
     bad = {p["Query Text"][:200]: problems(p) for p in jobs_plans if problems(p)}
     assert bad == {}, json.dumps(bad, indent=1)
     index_scans = [
-        n
-        for d in jobs_plans
-        for n in nodes(d["Plan"])
-        if n.get("Relation Name") == "jobs" and "Index" in n["Node Type"]
+        n for d in jobs_plans for n in nodes(d["Plan"]) if is_jobs(n) and "Index" in n["Node Type"]
     ]
     assert index_scans, "the candidates were read by index"

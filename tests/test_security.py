@@ -281,8 +281,11 @@ CALLS = {
     "list_dead": "select * from queue.list_dead()",
     "configure_queue": "select * from queue.configure_queue('rm')",
     "set_category_limit": "select queue.set_category_limit('rm', 1)",
+    "shards": "select * from queue.shards()",
+    "shard_of": "select queue.shard_of('rm')",
+    "set_shards": "select queue.set_shards(shards => 0)",  # 22023 when allowed: no change
 }
-PRODUCER = {"enqueue", "enqueue_many", "version"}
+PRODUCER = {"enqueue", "enqueue_many", "version", "shard_of"}
 WORKER = {
     "claim",
     "complete",
@@ -297,6 +300,7 @@ WORKER = {
     "metrics",
     "workers",
     "version",
+    "shard_of",
 }
 GRANTED = {"producer": PRODUCER, "worker": WORKER, "admin": set(CALLS), "nobody": set()}
 
