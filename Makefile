@@ -69,6 +69,11 @@ bench: venv ## the full benchmark (not part of make test); BENCH_ARGS="--only W1
 bench-quick: venv ## every benchmark workload at small sizes (smoke test, no timing assertions)
 	$(PY) -m bench.run --quick $(BENCH_ARGS)
 
+.PHONY: bench-scale
+bench-scale: venv ## W8 scale workload alone, growth run to 10M jobs (20–40 min here; not in make test)
+	$(PY) -m pip install -q -e '.[bench]'
+	$(PY) -m bench.run --only W8 --scale-jobs 10000000 $(BENCH_ARGS)
+
 soak: venv ## long reliability tests (not in CI, ~16 min); one of them: make soak SOAK=chaos
 	$(VENV)/bin/pytest -q -s -m soak tests/reliability $(if $(SOAK),-k "$(SOAK)")
 

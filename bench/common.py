@@ -150,6 +150,8 @@ class Config:
     only: set[str] | None = None
     results: Results = field(default_factory=Results)
     plots: bool = True
+    #: W8: jobs processed by its growth run (None: 1M, quick 5k)
+    scale_jobs: int | None = None
 
     def size(self, full: int, quick: int) -> int:
         return quick if self.quick else full

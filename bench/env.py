@@ -5,7 +5,17 @@ from __future__ import annotations
 import psycopg
 
 from . import systems
-from .common import DATABASES, Config, connect, drop_db, dsn_for, fresh_db, log, pgbench_path
+from .common import (
+    DATABASES,
+    RUN_ID,
+    Config,
+    connect,
+    drop_db,
+    dsn_for,
+    fresh_db,
+    log,
+    pgbench_path,
+)
 
 
 class Env:
@@ -14,6 +24,8 @@ class Env:
         self.admin = cfg.admin_dsn
         self.pgbench = pgbench_path() is not None
         self.systems: list[str] = []
+        #: databases a workload created for itself (``extra_db``), dropped with the others
+        self.extra: list[str] = []
         if not self.pgbench:
             cfg.results.note("pgbench not found: the SQL-level (pgbench) cases are skipped")
         for system in DATABASES:
@@ -51,6 +63,18 @@ class Env:
                 self.cfg.results.note(f"{system}: setup failed ({exc}); skipped")
                 self.systems.remove(system)
 
+    def extra_db(self, label: str) -> str:
+        """Create a fresh database ``andal_bench_<label>_<run>`` for one workload's own use
+        (dropped by ``drop`` with the systems' databases); returns its name."""
+        name = f"andal_bench_{label}_{RUN_ID}"
+        log(f"creating {name}")
+        fresh_db(name, self.admin)
+        if name not in self.extra:
+            self.extra.append(name)
+        return name
+
     def drop(self) -> None:
         for system in DATABASES:
             drop_db(DATABASES[system], self.admin)
+        for name in self.extra:
+            drop_db(name, self.admin)

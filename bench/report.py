@@ -39,6 +39,7 @@ TITLES = {
     "W5": "W5 held xmin (claim latency, ms)",
     "W6": "W6 cache (µs per operation, lower is better)",
     "W7": "W7 category gating (jobs/s)",
+    "W8": "W8 scale: shards × databases, and cost over a long run (SQL level)",
     "COST": "Cost per job (1 worker, measured through a counting proxy)",
 }
 
@@ -112,6 +113,8 @@ def markdown(data: dict[str, Any], plots: list[str] | None = None) -> str:
             out.extend(_pivot(rows, lambda r: f"{r['system']} · {r['case']}", "metric"))
         elif w == "W5":
             out.extend(_pivot(rows, lambda r: f"{r['system']} · {r['case']}", "metric"))
+        elif w == "W8":
+            out.extend(_w8(rows))
         else:
             out.extend(_pivot(rows, lambda r: r["case"], "system"))
         if w == "W1":
@@ -174,6 +177,129 @@ def _w1_cost(rows: list[dict[str, Any]]) -> list[str]:
                 f"{fmt(r.get('claim_ms'))} | {fmt(r.get('complete_ms'))} |"
             )
     out.append("")
+    return out
+
+
+def _w8_columns(rows: list[dict[str, Any]]) -> list[tuple[int, int]]:
+    return sorted({(r["shards"], r["dbs"]) for r in rows})
+
+
+def _w8_col(shards: int, dbs: int) -> str:
+    return f"{shards} shard{'s' if shards > 1 else ''} · {dbs} db{'s' if dbs > 1 else ''}"
+
+
+def _w8(rows: list[dict[str, Any]]) -> list[str]:
+    out: list[str] = []
+    part = [r for r in rows if r.get("part") == "shards"]
+    if part:
+        first = part[0]
+        out += [
+            f"{first['queues']} queues spread evenly over the shards (`queue.shard_of`), "
+            f"{first['clients'] // first['dbs']} pgbench clients per database (claim, then "
+            "`complete` at batch 1 or `complete_many`). *per queue*: client *i* claims queue "
+            "*i* only; *all queues*: `queues => null`. 2 dbs: two andal databases drained at "
+            "the same time, jobs/s = all jobs of both / time until the slower one finished "
+            "(so twice the clients). Jobs per database: "
+            + ", ".join(
+                f"{r['jobs'] // r['dbs']:,} at batch {r['batch']}"
+                for r in {r["batch"]: r for r in part}.values()
+            )
+            + ".",
+            "",
+        ]
+        cols = _w8_columns(part)
+        keys = list(dict.fromkeys((r["batch"], r["claim"]) for r in part))
+        keys.sort(key=lambda k: (k[0], k[1] != "per queue"))
+        head = "| claim · batch | " + " | ".join(_w8_col(*c) for c in cols) + " |"
+        sep = "|---|" + "---|" * len(cols)
+
+        def find(metric: str, key: tuple[int, str], col: tuple[int, int]) -> Any:
+            return next(
+                (
+                    r
+                    for r in part
+                    if r["metric"] == metric
+                    and (r["batch"], r["claim"]) == key
+                    and (r["shards"], r["dbs"]) == col
+                ),
+                None,
+            )
+
+        captions = {
+            "jobs/s": "Throughput (jobs/s, median (min–max)):",
+            "WAL B/job": "WAL bytes per job (claim + complete; the WAL records of the case's "
+            "databases, read with `pg_walinspect`, else the cluster's):",
+            "server CPU µs/job": "Server CPU per job (µs, the case's backends, `/proc`):",
+        }
+        for metric, caption in captions.items():
+            out += [caption, "", head, sep]
+            for key in keys:
+                cells = []
+                for col in cols:
+                    r = find(metric, key, col)
+                    cells.append(cell(r) if r else "")
+                out.append(f"| {key[1]} · batch={key[0]} | " + " | ".join(cells) + " |")
+            out.append("")
+        base = cols[0]
+        out += [f"Throughput relative to {_w8_col(*base)} (same claim and batch):", "", head, sep]
+        for key in keys:
+            b = find("jobs/s", key, base)
+            cells = []
+            for col in cols:
+                r = find("jobs/s", key, col)
+                ok = r and b and r["n"] and b["n"] and b["median"]
+                cells.append(fmt(r["median"] / b["median"]) if ok else "")
+            out.append(f"| {key[1]} · batch={key[0]} | " + " | ".join(cells) + " |")
+        out.append("")
+        out += [
+            "pgbench's per-statement latency, claim / complete (ms, median of the reps' averages):",
+            "",
+            head,
+            sep,
+        ]
+        for key in keys:
+            cells = []
+            for col in cols:
+                r = find("jobs/s", key, col)
+                cells.append(f"{fmt(r.get('claim_ms'))} / {fmt(r.get('complete_ms'))}" if r else "")
+            out.append(f"| {key[1]} · batch={key[0]} | " + " | ".join(cells) + " |")
+        out.append("")
+    growth = sorted(
+        (r for r in rows if r.get("part") == "growth"), key=lambda r: (r["shards"], r["processed"])
+    )
+    if growth:
+        g = growth[0]
+        out += [
+            f"Growth: jobs processed without pause ({g['clients']} pgbench clients, one queue "
+            f"each, claim {g['batch']} + `complete_many`), one producer connection per queue "
+            "refilling it through `queue.enqueue_many` to keep "
+            f"{g.get('refill_at', 0.75) * g['backlog']:,.0f}–{g['backlog']:,} jobs queued "
+            "(min backlog: the fewest seen in the interval); autovacuum is "
+            f"off, so the benchmark runs `queue.maintain()` and `VACUUM (ANALYZE)` of "
+            f"`queue.jobs` (all partitions) and `queue.stat_minutes` every {g['vacuum_every_s']} "
+            "s, as the driver does. Per interval since the previous checkpoint: jobs/s; WAL "
+            "bytes per job of the andal database (`pg_walinspect`, over the interval's last "
+            "jobs) and of the whole cluster; server CPU (the database's backends: claims, "
+            "completions, enqueues, vacuum) and pgbench CPU per job. Size = table + indexes of "
+            "every partition of `queue.jobs` at the checkpoint; dead tuples from "
+            "`pg_stat_user_tables`.",
+            "",
+            "| shards | jobs processed | jobs/s | WAL B/job | cluster WAL B/job | server CPU "
+            "µs/job | pgbench CPU µs/job | queue.jobs MB (indexes) | dead tuples | vacuums | "
+            "min backlog | load |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        ]
+        for r in growth:
+            out.append(
+                f"| {r['shards']} | {r['processed']:,} | {fmt(r['median'])} | "
+                f"{fmt(r.get('wal_bytes_per_job'))} | {fmt(r.get('cluster_wal_bytes_per_job'))} | "
+                f"{fmt(r.get('server_cpu_us_per_job'))} | "
+                f"{fmt(r.get('client_cpu_us_per_job'))} | "
+                f"{fmt(r['table_bytes'] / 2**20)} ({fmt(r['index_bytes'] / 2**20)}) | "
+                f"{r['dead_tuples']:,} | {r['vacuums']} | {r['min_backlog']:,} | "
+                f"{fmt(r.get('load1'))} |"
+            )
+        out.append("")
     return out
 
 
@@ -277,6 +403,122 @@ def plots(data: dict[str, Any], outdir: Path) -> list[str]:
         ax.legend(fontsize=8)
         fig.tight_layout()
         path = outdir / "w2_latency_cdf.png"
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        made.append(str(path))
+    made += _w8_plots(recs, outdir, plt)
+    return made
+
+
+W8_COLORS = {
+    ("per queue", 1): "#ff7f0e",
+    ("per queue", 2): "#d62728",
+    ("all queues", 1): "#1f77b4",
+    ("all queues", 2): "#17becf",
+}
+
+
+def _w8_plots(recs: list[dict[str, Any]], outdir: Path, plt: Any) -> list[str]:
+    made: list[str] = []
+    part = [
+        r
+        for r in recs
+        if r["workload"] == "W8" and r.get("part") == "shards" and r["metric"] == "jobs/s"
+    ]
+    if part:
+        batches = sorted({r["batch"] for r in part})
+        shards = sorted({r["shards"] for r in part})
+        series = sorted(
+            {(r["claim"], r["dbs"]) for r in part}, key=lambda k: (k[0] != "per queue", k[1])
+        )
+        fig, axes = plt.subplots(1, len(batches), figsize=(6 * len(batches), 4.5), squeeze=False)
+        width = 0.8 / len(series)
+        for ax, batch in zip(axes[0], batches, strict=False):
+            for k, (claim, dbs) in enumerate(series):
+                xs, ys, lo, hi = [], [], [], []
+                for x, sh in enumerate(shards):
+                    r = next(
+                        (
+                            r
+                            for r in part
+                            if (r["batch"], r["claim"], r["dbs"], r["shards"])
+                            == (batch, claim, dbs, sh)
+                        ),
+                        None,
+                    )
+                    if r is None or not r["n"]:
+                        continue
+                    xs.append(x + (k - (len(series) - 1) / 2) * width)
+                    ys.append(r["median"])
+                    lo.append(r["median"] - r["min"])
+                    hi.append(r["max"] - r["median"])
+                ax.bar(
+                    xs,
+                    ys,
+                    width,
+                    yerr=[lo, hi],
+                    capsize=3,
+                    label=f"{claim}, {dbs} db{'s' if dbs > 1 else ''}",
+                    color=W8_COLORS.get((claim, dbs)),
+                )
+            ax.set_xticks(range(len(shards)))
+            ax.set_xticklabels([str(s) for s in shards])
+            ax.set_xlabel("shards of queue.jobs")
+            ax.set_ylabel("jobs/s (all databases)")
+            ax.set_title(f"W8 claim + complete, batch {batch}")
+            ax.grid(True, axis="y", alpha=0.3)
+            ax.legend(fontsize=8)
+        fig.tight_layout()
+        path = outdir / "w8_shards.png"
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        made.append(str(path))
+    growth = [r for r in recs if r["workload"] == "W8" and r.get("part") == "growth"]
+    if growth:
+        fig, axes = plt.subplots(2, 2, figsize=(12, 8))
+        dead_ax = axes[1][1].twinx()
+        panels = [
+            (axes[0][0], "jobs/s (interval)", lambda r: r["median"]),
+            (
+                axes[0][1],
+                "WAL bytes per job (andal database)",
+                lambda r: r.get("wal_bytes_per_job"),
+            ),
+            (axes[1][0], "server CPU µs per job", lambda r: r.get("server_cpu_us_per_job")),
+            (
+                axes[1][1],
+                "queue.jobs MB (table + indexes, solid)",
+                lambda r: r["table_bytes"] / 2**20,
+            ),
+            (dead_ax, "dead tuples (dashed)", lambda r: r["dead_tuples"]),
+        ]
+        palette = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728"]
+        for k, sh in enumerate(sorted({r["shards"] for r in growth})):
+            pts = sorted((r for r in growth if r["shards"] == sh), key=lambda r: r["processed"])
+            xs = [r["processed"] for r in pts]
+            label = f"{sh} shard{'s' if sh > 1 else ''}"
+            color = palette[k % len(palette)]
+            for ax, _, get in panels:
+                dashed = ax is dead_ax
+                ax.plot(
+                    xs,
+                    [get(r) for r in pts],
+                    marker="x" if dashed else "o",
+                    linestyle="--" if dashed else "-",
+                    color=color,
+                    label=None if dashed else label,
+                )
+        for ax, ylabel, _ in panels:
+            ax.set_xscale("log")
+            ax.set_ylabel(ylabel)
+            ax.set_ylim(bottom=0)
+            if ax is not dead_ax:
+                ax.set_xlabel("jobs processed")
+                ax.grid(True, which="both", alpha=0.3)
+                ax.legend(fontsize=8)
+        fig.suptitle("W8 growth: cost per job as jobs are processed")
+        fig.tight_layout()
+        path = outdir / "w8_growth.png"
         fig.savefig(path, dpi=110)
         plt.close(fig)
         made.append(str(path))

@@ -1,4 +1,5 @@
-"""Run the benchmark: ``python -m bench.run [--quick] [--only W1,W3] [--reps N]``.
+"""Run the benchmark: ``python -m bench.run [--quick] [--only W1,W3] [--reps N]``
+(``--only W8 --scale-jobs 10000000``: the scale workload with its growth run to 10M jobs).
 
 Writes ``bench/results/<timestamp>.json``, ``bench/results/latest.md`` (also printed) and PNG
 plots into ``bench/results/`` (when matplotlib is installed).
@@ -30,6 +31,7 @@ WORKLOADS = {
     "W6": "bench.w6_cache",
     "W7": "bench.w7_gating",
     "COST": "bench.cost",
+    "W8": "bench.w8_scale",
 }
 
 
@@ -40,6 +42,12 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--reps", type=int, help="repetitions per case (default 3; quick: 1)")
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     p.add_argument("--keep", action="store_true", help="keep the benchmark databases")
+    p.add_argument(
+        "--scale-jobs",
+        type=int,
+        metavar="N",
+        help="W8: jobs processed by its growth run (default 1,000,000; quick: 5,000)",
+    )
     p.add_argument("--out", type=Path, default=RESULTS_DIR, help="results directory")
     p.add_argument(
         "--publish",
@@ -60,6 +68,7 @@ def main(argv: list[str] | None = None) -> int:
         reps=args.reps or (1 if args.quick else 3),
         only=only,
         plots=not args.no_plots,
+        scale_jobs=args.scale_jobs,
     )
     started = time.time()
     meta = {
