@@ -6,7 +6,8 @@ test's own assertion, catches it. Every scenario also runs unbroken first, as th
 * complete_many deletes a neighbour job -> lost
 * complete_many leaves the job live -> duplicated (and "completed but still live")
 * the category gate counts 100 extra slots -> over_limit
-* _scan and _candidates ignore available_at -> an early claim (the retry test's assertion)
+* claim's direct path, _scan and _candidates ignore available_at -> an early claim (the retry
+  test's assertion)
 * _check_name allows twice the length -> the hostile-input oracle reports acceptances
 """
 
@@ -53,8 +54,8 @@ def test_stale_completion_is_overlapping(rconn: psycopg.Connection, broken: bool
         broken,
         rconn,
         "queue.complete(bigint, uuid, jsonb)",
-        "where j.id = complete.job_id and j.status = 'running' and j.token = complete.token\n"
-        "      and j.lease_expires_at > now()",
+        "where j.id = complete.job_id and j.token = complete.token\n"
+        "          and j.lease_expires_at > now()",
         "where j.id = complete.job_id",
     ):
         job_id = history.enqueue(rconn, {}, "mut")
@@ -137,11 +138,23 @@ def test_gate_past_its_limit_is_over_limit(rconn: psycopg.Connection, broken: bo
 
 @pytest.mark.parametrize("broken", [False, True], ids=["control", "broken"])
 def test_claim_before_available_at_is_seen(rconn: psycopg.Connection, broken: bool) -> None:
-    source = rconn.execute(
-        "select pg_get_functiondef('queue._scan(text[], int, text[], bigint[])'::regprocedure)"
-    ).fetchone()[0]
-    assert source.count("j.available_at <= now()") == 4
+    def source(function: str) -> str:
+        sql = "select pg_get_functiondef(%s::regprocedure)"
+        return rconn.execute(sql, (function,)).fetchone()[0]
+
+    # every candidate scan: claim's direct path (every queue, one queue) and _scan's
+    claim = source("queue.claim(text, text[], int, interval)")
+    scan = source("queue._scan(text[], int, text[], bigint[])")
+    assert claim.count("c.available_at <= now()") == 2
+    assert scan.count("j.available_at <= now()") == 6
     with (
+        maybe(
+            broken,
+            rconn,
+            "queue.claim(text, text[], int, interval)",
+            "c.available_at <= now()",
+            "c.available_at <= now() + interval '1 hour'",
+        ),
         maybe(
             broken,
             rconn,

@@ -223,11 +223,13 @@ as $$
     ))
 $$;
 
--- _reap: take back up to `lim` running jobs whose lease expired: the attempt is spent; the job
--- is pending again at once, keeping its place (its available_at), or dead-lettered when it
--- has no attempt left. Skips rows another
--- session holds. Returns how many it took back.
-create or replace function queue._reap(lim int default 100) returns int
+-- _reap: take back up to `lim` running jobs of `queues` (null: every queue) whose lease
+-- expired: the attempt is spent; the job is pending again at once, keeping its place (its
+-- available_at), or dead-lettered when it has no attempt left. Skips rows another session
+-- holds. Returns how many it took back.
+drop function if exists queue._reap(int);
+create or replace function queue._reap(lim int default 100, queues text[] default null)
+returns int
 language plpgsql
 set search_path = pg_catalog, pg_temp
 as $$
@@ -243,6 +245,7 @@ begin
     for v_job in
         select j.* from queue.jobs as j
         where j.status = 'running' and j.lease_expires_at <= now()
+          and (_reap.queues is null or j.queue = any (_reap.queues))
         order by j.lease_expires_at
         limit lim
         for update skip locked
@@ -293,4 +296,4 @@ revoke all on function queue._backoff(queue.queues, int) from public;
 revoke all on function queue._lease_lost(bigint, uuid) from public;
 revoke all on function queue._bury(bigint, text, text, jsonb) from public;
 revoke all on function queue._error_entry(int, text, text, interval) from public;
-revoke all on function queue._reap(int) from public;
+revoke all on function queue._reap(int, text[]) from public;

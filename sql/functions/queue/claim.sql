@@ -6,155 +6,33 @@
 --   locked FOR UPDATE SKIP LOCKED, so a claimer never waits on another claimer.
 -- * Each claimed job gets a fresh fencing token and a lease (the `lease` argument, else the
 --   queue's lease); attempt counts the runs started, 1 on the first.
--- * Running jobs whose lease expired are taken back first (pending again, or dead-lettered
---   when out of attempts).
+-- * Running jobs of the claimed queues (null: of every queue) whose lease expired are taken
+--   back first (pending again, or dead-lettered when out of attempts); queue.maintain()
+--   takes back every queue's. A claim of listed queues reads only their shards.
 -- * Category gate: never more than the category's max_running running jobs of one category,
 --   across all workers. Competing claimers of one category are serialised by
 --   pg_try_advisory_xact_lock on the category's id; a false return skips the category for
 --   this call and is counted in queue.lock_stats. Jobs of a full or paused category are left
 --   out of the scan, so they never hide other jobs.
 -- * Must run in a READ COMMITTED transaction (the gate recounts after taking the lock).
--- Cost: when the best `batch` candidates have no category, one statement selects and leases
--- them; otherwise the categorised candidates are gated first.
+-- Cost: for one queue or every queue, when no lease of the scope has expired and no ready job
+-- of the scope has a category, one statement selects and leases the jobs; otherwise the
+-- candidates are found (and the categorised ones gated) first.
 -- Raises: 22004 null worker; 22023 bad worker name, batch outside 1..1000, lease <= 0,
 -- null or empty queue names; 55000 when called at another isolation level.
--- _scan: the best `lim` ready jobs of `queues` (null: every queue), locked FOR UPDATE SKIP
--- LOCKED, leaving out the categories in exclude_categories and the ids in exclude_ids.
--- Ungated and gated jobs are read from their own partial indexes; for listed queues, each
--- queue's index is read on its own (an index scan per queue and kind, never a sort of the
--- backlog). Each scan locks up to `lim` rows: rows locked but not among the best stay locked
--- until the transaction (or subtransaction) ends.
-create or replace function queue._scan(
-    queues text[], lim int, exclude_categories text[], exclude_ids bigint[]
-) returns table (id bigint, category text, priority int, available_at timestamptz)
-language plpgsql
-set search_path = pg_catalog, pg_temp
-rows 10
-as $$
-#variable_conflict use_column
-begin
-    return query
-    select c.id, c.category, c.priority, c.available_at from (
-        select a.id, a.category, a.priority, a.available_at from (
-            select j.id, j.category, j.priority, j.available_at from queue.jobs as j
-            where _scan.queues is null
-              and j.status = 'pending' and j.category is null and j.available_at <= now()
-              and j.id <> all (exclude_ids)
-            order by j.priority desc, j.available_at, j.id
-            limit lim
-            for update skip locked
-        ) as a
-        union all
-        select a.id, a.category, a.priority, a.available_at from (
-            select j.id, j.category, j.priority, j.available_at from queue.jobs as j
-            where _scan.queues is null
-              and j.status = 'pending' and j.category is not null and j.available_at <= now()
-              and j.category <> all (exclude_categories) and j.id <> all (exclude_ids)
-            order by j.priority desc, j.available_at, j.id
-            limit lim
-            for update skip locked
-        ) as a
-        union all
-        select b.id, b.category, b.priority, b.available_at
-        from (select distinct q.name from unnest(_scan.queues) as q (name)) as q
-        cross join lateral (
-            select j.id, j.category, j.priority, j.available_at from queue.jobs as j
-            where j.queue = q.name
-              and j.status = 'pending' and j.category is null and j.available_at <= now()
-              and j.id <> all (exclude_ids)
-            order by j.priority desc, j.available_at, j.id
-            limit lim
-            for update skip locked
-        ) as b
-        union all
-        select b.id, b.category, b.priority, b.available_at
-        from (select distinct q.name from unnest(_scan.queues) as q (name)) as q
-        cross join lateral (
-            select j.id, j.category, j.priority, j.available_at from queue.jobs as j
-            where j.queue = q.name
-              and j.status = 'pending' and j.category is not null and j.available_at <= now()
-              and j.category <> all (exclude_categories) and j.id <> all (exclude_ids)
-            order by j.priority desc, j.available_at, j.id
-            limit lim
-            for update skip locked
-        ) as b
-    ) as c
-    order by c.priority desc, c.available_at, c.id
-    limit lim;
-end
-$$;
-
--- _candidates: queue._scan, such that the caller holds row locks on the returned jobs only.
--- The scan over-locks only when more than one of its index scans finds rows: several queues,
--- or ready jobs of both kinds (with and without a category). Then it runs in a
--- subtransaction that is rolled back — giving back every lock it took — and only the chosen
--- rows are locked again (SKIP LOCKED: a row another claimer took in between is left out).
--- Otherwise ready jobs the claim did not take would stay hidden from every other claimer
--- until the claimer's transaction ends (a claim sharing the handler's transaction). In the
--- common case (one kind of job, one or every queue) two index probes decide, and the scan
--- runs directly.
-create or replace function queue._candidates(
-    queues text[], lim int, exclude_categories text[], exclude_ids bigint[]
-) returns table (id bigint, category text, priority int, available_at timestamptz)
-language plpgsql
-set search_path = pg_catalog, pg_temp
-rows 10
-as $$
-#variable_conflict use_column
-declare
-    v_best bigint[];
-    v_mixed boolean;
-begin
-    -- Each probe follows its claim index's order and reads one index entry (an EXISTS
-    -- drops the ORDER BY and may be planned as a sequential scan).
-    if queues is null then
-        v_mixed := (
-            select j.id from queue.jobs as j
-            where j.status = 'pending' and j.category is null and j.available_at <= now()
-            order by j.priority desc, j.available_at, j.id limit 1
-        ) is not null and (
-            select j.id from queue.jobs as j
-            where j.status = 'pending' and j.category is not null and j.available_at <= now()
-              and j.category <> all (exclude_categories)
-            order by j.priority desc, j.available_at, j.id limit 1
-        ) is not null;
-    elsif cardinality(queues) = 1 then
-        v_mixed := (
-            select j.id from queue.jobs as j
-            where j.queue = queues[1]
-              and j.status = 'pending' and j.category is null and j.available_at <= now()
-            order by j.priority desc, j.available_at, j.id limit 1
-        ) is not null and (
-            select j.id from queue.jobs as j
-            where j.queue = queues[1]
-              and j.status = 'pending' and j.category is not null and j.available_at <= now()
-              and j.category <> all (exclude_categories)
-            order by j.priority desc, j.available_at, j.id limit 1
-        ) is not null;
-    else
-        v_mixed := true;
-    end if;
-    if not v_mixed then
-        return query
-        select s.id, s.category, s.priority, s.available_at
-        from queue._scan(queues, lim, exclude_categories, exclude_ids) as s;
-        return;
-    end if;
-    begin
-        select array_agg(s.id) into v_best
-        from queue._scan(queues, lim, exclude_categories, exclude_ids) as s;
-        raise sqlstate 'AN900';  -- roll the subtransaction back: its row locks go with it
-    exception when sqlstate 'AN900' then
-        null;
-    end;
-    return query
-    select j.id, j.category, j.priority, j.available_at from queue.jobs as j
-    where j.id = any (v_best) and j.status = 'pending' and j.available_at <= now()
-    order by j.priority desc, j.available_at, j.id
-    for update skip locked;
-end
-$$;
-
+-- Plans: the SET clause makes each statement of claim run its generic plan, made once per
+-- session (plan_cache_mode = force_generic_plan). Re-planning on every call was a fifth of a
+-- claim's CPU, and PL/pgSQL's own choice never settles on the generic plan, whose cost it
+-- overestimates (it costs a LIMIT it cannot see as a tenth of the table). A generic plan
+-- knows neither the batch nor the queue, so enable_seqscan = off keeps every read of
+-- queue.jobs on an index whatever the statistics said when the plan was made (as
+-- complete_many does); each candidate scan follows its partial index's order
+-- (tests/test_claim_plan.py checks the real plans). jit = off: a plan that has to use a
+-- disabled scan is costed so high that it would be JIT-compiled on every call (seconds).
+-- The functions claim calls inherit these settings, except that queue._scan and
+-- queue._candidates keep custom plans: a generic plan costs their filter on the excluded
+-- categories so low that it would sort the gated backlog instead of reading its index in
+-- order.
 create or replace function queue.claim(
     worker text,
     queues text[] default null,
@@ -177,11 +55,14 @@ create or replace function queue.claim(
 language plpgsql
 security definer
 set search_path = pg_catalog, pg_temp
+set plan_cache_mode = force_generic_plan
+set enable_seqscan = off
+set jit = off
 rows 10
 as $$
 #variable_conflict use_column
 declare
-    v_rows queue.jobs[];
+    v_name text;
     v_exclude text[];
     v_ids bigint[];
     v_cats text[];
@@ -197,7 +78,7 @@ declare
     v_stat_ids bigint[] := '{}'::bigint[];
     v_stat_fail bigint[] := '{}'::bigint[];
 begin
-    -- Validation inline: this is the hot path.
+    -- Validation inline, in plain expressions (no query): this is the hot path.
     if claim.worker is null or length(claim.worker) not between 1 and 128 then
         perform queue._check_name(claim.worker, 'worker');
     end if;
@@ -208,13 +89,13 @@ begin
     if claim.lease is not null and claim.lease <= interval '0' then
         perform queue._check_interval(claim.lease, 'lease', true, false);
     end if;
-    if claim.queues is not null and (
-        array_position(claim.queues, null) is not null
-        or exists (select from unnest(claim.queues) as q (name)
-                   where length(q.name) not between 1 and 128)
-    ) then
-        raise exception 'queues must hold queue names (1 to 128 characters, no nulls)'
-            using errcode = '22023';
+    if claim.queues is not null then
+        foreach v_name in array claim.queues loop
+            if v_name is null or length(v_name) not between 1 and 128 then
+                raise exception 'queues must hold queue names (1 to 128 characters, no nulls)'
+                    using errcode = '22023';
+            end if;
+        end loop;
     end if;
     if current_setting('transaction_isolation') <> 'read committed' then
         raise exception 'queue.claim must run at READ COMMITTED isolation (not %)',
@@ -223,10 +104,106 @@ begin
             hint = 'The category gate recounts running jobs after taking its lock.';
     end if;
 
-    -- Take back expired leases (an index probe when there are none).
-    if exists (select from queue.jobs as j
-               where j.status = 'running' and j.lease_expires_at <= now()) then
-        perform queue._reap(100);
+    -- Direct path (every queue, or one queue): when no lease has expired and no ready job of
+    -- the scope has a category, the best `batch` jobs are the best ungated ones. One
+    -- statement: one index scan in claim order picks and locks them (SKIP LOCKED; its LIMIT
+    -- stops it, so it locks only the rows it returns) and the update leases them. Its two
+    -- probes are evaluated first; when either finds a row nothing is scanned nor locked, and
+    -- the general path below runs (as it does when the statement claims nothing).
+    if claim.queues is null then
+        return query
+        with claimed as (
+            update queue.jobs as j
+            set status = 'running', attempt = j.attempt + 1, token = gen_random_uuid(),
+                worker = claim.worker, claimed_at = now(),
+                lease_expires_at = now() + coalesce(
+                    claim.lease,
+                    (select q.lease from queue.queues as q where q.queue = j.queue),
+                    interval '60 seconds')
+            where j.id = any (array(
+                    select c.id from queue.jobs as c
+                    where c.status = 'pending' and c.category is null
+                      and c.available_at <= now()
+                    order by c.priority desc, c.available_at, c.id
+                    limit claim.batch
+                    for update skip locked))
+              and (select x.lease_expires_at from queue.jobs as x
+                   where x.status = 'running' and x.lease_expires_at <= now()
+                   order by x.lease_expires_at limit 1) is null
+              and (select g.id from queue.jobs as g
+                   where g.status = 'pending' and g.category is not null
+                     and g.available_at <= now()
+                   order by g.priority desc, g.available_at, g.id limit 1) is null
+            returning j.id, j.queue, j.category, j.priority, j.payload, j.attempt,
+                j.max_attempts, j.token, j.lease_expires_at, j.enqueued_at, j.cache_key,
+                j.cache_version, j.available_at
+        )
+        select c.id, c.queue, c.category, c.priority, c.payload, c.attempt, c.max_attempts,
+            c.token, c.lease_expires_at, c.enqueued_at, c.cache_key, c.cache_version
+        from claimed as c
+        order by c.priority desc, c.available_at, c.id;
+        if found then
+            return;
+        end if;
+    elsif cardinality(claim.queues) = 1 then
+        return query
+        with claimed as (
+            update queue.jobs as j
+            set status = 'running', attempt = j.attempt + 1, token = gen_random_uuid(),
+                worker = claim.worker, claimed_at = now(),
+                lease_expires_at = now() + coalesce(
+                    claim.lease,
+                    (select q.lease from queue.queues as q where q.queue = claim.queues[1]),
+                    interval '60 seconds')
+            where j.id = any (array(
+                    select c.id from queue.jobs as c
+                    where c.queue = claim.queues[1]
+                      and c.status = 'pending' and c.category is null
+                      and c.available_at <= now()
+                    order by c.priority desc, c.available_at, c.id
+                    limit claim.batch
+                    for update skip locked))
+              and j.queue = claim.queues[1]
+              and (select x.lease_expires_at from queue.jobs as x
+                   where x.queue = claim.queues[1]
+                     and x.status = 'running' and x.lease_expires_at <= now()
+                   order by x.lease_expires_at limit 1) is null
+              and (select g.id from queue.jobs as g
+                   where g.queue = claim.queues[1]
+                     and g.status = 'pending' and g.category is not null
+                     and g.available_at <= now()
+                   order by g.priority desc, g.available_at, g.id limit 1) is null
+            returning j.id, j.queue, j.category, j.priority, j.payload, j.attempt,
+                j.max_attempts, j.token, j.lease_expires_at, j.enqueued_at, j.cache_key,
+                j.cache_version, j.available_at
+        )
+        select c.id, c.queue, c.category, c.priority, c.payload, c.attempt, c.max_attempts,
+            c.token, c.lease_expires_at, c.enqueued_at, c.cache_key, c.cache_version
+        from claimed as c
+        order by c.priority desc, c.available_at, c.id;
+        if found then
+            return;
+        end if;
+    end if;
+
+    -- General path: several queues, or the direct path claimed nothing (a lease expired, a
+    -- gated job is ready, or no job is: the direct statement cannot tell which, and what its
+    -- probes saw may have changed since). Take back expired leases first (an index probe
+    -- when there are none).
+    if claim.queues is null then
+        if (select x.lease_expires_at from queue.jobs as x
+            where x.status = 'running' and x.lease_expires_at <= now()
+            order by x.lease_expires_at limit 1) is not null then
+            perform queue._reap(100);
+        end if;
+    elsif exists (
+        select from unnest(claim.queues) as q (name)
+        where (select x.lease_expires_at from queue.jobs as x
+               where x.queue = q.name
+                 and x.status = 'running' and x.lease_expires_at <= now()
+               order by x.lease_expires_at limit 1) is not null
+    ) then
+        perform queue._reap(100, claim.queues);
     end if;
 
     -- Categories that cannot take a job now: paused, or as many live slots as their limit.
@@ -240,111 +217,89 @@ begin
         where r.n >= c.max_running
     ) as f;
 
-    -- 1. The best `batch` candidates, locked. If none has a category, they are leased in the
-    --    same statement (the common case: one statement).
-    with best as materialized (
-        select c.id, c.category, c.priority, c.available_at
-        from queue._candidates(claim.queues, claim.batch, v_exclude, '{}') as c
-    ),
-    claimed as (
-        update queue.jobs as j
-        set status = 'running', attempt = j.attempt + 1, token = gen_random_uuid(),
-            worker = claim.worker, claimed_at = now(),
-            lease_expires_at = now() + coalesce(
-                claim.lease,
-                (select q.lease from queue.queues as q where q.queue = j.queue),
-                interval '60 seconds')
-        from best as b
-        where j.id = b.id
-          and not exists (select from best as g where g.category is not null)
-        returning j.*
-    )
-    select
-        (select array_agg(b.id order by b.priority desc, b.available_at, b.id) from best as b),
-        (select array_agg(b.category order by b.priority desc, b.available_at, b.id)
-         from best as b),
-        (select array_agg(c::queue.jobs) from claimed as c)
-    into v_ids, v_cats, v_rows;
-
+    -- 1. The best `batch` candidates, locked.
+    select array_agg(c.id order by c.priority desc, c.available_at, c.id),
+        array_agg(c.category order by c.priority desc, c.available_at, c.id)
+    into v_ids, v_cats
+    from queue._candidates(claim.queues, claim.batch, v_exclude, '{}') as c;
     if v_ids is null then
         return;
     end if;
-    if v_rows is not null then
-        return query
-        select r.id, r.queue, r.category, r.priority, r.payload, r.attempt, r.max_attempts,
-            r.token, r.lease_expires_at, r.enqueued_at, r.cache_key, r.cache_version
-        from unnest(v_rows) as r
-        order by r.priority desc, r.available_at, r.id;
-        return;
+
+    if cardinality(array_remove(v_cats, null)) = 0 then
+        -- none has a category: lease them all
+        v_take := v_ids;
+    else
+        -- 2. Some candidates have a category. Gate them: one advisory try-lock per category
+        --    serialises its claimers without waiting; under the lock, recount the
+        --    category's live slots and take what is free. A category that runs out of slots
+        --    (or whose lock is busy) is left out and the batch is filled from further
+        --    candidates, in rounds.
+        for v_round in 1 .. 8 loop
+            v_dropped := false;
+            v_take := v_take || array(
+                select c.id from unnest(v_ids, v_cats) as c (id, cat) where c.cat is null);
+            for v_cat in
+                select distinct c.cat from unnest(v_cats) as c (cat) where c.cat is not null
+            loop
+                select c.id, c.max_running into v_cat_id, v_max
+                from queue.categories as c where c.category = v_cat;
+                if v_cat_id is null then
+                    v_cat_id := queue._category_id(v_cat);
+                    v_max := 1;
+                end if;
+                if not v_cat_id = any (v_locked) then
+                    v_got := pg_try_advisory_xact_lock(queue._gate_key(v_cat_id));
+                    v_stat_ids := v_stat_ids || v_cat_id;
+                    v_stat_fail := v_stat_fail || (case when v_got then 0 else 1 end)::bigint;
+                    if not v_got then
+                        v_exclude := v_exclude || v_cat;
+                        v_dropped := true;
+                        continue;
+                    end if;
+                    v_locked := v_locked || v_cat_id;
+                end if;
+                select v_max - count(*) into v_free
+                from queue.worker_locks as w
+                join queue.jobs as j on j.id = w.job_id
+                where w.category_id = v_cat_id
+                  and (j.lease_expires_at > now() or j.id = any (v_take));
+                with taken as (
+                    insert into queue.worker_locks (job_id, category_id, worker)
+                    select c.id, v_cat_id, claim.worker
+                    from unnest(v_ids, v_cats) with ordinality as c (id, cat, n)
+                    where c.cat = v_cat
+                    order by c.n
+                    limit greatest(v_free, 0)
+                    returning job_id
+                )
+                select array_agg(t.job_id) into v_taken from taken as t;
+                v_take := v_take || coalesce(v_taken, '{}');
+                if coalesce(cardinality(v_taken), 0) >= v_free then
+                    -- no slot left: its other candidates go back, the category is left out
+                    v_exclude := v_exclude || v_cat;
+                    v_dropped := v_dropped
+                        or (select count(*) from unnest(v_cats) as c (cat) where c.cat = v_cat)
+                           > coalesce(cardinality(v_taken), 0);
+                end if;
+            end loop;
+            exit when not v_dropped or cardinality(v_take) >= claim.batch;
+            select array_agg(c.id order by c.priority desc, c.available_at, c.id),
+                array_agg(c.category order by c.priority desc, c.available_at, c.id)
+            into v_ids, v_cats
+            from queue._candidates(claim.queues, claim.batch - cardinality(v_take), v_exclude,
+                v_take) as c;
+            exit when v_ids is null;
+        end loop;
+
+        insert into queue.lock_stats as s (minute, backend, category_id, attempts, failures)
+        select date_trunc('minute', now()), pg_backend_pid(), u.cat_id, 1, u.f
+        from unnest(v_stat_ids, v_stat_fail) as u (cat_id, f)
+        on conflict (minute, backend, category_id) do update
+        set attempts = s.attempts + 1, failures = s.failures + excluded.failures;
     end if;
 
-    -- 2. Some candidates have a category. Gate them: one advisory try-lock per category
-    --    serialises its claimers without waiting; under the lock, recount the category's
-    --    live slots and take what is free. A category that runs out of slots (or whose lock
-    --    is busy) is left out and the batch is filled from further candidates, in rounds.
-    for v_round in 1 .. 8 loop
-        v_dropped := false;
-        v_take := v_take || array(
-            select c.id from unnest(v_ids, v_cats) as c (id, cat) where c.cat is null);
-        for v_cat in
-            select distinct c.cat from unnest(v_cats) as c (cat) where c.cat is not null
-        loop
-            select c.id, c.max_running into v_cat_id, v_max
-            from queue.categories as c where c.category = v_cat;
-            if v_cat_id is null then
-                v_cat_id := queue._category_id(v_cat);
-                v_max := 1;
-            end if;
-            if not v_cat_id = any (v_locked) then
-                v_got := pg_try_advisory_xact_lock(queue._gate_key(v_cat_id));
-                v_stat_ids := v_stat_ids || v_cat_id;
-                v_stat_fail := v_stat_fail || (case when v_got then 0 else 1 end)::bigint;
-                if not v_got then
-                    v_exclude := v_exclude || v_cat;
-                    v_dropped := true;
-                    continue;
-                end if;
-                v_locked := v_locked || v_cat_id;
-            end if;
-            select v_max - count(*) into v_free
-            from queue.worker_locks as w
-            join queue.jobs as j on j.id = w.job_id
-            where w.category_id = v_cat_id
-              and (j.lease_expires_at > now() or j.id = any (v_take));
-            with taken as (
-                insert into queue.worker_locks (job_id, category_id, worker)
-                select c.id, v_cat_id, claim.worker
-                from unnest(v_ids, v_cats) with ordinality as c (id, cat, n)
-                where c.cat = v_cat
-                order by c.n
-                limit greatest(v_free, 0)
-                returning job_id
-            )
-            select array_agg(t.job_id) into v_taken from taken as t;
-            v_take := v_take || coalesce(v_taken, '{}');
-            if coalesce(cardinality(v_taken), 0) >= v_free then
-                -- no slot left: its other candidates go back, the category is left out
-                v_exclude := v_exclude || v_cat;
-                v_dropped := v_dropped
-                    or (select count(*) from unnest(v_cats) as c (cat) where c.cat = v_cat)
-                       > coalesce(cardinality(v_taken), 0);
-            end if;
-        end loop;
-        exit when not v_dropped or cardinality(v_take) >= claim.batch;
-        select array_agg(c.id order by c.priority desc, c.available_at, c.id),
-            array_agg(c.category order by c.priority desc, c.available_at, c.id)
-        into v_ids, v_cats
-        from queue._candidates(claim.queues, claim.batch - cardinality(v_take), v_exclude,
-            v_take) as c;
-        exit when v_ids is null;
-    end loop;
-
-    insert into queue.lock_stats as s (minute, backend, category_id, attempts, failures)
-    select date_trunc('minute', now()), pg_backend_pid(), u.cat_id, 1, u.f
-    from unnest(v_stat_ids, v_stat_fail) as u (cat_id, f)
-    on conflict (minute, backend, category_id) do update
-    set attempts = s.attempts + 1, failures = s.failures + excluded.failures;
-
+    -- 3. Lease the jobs taken, in claim order.
     return query
     with claimed as (
         update queue.jobs as j
@@ -366,13 +321,7 @@ begin
 end
 $$;
 
-comment on function queue._scan(text[], int, text[], bigint[]) is
-'Private: the best ready jobs, locked SKIP LOCKED, by partial index.';
-comment on function queue._candidates(text[], int, text[], bigint[]) is
-'Private: queue._scan holding locks on the returned rows only.';
 comment on function queue.claim(text, text[], int, interval) is
 'Lease up to batch ready jobs to a worker (SKIP LOCKED, category-gated, fenced by a token).';
-revoke all on function queue._scan(text[], int, text[], bigint[]) from public;
-revoke all on function queue._candidates(text[], int, text[], bigint[]) from public;
 revoke all on function queue.claim(text, text[], int, interval) from public;
 grant execute on function queue.claim(text, text[], int, interval) to andal_worker, andal_admin;

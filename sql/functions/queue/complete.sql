@@ -4,62 +4,83 @@
 -- queue's cache_policy) in the same transaction (C8, C10).
 -- Raises: 22004 null job_id or token; AN001 (lease lost) when the token is not the job's
 -- current, unexpired lease — nothing is changed then.
+-- Cost: one statement deletes the job, counts it in this backend's statistics row of the
+-- minute (queue._record's upsert, inlined) and reads the queue's policy; a gated job's slot,
+-- a kept result and a cache key take one more statement each.
 create or replace function queue.complete(job_id bigint, token uuid, result jsonb default null)
 returns void
 language plpgsql
 security definer
 set search_path = pg_catalog, pg_temp
+-- by primary key whatever the (possibly stale) statistics say, as complete_many
+set enable_seqscan = off
+set jit = off
 as $$
 #variable_conflict use_column
 declare
-    c_bounds constant double precision[] :=
-        '{1,2,5,10,25,50,100,250,500,1000,2500,5000,10000,30000,60000}'::double precision[];
-    v_job queue.jobs;
-    v_cfg queue.queues;
-    v_run_ms double precision;
-    v_rb int;
-    v_wb int;
-    v_rh bigint[] := '{0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0}'::bigint[];
-    v_wh bigint[] := '{0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0}'::bigint[];
+    v_id bigint;
+    v_queue text;
+    v_category text;
+    v_cache_key text;
+    v_keep boolean;
+    v_policy text;
 begin
     if complete.job_id is null or complete.token is null then
         raise exception 'job_id and token must not be null' using errcode = '22004';
     end if;
-    delete from queue.jobs as j
-    where j.id = complete.job_id and j.status = 'running' and j.token = complete.token
-      and j.lease_expires_at > now()
-    returning j.* into v_job;
-    if v_job.id is null then
+    -- By primary key, never a scan of the running jobs (as complete_many): a token is set
+    -- only while a job runs, so token and unexpired lease say "running" without naming the
+    -- status, which would let the planner read jobs_lease_idx on stale statistics.
+    with gone as (
+        delete from queue.jobs as j
+        where j.id = complete.job_id and j.token = complete.token
+          and j.lease_expires_at > now()
+        returning j.id, j.queue, j.category, j.cache_key,
+            date_part('epoch', now() - j.claimed_at) * 1000 as run_ms,
+            width_bucket(date_part('epoch', now() - j.claimed_at) * 1000,
+                '{1,2,5,10,25,50,100,250,500,1000,2500,5000,10000,30000,60000}'::float8[])
+            + 1 as rb,
+            width_bucket(date_part('epoch', j.claimed_at - j.available_at) * 1000,
+                '{1,2,5,10,25,50,100,250,500,1000,2500,5000,10000,30000,60000}'::float8[])
+            + 1 as wb
+    ),
+    counted as (
+        -- one upsert of this backend's row for this minute, queue and category; the
+        -- histograms get a 1 in the job's bucket (16 buckets, see queue._hist_bounds)
+        insert into queue.stat_minutes as s (
+            minute, backend, queue, category, completed, run_count, run_ms, run_hist, wait_hist
+        )
+        select date_trunc('minute', now()), pg_backend_pid(), g.queue, coalesce(g.category, ''),
+            1, 1, g.run_ms,
+            array_fill(0::bigint, array[g.rb - 1]) || 1::bigint
+            || array_fill(0::bigint, array[16 - g.rb]),
+            array_fill(0::bigint, array[g.wb - 1]) || 1::bigint
+            || array_fill(0::bigint, array[16 - g.wb])
+        from gone as g
+        on conflict (minute, backend, queue, category) do update
+        set completed = s.completed + 1, run_count = s.run_count + 1,
+            run_ms = s.run_ms + excluded.run_ms,
+            run_hist[array_position(excluded.run_hist, 1::bigint)]
+            = s.run_hist[array_position(excluded.run_hist, 1::bigint)] + 1,
+            wait_hist[array_position(excluded.wait_hist, 1::bigint)]
+            = s.wait_hist[array_position(excluded.wait_hist, 1::bigint)] + 1
+    )
+    select g.id, g.queue, g.category, g.cache_key, q.keep_results, q.cache_policy
+    into v_id, v_queue, v_category, v_cache_key, v_keep, v_policy
+    from gone as g
+    left join queue.queues as q on q.queue = g.queue;
+    if v_id is null then
         perform queue._lease_lost(complete.job_id, complete.token);
     end if;
-    if v_job.category is not null then
-        delete from queue.worker_locks as w where w.job_id = v_job.id;
+    if v_category is not null then
+        delete from queue.worker_locks as w where w.job_id = v_id;
     end if;
-    -- Statistics (queue._record, inlined for the hot path): one upsert of this backend's
-    -- row for this minute, queue and category.
-    v_run_ms := date_part('epoch', now() - v_job.claimed_at) * 1000;
-    v_rb := width_bucket(v_run_ms, c_bounds) + 1;
-    v_wb := width_bucket(date_part('epoch', v_job.claimed_at - v_job.available_at) * 1000,
-        c_bounds) + 1;
-    v_rh[v_rb] := 1;
-    v_wh[v_wb] := 1;
-    insert into queue.stat_minutes as s (
-        minute, backend, queue, category, completed, run_count, run_ms, run_hist, wait_hist
-    ) values (
-        date_trunc('minute', now()), pg_backend_pid(), v_job.queue,
-        coalesce(v_job.category, ''), 1, 1, v_run_ms, v_rh, v_wh
-    )
-    on conflict (minute, backend, queue, category) do update
-    set completed = s.completed + 1, run_count = s.run_count + 1,
-        run_ms = s.run_ms + excluded.run_ms,
-        run_hist[v_rb] = s.run_hist[v_rb] + 1, wait_hist[v_wb] = s.wait_hist[v_wb] + 1;
-    select q.* into v_cfg from queue.queues as q where q.queue = v_job.queue;
-    if v_cfg.keep_results then
-        insert into queue.results (job_id, queue, result) values (v_job.id, v_job.queue, complete.result);
+    if v_keep then
+        insert into queue.results (job_id, queue, result) values (v_id, v_queue, complete.result);
     end if;
-    if v_job.cache_key is not null then
-        perform cache._job_done(v_job.cache_key, coalesce(v_cfg.cache_policy, 'invalidate'),
-            complete.result, 'completed');
+    if v_cache_key is not null then
+        perform cache._job_done(v_cache_key, coalesce(v_policy, 'invalidate'), complete.result,
+            'completed');
     end if;
 end
 $$;
@@ -68,26 +89,27 @@ $$;
 -- returns one row per input job with completed = false where the lease was lost (that job
 -- is left untouched). Rows are locked in id order, so concurrent batches never deadlock.
 -- Raises: 22004 null arrays; 22023 arrays of different lengths.
+-- Cost: one statement locks and deletes the jobs (by primary key), frees their gate slots,
+-- keeps their results and counts them in the statistics (one upsert per queue and category
+-- of the batch); one more builds the answer; each cache key takes one call.
 create or replace function queue.complete_many(
     job_ids bigint[], tokens uuid[], results jsonb[] default null
 ) returns table (job_id bigint, completed boolean)
 language plpgsql
 security definer
 set search_path = pg_catalog, pg_temp
--- every row is found by primary key, whatever the (possibly stale) statistics say
+-- every row is found by primary key, whatever the (possibly stale) statistics say; and no
+-- JIT compilation, which a plan costed with a disabled scan would trigger on every call
 set enable_seqscan = off
+set jit = off
 as $$
 #variable_conflict use_column
 declare
-    v_done text[];  -- "job_id:token" of the completed pairs
+    v_ids bigint[];  -- the completed (job, token) pairs
+    v_toks uuid[];
     v_keys text[];
     v_key_queues text[];
     v_key_results jsonb[];
-    v_queues text[];
-    v_cats text[];
-    v_run double precision[];
-    v_wait double precision[];
-    v_group record;
 begin
     if complete_many.job_ids is null or complete_many.tokens is null then
         raise exception 'job_ids and tokens must not be null' using errcode = '22004';
@@ -100,62 +122,120 @@ begin
     end if;
 
     with input as (
-        -- a (job, token) pair given twice counts once (with its first result)
-        select distinct on (i.id, i.tok) i.id, i.tok, complete_many.results[i.n] as res
+        -- a (job, token) pair given twice counts once (with its first result: n)
+        select distinct on (i.id, i.tok) i.id, i.tok, i.n
         from unnest(complete_many.job_ids, complete_many.tokens) with ordinality as i (id, tok, n)
         order by i.id, i.tok, i.n
     ),
     locked as (
-        -- By primary key (= any), never a scan of the running jobs: a token is set only
-        -- while a job runs, so token and unexpired lease say "running" without naming the
-        -- status (which would let the planner pick jobs_lease_idx on stale statistics).
-        select j.id from queue.jobs as j
-        where j.id = any (complete_many.job_ids) and j.lease_expires_at > now()
-          and exists (select from input as i where i.id = j.id and i.tok = j.token)
+        -- By primary key (one probe per input pair), never a scan of the running jobs: a
+        -- token is set only while a job runs, so token and unexpired lease say "running"
+        -- without naming the status (which would let the planner pick jobs_lease_idx on
+        -- stale statistics). A job has one token, so it matches at most one pair.
+        select j.id, j.queue, i.n from input as i
+        join queue.jobs as j on j.id = i.id and j.token = i.tok
+        where j.lease_expires_at > now()
         order by j.id
         for update of j
     ),
     gone as (
-        delete from queue.jobs as j using locked as l where j.id = l.id
-        returning j.id, j.token, j.queue, j.category, j.cache_key, j.claimed_at, j.available_at
+        -- (the queue too: a sharded table reads the job's shard only)
+        delete from queue.jobs as j using locked as l where j.id = l.id and j.queue = l.queue
+        returning j.id, j.token, j.queue, j.category, j.cache_key, l.n,
+            date_part('epoch', now() - j.claimed_at) * 1000 as run_ms,
+            width_bucket(date_part('epoch', now() - j.claimed_at) * 1000,
+                '{1,2,5,10,25,50,100,250,500,1000,2500,5000,10000,30000,60000}'::float8[])
+            + 1 as rb,
+            width_bucket(date_part('epoch', j.claimed_at - j.available_at) * 1000,
+                '{1,2,5,10,25,50,100,250,500,1000,2500,5000,10000,30000,60000}'::float8[])
+            + 1 as wb
     ),
     slots as (
-        delete from queue.worker_locks as w using gone as g
-        where g.category is not null and w.job_id = g.id
+        -- by primary key, for the gated jobs only
+        delete from queue.worker_locks as w
+        where w.job_id = any (array(select g.id from gone as g where g.category is not null))
     ),
     kept as (
+        -- the queues that keep results are read once (usually none), not once per job; in
+        -- key order, so on an index
         insert into queue.results (job_id, queue, result)
-        select g.id, g.queue, i.res from gone as g
-        join input as i on i.id = g.id and i.tok = g.token
-        join queue.queues as q on q.queue = g.queue and q.keep_results
+        select g.id, g.queue, complete_many.results[g.n] from gone as g
+        where g.queue = any (array(
+            select q.queue from queue.queues as q where q.keep_results order by q.queue))
+    ),
+    counted as (
+        -- queue._record's upsert, once per queue and category of the batch: this backend's
+        -- row of the minute, with the batch's histograms (16 buckets, see queue._hist_bounds)
+        insert into queue.stat_minutes as s (
+            minute, backend, queue, category, completed, run_count, run_ms, run_hist, wait_hist
+        )
+        select date_trunc('minute', now()), pg_backend_pid(), g.queue, coalesce(g.category, ''),
+            count(*), count(*), sum(g.run_ms),
+            array[
+                count(*) filter (where g.rb = 1), count(*) filter (where g.rb = 2),
+                count(*) filter (where g.rb = 3), count(*) filter (where g.rb = 4),
+                count(*) filter (where g.rb = 5), count(*) filter (where g.rb = 6),
+                count(*) filter (where g.rb = 7), count(*) filter (where g.rb = 8),
+                count(*) filter (where g.rb = 9), count(*) filter (where g.rb = 10),
+                count(*) filter (where g.rb = 11), count(*) filter (where g.rb = 12),
+                count(*) filter (where g.rb = 13), count(*) filter (where g.rb = 14),
+                count(*) filter (where g.rb = 15), count(*) filter (where g.rb = 16)],
+            array[
+                count(*) filter (where g.wb = 1), count(*) filter (where g.wb = 2),
+                count(*) filter (where g.wb = 3), count(*) filter (where g.wb = 4),
+                count(*) filter (where g.wb = 5), count(*) filter (where g.wb = 6),
+                count(*) filter (where g.wb = 7), count(*) filter (where g.wb = 8),
+                count(*) filter (where g.wb = 9), count(*) filter (where g.wb = 10),
+                count(*) filter (where g.wb = 11), count(*) filter (where g.wb = 12),
+                count(*) filter (where g.wb = 13), count(*) filter (where g.wb = 14),
+                count(*) filter (where g.wb = 15), count(*) filter (where g.wb = 16)]
+        from gone as g
+        group by g.queue, coalesce(g.category, '')
+        on conflict (minute, backend, queue, category) do update
+        set completed = s.completed + excluded.completed,
+            run_count = s.run_count + excluded.run_count,
+            run_ms = s.run_ms + excluded.run_ms,
+            run_hist = array[
+                s.run_hist[1] + excluded.run_hist[1], s.run_hist[2] + excluded.run_hist[2],
+                s.run_hist[3] + excluded.run_hist[3], s.run_hist[4] + excluded.run_hist[4],
+                s.run_hist[5] + excluded.run_hist[5], s.run_hist[6] + excluded.run_hist[6],
+                s.run_hist[7] + excluded.run_hist[7], s.run_hist[8] + excluded.run_hist[8],
+                s.run_hist[9] + excluded.run_hist[9], s.run_hist[10] + excluded.run_hist[10],
+                s.run_hist[11] + excluded.run_hist[11], s.run_hist[12] + excluded.run_hist[12],
+                s.run_hist[13] + excluded.run_hist[13], s.run_hist[14] + excluded.run_hist[14],
+                s.run_hist[15] + excluded.run_hist[15], s.run_hist[16] + excluded.run_hist[16]],
+            wait_hist = array[
+                s.wait_hist[1] + excluded.wait_hist[1], s.wait_hist[2] + excluded.wait_hist[2],
+                s.wait_hist[3] + excluded.wait_hist[3], s.wait_hist[4] + excluded.wait_hist[4],
+                s.wait_hist[5] + excluded.wait_hist[5], s.wait_hist[6] + excluded.wait_hist[6],
+                s.wait_hist[7] + excluded.wait_hist[7], s.wait_hist[8] + excluded.wait_hist[8],
+                s.wait_hist[9] + excluded.wait_hist[9], s.wait_hist[10] + excluded.wait_hist[10],
+                s.wait_hist[11] + excluded.wait_hist[11], s.wait_hist[12] + excluded.wait_hist[12],
+                s.wait_hist[13] + excluded.wait_hist[13], s.wait_hist[14] + excluded.wait_hist[14],
+                s.wait_hist[15] + excluded.wait_hist[15], s.wait_hist[16] + excluded.wait_hist[16]]
     )
-    select coalesce(array_agg(g.id || ':' || g.token), '{}'),
+    select array_agg(g.id), array_agg(g.token),
         -- cache effects in key order: concurrent batches lock entries in one order
         array_agg(g.cache_key order by g.cache_key) filter (where g.cache_key is not null),
         array_agg(g.queue order by g.cache_key) filter (where g.cache_key is not null),
-        array_agg(i.res order by g.cache_key) filter (where g.cache_key is not null),
-        array_agg(g.queue), array_agg(g.category),
-        array_agg(date_part('epoch', now() - g.claimed_at) * 1000),
-        array_agg(date_part('epoch', g.claimed_at - g.available_at) * 1000)
-    into v_done, v_keys, v_key_queues, v_key_results, v_queues, v_cats, v_run, v_wait
-    from gone as g join input as i on i.id = g.id and i.tok = g.token;
-
-    for v_group in
-        select u.q, u.c, count(*)::int as n, array_agg(u.r) as r, array_agg(u.w) as w
-        from unnest(v_queues, v_cats, v_run, v_wait) as u (q, c, r, w)
-        group by u.q, u.c
-    loop
-        perform queue._record(v_group.q, v_group.c, v_group.n, 0, 0, v_group.r, v_group.w);
-    end loop;
+        array_agg(complete_many.results[g.n] order by g.cache_key)
+        filter (where g.cache_key is not null)
+    into v_ids, v_toks, v_keys, v_key_queues, v_key_results
+    from gone as g;
 
     for v_i in 1 .. coalesce(cardinality(v_keys), 0) loop
         perform cache._job_done(v_keys[v_i], (queue._config(v_key_queues[v_i])).cache_policy,
             v_key_results[v_i], 'completed');
     end loop;
 
+    -- One row per input pair, in input order. A pair with a null id or token matches
+    -- nothing: null, or false when no job was completed.
     return query
-    select i.id, (i.id || ':' || i.tok) = any (v_done)
+    select i.id,
+        case when i.id is not null and i.tok is not null then d.id is not null
+             when v_ids is null then false end
     from unnest(complete_many.job_ids, complete_many.tokens) with ordinality as i (id, tok, n)
+    left join unnest(v_ids, v_toks) as d (id, tok) on d.id = i.id and d.tok = i.tok
     order by i.n;
 end
 $$;

@@ -47,8 +47,9 @@ $$;
 
 -- _record: count ended attempts of one queue and category in this minute's row of this
 -- backend (never contended by another session). run_ms and wait_ms hold one duration per
--- ended attempt: claim to end, and availability to claim. On the hot path: plain PL/pgSQL
--- arithmetic and one upsert.
+-- ended attempt: claim to end, and availability to claim. Plain PL/pgSQL arithmetic and one
+-- upsert; used by fail and lease expiry. complete and complete_many do the same upsert inline,
+-- in the statement that deletes the jobs (one row per queue and category of the batch).
 create or replace function queue._record(
     queue_name text, category_name text, completed int, retried int, dead int,
     run_ms double precision [], wait_ms double precision []

@@ -1,0 +1,184 @@
+-- The candidate scans of queue.claim's general path (several queues, gated jobs, expired
+-- leases): queue._scan and queue._candidates. Private: called only by queue.claim.
+
+-- _scan: the best `lim` ready jobs of `queues` (null: every queue), locked FOR UPDATE SKIP
+-- LOCKED, leaving out the categories in exclude_categories and the ids in exclude_ids.
+-- Ungated and gated jobs are read from their own partial indexes; for listed queues, each
+-- queue's index is read on its own (an index scan per queue and kind, never a sort of the
+-- backlog). Each scan locks up to `lim` rows: rows locked but not among the best stay locked
+-- until the transaction (or subtransaction) ends. One static statement per case (every
+-- queue, one queue, several queues): each has one simple plan, made once per session.
+create or replace function queue._scan(
+    queues text[], lim int, exclude_categories text[], exclude_ids bigint[]
+) returns table (id bigint, category text, priority int, available_at timestamptz)
+language plpgsql
+set search_path = pg_catalog, pg_temp
+-- custom plans, although claim forces generic ones: see queue.claim
+set plan_cache_mode = auto
+rows 10
+as $$
+#variable_conflict use_column
+begin
+    if queues is null then
+        return query
+        select c.id, c.category, c.priority, c.available_at from (
+            select a.id, a.category, a.priority, a.available_at from (
+                select j.id, j.category, j.priority, j.available_at from queue.jobs as j
+                where j.status = 'pending' and j.category is null and j.available_at <= now()
+                  and j.id <> all (exclude_ids)
+                order by j.priority desc, j.available_at, j.id
+                limit lim
+                for update skip locked
+            ) as a
+            union all
+            select a.id, a.category, a.priority, a.available_at from (
+                select j.id, j.category, j.priority, j.available_at from queue.jobs as j
+                where j.status = 'pending' and j.category is not null
+                  and j.available_at <= now()
+                  and j.category <> all (exclude_categories) and j.id <> all (exclude_ids)
+                order by j.priority desc, j.available_at, j.id
+                limit lim
+                for update skip locked
+            ) as a
+        ) as c
+        order by c.priority desc, c.available_at, c.id
+        limit lim;
+    elsif cardinality(queues) = 1 then
+        return query
+        select c.id, c.category, c.priority, c.available_at from (
+            select a.id, a.category, a.priority, a.available_at from (
+                select j.id, j.category, j.priority, j.available_at from queue.jobs as j
+                where j.queue = queues[1]
+                  and j.status = 'pending' and j.category is null and j.available_at <= now()
+                  and j.id <> all (exclude_ids)
+                order by j.priority desc, j.available_at, j.id
+                limit lim
+                for update skip locked
+            ) as a
+            union all
+            select a.id, a.category, a.priority, a.available_at from (
+                select j.id, j.category, j.priority, j.available_at from queue.jobs as j
+                where j.queue = queues[1]
+                  and j.status = 'pending' and j.category is not null
+                  and j.available_at <= now()
+                  and j.category <> all (exclude_categories) and j.id <> all (exclude_ids)
+                order by j.priority desc, j.available_at, j.id
+                limit lim
+                for update skip locked
+            ) as a
+        ) as c
+        order by c.priority desc, c.available_at, c.id
+        limit lim;
+    else
+        return query
+        select c.id, c.category, c.priority, c.available_at from (
+            select b.id, b.category, b.priority, b.available_at
+            from (select distinct q.name from unnest(queues) as q (name)) as q
+            cross join lateral (
+                select j.id, j.category, j.priority, j.available_at from queue.jobs as j
+                where j.queue = q.name
+                  and j.status = 'pending' and j.category is null and j.available_at <= now()
+                  and j.id <> all (exclude_ids)
+                order by j.priority desc, j.available_at, j.id
+                limit lim
+                for update skip locked
+            ) as b
+            union all
+            select b.id, b.category, b.priority, b.available_at
+            from (select distinct q.name from unnest(queues) as q (name)) as q
+            cross join lateral (
+                select j.id, j.category, j.priority, j.available_at from queue.jobs as j
+                where j.queue = q.name
+                  and j.status = 'pending' and j.category is not null
+                  and j.available_at <= now()
+                  and j.category <> all (exclude_categories) and j.id <> all (exclude_ids)
+                order by j.priority desc, j.available_at, j.id
+                limit lim
+                for update skip locked
+            ) as b
+        ) as c
+        order by c.priority desc, c.available_at, c.id
+        limit lim;
+    end if;
+end
+$$;
+
+-- _candidates: queue._scan, such that the caller holds row locks on the returned jobs only.
+-- The scan over-locks only when more than one of its index scans finds rows: several queues,
+-- or ready jobs of both kinds (with and without a category). Then it runs in a
+-- subtransaction that is rolled back — giving back every lock it took — and only the chosen
+-- rows are locked again (SKIP LOCKED: a row another claimer took in between is left out).
+-- Otherwise ready jobs the claim did not take would stay hidden from every other claimer
+-- until the claimer's transaction ends (a claim sharing the handler's transaction). In the
+-- common case (one kind of job, one or every queue) two index probes decide, and the scan
+-- runs directly.
+create or replace function queue._candidates(
+    queues text[], lim int, exclude_categories text[], exclude_ids bigint[]
+) returns table (id bigint, category text, priority int, available_at timestamptz)
+language plpgsql
+set search_path = pg_catalog, pg_temp
+-- custom plans, although claim forces generic ones: see queue.claim
+set plan_cache_mode = auto
+rows 10
+as $$
+#variable_conflict use_column
+declare
+    v_best bigint[];
+    v_mixed boolean;
+begin
+    -- Each probe follows its claim index's order and reads one index entry (an EXISTS
+    -- drops the ORDER BY and may be planned as a sequential scan).
+    if queues is null then
+        v_mixed := (
+            select j.id from queue.jobs as j
+            where j.status = 'pending' and j.category is null and j.available_at <= now()
+            order by j.priority desc, j.available_at, j.id limit 1
+        ) is not null and (
+            select j.id from queue.jobs as j
+            where j.status = 'pending' and j.category is not null and j.available_at <= now()
+              and j.category <> all (exclude_categories)
+            order by j.priority desc, j.available_at, j.id limit 1
+        ) is not null;
+    elsif cardinality(queues) = 1 then
+        v_mixed := (
+            select j.id from queue.jobs as j
+            where j.queue = queues[1]
+              and j.status = 'pending' and j.category is null and j.available_at <= now()
+            order by j.priority desc, j.available_at, j.id limit 1
+        ) is not null and (
+            select j.id from queue.jobs as j
+            where j.queue = queues[1]
+              and j.status = 'pending' and j.category is not null and j.available_at <= now()
+              and j.category <> all (exclude_categories)
+            order by j.priority desc, j.available_at, j.id limit 1
+        ) is not null;
+    else
+        v_mixed := true;
+    end if;
+    if not v_mixed then
+        return query
+        select s.id, s.category, s.priority, s.available_at
+        from queue._scan(queues, lim, exclude_categories, exclude_ids) as s;
+        return;
+    end if;
+    begin
+        select array_agg(s.id) into v_best
+        from queue._scan(queues, lim, exclude_categories, exclude_ids) as s;
+        raise sqlstate 'AN900';  -- roll the subtransaction back: its row locks go with it
+    exception when sqlstate 'AN900' then
+        null;
+    end;
+    return query
+    select j.id, j.category, j.priority, j.available_at from queue.jobs as j
+    where j.id = any (v_best) and j.status = 'pending' and j.available_at <= now()
+    order by j.priority desc, j.available_at, j.id
+    for update skip locked;
+end
+$$;
+
+comment on function queue._scan(text[], int, text[], bigint[]) is
+'Private: the best ready jobs, locked SKIP LOCKED, by partial index.';
+comment on function queue._candidates(text[], int, text[], bigint[]) is
+'Private: queue._scan holding locks on the returned rows only.';
+revoke all on function queue._scan(text[], int, text[], bigint[]) from public;
+revoke all on function queue._candidates(text[], int, text[], bigint[]) from public;
