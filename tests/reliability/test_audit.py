@@ -48,7 +48,7 @@ PLANTS = {
     "matrix": "grant execute on function queue.cancel(bigint) to andal_worker",
     "matrix ": "revoke execute on function queue.claim(text, text[], int, interval)"
     " from andal_worker",
-    "matrix  ": "grant execute on function queue._reap(int) to andal_admin",
+    "matrix  ": "grant execute on function queue._reap(int, text[]) to andal_admin",
     "unknown_function": "create function queue.backdoor() returns int"
     " language sql set search_path = pg_catalog, pg_temp as 'select 1';"
     " revoke all on function queue.backdoor() from public",
