@@ -88,7 +88,7 @@ declare
     v_next bigint;
     v_moved bigint;
     v_idx record;
-    v_names text[] := '{}';
+    v_names text[] := '{}'::text[];
     v_fn regprocedure;
     v_opts text;
 begin
@@ -119,12 +119,9 @@ begin
     end if;
 
     -- The new table: same columns, defaults, checks and identity (a new sequence).
-    if set_shards.shards = 1 then
-        create table queue.jobs_next (like queue.jobs including all excluding indexes);
-    else
-        execute 'create table queue.jobs_next (like queue.jobs including all excluding indexes)'
-            ' partition by hash (queue)';
-    end if;
+    -- (Statements naming queue.jobs_next are dynamic: the table exists only during the call.)
+    execute 'create table queue.jobs_next (like queue.jobs including all excluding indexes)'
+        || case when set_shards.shards > 1 then ' partition by hash (queue)' else '' end;
     select array_to_string(c.reloptions, ', ') into v_opts
     from pg_class as c
     where c.oid = coalesce(
@@ -144,11 +141,8 @@ begin
     end if;
 
     -- The same indexes, under temporary names; the primary key gains the partition key.
-    if set_shards.shards = 1 then
-        alter table queue.jobs_next add constraint jobs_next_pkey primary key (id);
-    else
-        alter table queue.jobs_next add constraint jobs_next_pkey primary key (id, queue);
-    end if;
+    execute 'alter table queue.jobs_next add constraint jobs_next_pkey primary key '
+        || case when set_shards.shards > 1 then '(id, queue)' else '(id)' end;
     for v_idx in
         select c.relname, pg_get_indexdef(x.indexrelid) as def
         from pg_index as x
@@ -160,11 +154,12 @@ begin
             v_idx.def,
             '^CREATE (UNIQUE )?INDEX \S+ ON (ONLY )?queue\.jobs ',
             format('CREATE \1INDEX %I ON queue.jobs_next ', v_idx.relname || '_next'));
-        v_names := v_names || v_idx.relname;
+        v_names := array_append(v_names, v_idx.relname::text);
     end loop;
 
     -- Move the live jobs, keeping their ids; the new sequence continues the old one.
-    insert into queue.jobs_next overriding system value select * from queue.jobs;
+    execute format('insert into queue.%I overriding system value select * from queue.jobs',
+        'jobs_next');
     get diagnostics v_moved = row_count;
     v_seq := pg_get_serial_sequence('queue.jobs', 'id');
     execute format('select last_value + 1 from %s', v_seq) into v_next;
@@ -173,7 +168,7 @@ begin
 
     -- Swap, and give the new objects the old names.
     drop table queue.jobs;
-    alter table queue.jobs_next rename to jobs;
+    execute format('alter table queue.%I rename to jobs', 'jobs_next');
     alter table queue.jobs rename constraint jobs_next_pkey to jobs_pkey;
     execute format('alter sequence %s rename to jobs_id_seq',
         pg_get_serial_sequence('queue.jobs', 'id'));
