@@ -41,8 +41,10 @@ create or replace function queue.heartbeat_many(
 language plpgsql
 security definer
 set search_path = pg_catalog, pg_temp
--- every row is found by primary key, whatever the (possibly stale) statistics say
+-- every row is found by primary key, whatever the (possibly stale) statistics say; jit off:
+-- a plan costed with a disabled scan would otherwise be JIT-compiled on every call
 set enable_seqscan = off
+set jit = off
 as $$
 #variable_conflict use_column
 begin
