@@ -33,17 +33,23 @@ def churn(dsn: str, n: int = 200) -> None:
         c.execute("select queue.cancel(job_id => j) from unnest(%s::bigint[]) as j", (ids,))
 
 
+#: The table itself, or its shards when it is partitioned (a sharded queue.jobs).
+LEAVES = (
+    "select s.* from pg_stat_user_tables as s"
+    " where s.relid = %(t)s::regclass and not exists"
+    " (select from pg_inherits as i where i.inhparent = %(t)s::regclass)"
+    " or s.relid in (select i.inhrelid from pg_inherits as i where i.inhparent = %(t)s::regclass)"
+)
+
+
 def last_vacuum(conn: psycopg.Connection, table: str) -> object:
-    return conn.execute(
-        "select last_vacuum from pg_stat_user_tables where schemaname || '.' || relname = %s",
-        (table,),
-    ).fetchone()[0]
+    """When the table (every shard of it) was last vacuumed."""
+    return conn.execute(f"select min(last_vacuum) from ({LEAVES}) as l", {"t": table}).fetchone()[0]
 
 
 def dead_tuples(conn: psycopg.Connection, table: str) -> int:
     return conn.execute(
-        "select n_dead_tup from pg_stat_user_tables where schemaname || '.' || relname = %s",
-        (table,),
+        f"select coalesce(sum(n_dead_tup), 0) from ({LEAVES}) as l", {"t": table}
     ).fetchone()[0]
 
 

@@ -86,19 +86,25 @@ VACUUM_UNLOCK = "select pg_advisory_unlock(%(key)s::bigint)"
 
 #: andal's tables changed since their last vacuum, and not vacuumed (by anyone) in the last
 #: ``every``; ``allowed``: whether this role may vacuum them (their owner's or the database
-#: owner's privileges; a superuser has both). Most dead tuples first.
+#: owner's privileges; a superuser has both). The shards of a partitioned table (a sharded
+#: ``queue.jobs``) count as their parent, which is vacuumed as one (VACUUM recurses into its
+#: partitions). Most dead tuples first.
 VACUUM_DUE = (
-    "select s.schemaname::text, s.relname::text, s.n_dead_tup,"
-    " pg_catalog.pg_has_role(c.relowner, 'USAGE') or pg_catalog.pg_has_role(d.datdba, 'USAGE')"
-    " as allowed"
+    "select s.schemaname::text, coalesce(p.relname, c.relname)::text as name,"
+    " sum(s.n_dead_tup)::bigint as dead,"
+    " bool_and(pg_catalog.pg_has_role(coalesce(p.relowner, c.relowner), 'USAGE')"
+    " or pg_catalog.pg_has_role(d.datdba, 'USAGE')) as allowed"
     " from pg_catalog.pg_stat_user_tables as s"
     " join pg_catalog.pg_class as c on c.oid = s.relid"
+    " left join pg_catalog.pg_inherits as i on i.inhrelid = s.relid"
+    " left join pg_catalog.pg_class as p on p.oid = i.inhparent"
     " join pg_catalog.pg_database as d on d.datname = pg_catalog.current_database()"
     " where s.schemaname in ('queue', 'cache')"
     " and (s.n_dead_tup > 0 or s.n_mod_since_analyze > 0)"
     " and coalesce(greatest(s.last_vacuum, s.last_autovacuum), '-infinity')"
     " < pg_catalog.now() - %(every)s::interval"
-    " order by s.n_dead_tup desc, 1, 2"
+    " group by 1, 2"
+    " order by 3 desc, 1, 2"
 )
 
 #: Formatted with psycopg.sql.Identifier(schema, table).
