@@ -131,9 +131,10 @@ def test_refill_never_overwrites_a_newer_write(dsn: str, db: psycopg.Connection)
         db.execute("select cache.invalidate(key => 'race:k')")  # the loader will be called
 
         def slow_loader(key: str) -> str:
-            # Meanwhile the primary store changes and the change is written through.
-            put(db, key, '"v3"')
+            # Meanwhile the primary store changes and the change is written through. (Count
+            # the applied changes first: the follower may apply this one before put returns.)
             applied = cache.stats().get("changes_applied", 0)
+            put(db, key, '"v3"')
             wait_for(lambda: cache.stats().get("changes_applied", 0) > applied, timeout=5)
             return "v2 (read before the change)"
 
