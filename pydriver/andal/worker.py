@@ -11,12 +11,17 @@ Threads of one ``Worker``:
 * the runner (the caller of ``run``, or ``andal-worker`` after ``start``): waits for a stop
   (``stop()``, SIGTERM, SIGINT), then drains;
 * per database, a claim loop: claims leased jobs in batches sized to the database's room
-  (its fair share of the free slots), starts transactional probes, wakes on a NOTIFY hint, a
-  freed slot or the poll timer, runs ``queue.maintain()``, and reconnects with backoff while
-  the database is unreachable;
+  (its fair share of the free slots) when no completion is on its way to carry the claim
+  (at start, on a NOTIFY hint, a freed slot or the poll timer), starts transactional probes,
+  runs ``queue.maintain()``, and reconnects with backoff while the database is unreachable;
 * ``concurrency`` slot threads run the handlers (of any database);
 * per database, the completer sends outcomes: successes batched through
-  ``queue.complete_many``, failures one by one through ``queue.fail``;
+  ``queue.complete_many`` and, in the same statement, the claim for the slots those jobs left
+  (``sql.COMPLETE_MANY_THEN_CLAIM``: one round trip and one commit per batch; see
+  ``_complete``); failures one by one through ``queue.fail``. A leased job gives its slot back
+  as soon as its handler returns and stays held (heartbeated, waited for by a stop) until its
+  outcome is recorded; a database's jobs in hand (running or waiting for their outcome) stay
+  within twice ``concurrency``. With one slot, the completer runs the job it claimed itself;
 * per database, the heartbeat extends the leases of held jobs every lease/3
   (``queue.heartbeat_many``);
 * per database, the listener holds one dedicated connection on ``LISTEN andal_jobs``; it is
@@ -32,6 +37,10 @@ when off, the hot path only tests ``is None``.
 
 Every decision (which job, how long a lease, retry or dead) is taken by the SQL functions;
 this module only moves jobs between them and the handlers.
+
+Hot path: the claim loop and the completer each keep one pooled connection between their
+statements (a ``_Lane``); arrays are sent as literals; there is no log formatting unless the
+level is enabled; counts and the bookkeeping of a completion are taken once per batch.
 """
 
 from __future__ import annotations
@@ -91,6 +100,24 @@ def is_connection_error(exc: BaseException) -> bool:
 
 
 _ERROR_LIMIT = 4000  # characters of error text sent to queue.fail
+
+
+def text_array(items: Iterable[str | None]) -> str:
+    """A PostgreSQL array literal of strings (each quoted, None as NULL), for a ``::text[]``
+    or ``::jsonb[]`` parameter. The driver sends its arrays as literals: psycopg adapts a list
+    element by element to choose its dumper, which cost more client CPU than the statement
+    itself for a batch of 100."""
+    return "{" + ",".join("NULL" if v is None else _quote(v) for v in items) + "}"
+
+
+def plain_array(items: Iterable[Any]) -> str:
+    """A PostgreSQL array literal of values whose text never needs quoting (integers, UUIDs),
+    for a ``::bigint[]`` or ``::uuid[]`` parameter."""
+    return "{" + ",".join(map(str, items)) + "}"
+
+
+def _quote(value: str) -> str:
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def as_interval(value: Seconds | None) -> timedelta | None:
@@ -220,8 +247,8 @@ class _Run:
     ``state``: claimed -> running -> finishing -> done; claimed/running -> released.
     ``lost`` is set once the lease is known to be gone (the outcome will be discarded).
     ``source``: the database it came from (every statement about it goes there). ``slot``:
-    it holds a handler slot (until finished, or until its outcome waits on an unreachable
-    database). ``ran``: its handler is done (the outcome waits for the completer).
+    it holds a handler slot (a leased run until its handler returns, a run that never ran
+    until it is finished). ``ran``: its handler is done (the outcome waits for the completer).
     """
 
     __slots__ = (
@@ -240,8 +267,16 @@ class _Run:
         "span",
     )
 
-    def __init__(self, source: Source, job: Job, handler: Handler, lease_len: float) -> None:
-        now = time.monotonic()
+    def __init__(
+        self,
+        source: Source,
+        job: Job,
+        handler: Handler,
+        lease_len: float,
+        now: float | None = None,
+    ) -> None:
+        if now is None:
+            now = time.monotonic()
         self.source = source
         self.slot = True
         self.ran = False
@@ -269,7 +304,7 @@ class _Run:
         return out
 
 
-@dataclass
+@dataclass(slots=True)
 class _Outcome:
     run: _Run
     ok: bool
@@ -279,6 +314,50 @@ class _Outcome:
     reason: str | None = None  # exception | retry | fail
     retry_in: timedelta | None = None
     retryable: bool = True
+    rides: bool = False  # the next claim of its database rides on its completion
+
+
+class _Lane:
+    """One pooled connection a thread keeps between its statements: the claim loop's and the
+    completer's. Taking a connection from the pool and giving it back costs about as much
+    client CPU as a small statement, which a worker at batch 1 paid twice per job; a lane pays
+    it once. The connection goes back to the pool when it is broken or not idle after an error
+    (the pool replaces or resets it), after ``_HOLD`` seconds (so the pool's health checks and
+    ``max_lifetime`` still see it) and when its thread ends (``release``)."""
+
+    _HOLD = 60.0
+
+    __slots__ = ("pool", "conn", "since")
+
+    def __init__(self, pool: ConnectionPool) -> None:
+        self.pool = pool
+        self.conn: psycopg.Connection | None = None
+        self.since = 0.0
+
+    @contextlib.contextmanager
+    def connection(self) -> Iterator[psycopg.Connection]:
+        conn = self.conn
+        if conn is None:
+            conn = self.pool.getconn()
+            self.conn, self.since = conn, time.monotonic()
+        try:
+            yield conn
+        except BaseException as exc:
+            if not isinstance(exc, psycopg.Error) or not self._idle(conn):
+                self.release()
+            raise
+        if not self._idle(conn) or time.monotonic() - self.since > self._HOLD:
+            self.release()
+
+    @staticmethod
+    def _idle(conn: psycopg.Connection) -> bool:
+        return not conn.broken and conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+
+    def release(self) -> None:
+        conn, self.conn = self.conn, None
+        if conn is not None:
+            with contextlib.suppress(Exception):  # a closing pool refuses it: nothing to do
+                self.pool.putconn(conn)
 
 
 class _Backoff:
@@ -299,15 +378,19 @@ class _Dry:
     """After an empty claim: the queues may be empty, or other claimers held the rows or the
     category locks. Claim again after a pause that doubles from 10 ms up to the poll interval
     while claims stay empty (so an idle worker polls every ``poll`` seconds); a claim that
-    finds work or a NOTIFY hint ends the pause."""
+    finds work or a NOTIFY hint ends the pause. ``hints`` counts the hints: an empty claim
+    sent before the last hint arrived (its snapshot may predate the new job) starts no
+    pause."""
 
     def __init__(self, poll: float) -> None:
-        self.poll, self.step, self.until = poll, 0.0, 0.0
+        self.poll, self.step, self.until, self.hints = poll, 0.0, 0.0, 0
 
     def ready(self, now: float) -> bool:
         return now >= self.until
 
-    def empty(self) -> None:
+    def empty(self, hints: int | None = None) -> None:
+        if hints is not None and hints != self.hints:
+            return
         self.step = min(self.step * 2 or 0.01, self.poll)
         self.until = time.monotonic() + self.step
 
@@ -315,8 +398,13 @@ class _Dry:
         self.step = self.until = 0.0
 
     def hint(self) -> None:
+        self.hints += 1
         self.until = 0.0
 
+
+#: How long the completer waits for the outcomes of the jobs still in their slots before it
+#: sends the ones it has (see _complete_loop_run).
+_LINGER = 0.002
 
 _TX_PROBE = object()  # work item: claim one transactional job in a slot
 _STOP = object()
@@ -394,6 +482,8 @@ class Source:
     again; meanwhile its claim loop reconnects with backoff and its share of the slots goes
     to the other databases), ``busy`` (slots held for its jobs), ``held`` (its jobs this
     worker holds) and ``counts`` (``Worker.counts`` for this database alone).
+    ``reporting``: its jobs whose handler returned and whose outcome is not recorded yet
+    (they hold no slot).
     """
 
     def __init__(self, index: int, dsn: str, label: str, poll: float) -> None:
@@ -403,8 +493,13 @@ class Source:
         self.up = True
         self.down_since: float | None = None
         self.busy = 0
+        self.reporting = 0
+        self.riding = 0  # successes waiting for the completer, whose claim rides on them
+        self.inline: list[_Run] = []  # claimed by the completer, to run in its own thread
         self.counts: Counter[str] = Counter()
         self.pool: ConnectionPool | None = None
+        self.claim_lane: _Lane | None = None  # the claim loop's connection
+        self.complete_lane: _Lane | None = None  # the completer's connection
         self.active: dict[int, _Run] = {}  # job id (of this database) -> run
         self.done: queues_.SimpleQueue[Any] = queues_.SimpleQueue()  # outcomes to record
         self.wake = threading.Event()
@@ -586,7 +681,7 @@ class Worker:
         self._lock = threading.Lock()
         self._slots_cv = threading.Condition(self._lock)
         self._busy = 0  # slots in use, all databases
-        self._reporting = 0  # unfinished runs that gave their slot back (see _unslot)
+        self._reporting = 0  # unfinished runs that gave their slot back (see _handler_done)
         self._turn = 0  # rotates the remainder of an uneven split of the slots (see _room)
         self._work: queues_.SimpleQueue[Any] = queues_.SimpleQueue()
         self._stopping = threading.Event()
@@ -596,9 +691,11 @@ class Worker:
         self._closed = False  # set by a stop: a claim landing later is released at once
         self._prepared = False
         self._leased_queues: list[str] = []
+        self._leased_array = "{}"
         self._tx_queues: list[str] = []
         self._queue_set: set[str] = set()
         self._claimers: list[threading.Thread] = []
+        self._in_handler: set[threading.Thread] = set()  # completers running a handler
         self._threads: list[threading.Thread] = []
         self._runner: threading.Thread | None = None
         self._exit_code: int | None = None
@@ -669,8 +766,9 @@ class Worker:
 
     @property
     def busy(self) -> int:
-        """Slots in use (claimed or running jobs, and transactional probes)."""
-        return self._busy
+        """Jobs in hand: slots in use (claimed or running jobs, transactional probes) plus the
+        jobs whose handler returned and whose outcome is not recorded yet. 0: nothing held."""
+        return self._busy + self._reporting
 
     # -- setup ---------------------------------------------------------------------------
 
@@ -684,6 +782,7 @@ class Worker:
         if missing:
             raise ValueError(f"no handler for queue(s): {', '.join(missing)}")
         self._leased_queues = [q for q in wanted if not self.registry[q].transactional]
+        self._leased_array = text_array(self._leased_queues)
         self._tx_queues = [q for q in wanted if self.registry[q].transactional]
         self._queue_set = set(wanted)
         self._check_sources()
@@ -704,6 +803,8 @@ class Worker:
                 name=f"andal-{self.name}-{src.index}",
                 open=False,
             )
+            src.claim_lane = _Lane(src.pool)
+            src.complete_lane = _Lane(src.pool)
         tracing = self.tracing if self.tracing is not None else tracing_.configured()
         self._tracer = tracing_.JobTracer(self.name) if tracing else None
         if self.metrics is not None and self.metrics_port is not None:
@@ -808,7 +909,11 @@ class Worker:
         and never more than the free slots. So an idle or unreachable database leaves its
         share to the others, and a database that has work again gets its share back as the
         others' jobs end (running jobs are never preempted). With one database: the free
-        slots."""
+        slots.
+
+        Backpressure: a database's jobs in hand (in slots, or waiting for the completer to
+        record their outcome) stay within twice ``concurrency``, so a completer that falls
+        behind slows its own database's claims instead of piling up outcomes."""
         now = time.monotonic()
         contending = rank = elsewhere = 0
         for s in self.sources:
@@ -820,7 +925,8 @@ class Worker:
                 elsewhere += s.busy
         base, extra = divmod(max(self.concurrency - elsewhere, 0), contending)
         share = base + (1 if (rank - self._turn) % contending < extra else 0)
-        return max(0, min(share - src.busy, self.concurrency - self._busy))
+        backlog = 2 * self.concurrency - src.busy - src.reporting
+        return max(0, min(share - src.busy, self.concurrency - self._busy, backlog))
 
     def _reserve(self, src: Source, most: int) -> int:
         """Take up to ``most`` slots of ``src``'s room for it; returns how many were taken."""
@@ -848,6 +954,38 @@ class Worker:
             self._slots_cv.notify_all()
         self._wake_all()
 
+    def _handler_done(self, run: _Run, ok: bool) -> bool:
+        """A leased run's handler returned: its slot is free for the next job at once. The run
+        stays held (heartbeated, resent, waited for by a stop) until its outcome is recorded
+        or its lease is past. A success's completion carries the next claim of its database
+        (``_complete``), so that database's claim loop is not woken for it (it would claim
+        the slots one by one as they free); the other databases' claim loops are, when the
+        slot lets them claim (``_wanted``). Returns whether the next claim rides on it."""
+        src = run.source
+        own = not ok or bool(self._tx_queues)  # no claim rides on the outcome: wake its loop
+        with self._slots_cv:
+            run.ran = True
+            if not run.slot or run.finished:
+                return False
+            if not own:
+                src.riding += 1
+            run.slot = False
+            self._busy -= 1
+            src.busy -= 1
+            self._turn += 1
+            self._reporting += 1
+            src.reporting += 1
+            self._slots_cv.notify_all()
+            wake = self._wanted(None if own else src)
+        for s in wake:
+            s.wake.set()
+        return not own
+
+    def _wanted(self, but: Source | None = None) -> list[Source]:
+        """Sources (other than ``but``) whose claim loop a freed slot lets claim: a futile
+        wake-up costs a thread switch. Call with ``_lock`` held."""
+        return [s for s in self.sources if s is not but and s.up and self._room(s) > 0]
+
     def _unslot(self, runs: list[_Run]) -> None:
         """The outcomes of ``runs`` wait on a database that does not answer: give their slots to
         the jobs of the other databases. The runs stay held (heartbeated, resent, waited for
@@ -858,6 +996,7 @@ class Worker:
                 if r.slot and not r.finished:
                     r.slot = False
                     self._reporting += 1
+                    r.source.reporting += 1
                     self._busy -= 1
                     r.source.busy -= 1
                     freed = True
@@ -882,9 +1021,55 @@ class Worker:
         if slot:
             self._give_slot(run.source)
         else:
+            src = run.source
             with self._slots_cv:
                 self._reporting -= 1
+                src.reporting -= 1
                 self._slots_cv.notify_all()
+                unblocked = src.reporting == self.concurrency
+            if unblocked:  # its backlog held its claims back (see _room): no longer
+                src.wake.set()
+
+    def _finish_many(self, runs: list[_Run], outcome: str) -> None:
+        """``_finish(run, outcome)`` for a batch of one database's runs: one lock, one count and
+        one wake-up for the batch."""
+        src = runs[0].source
+        ended: list[_Run] = []
+        slots = 0
+        with self._slots_cv:
+            blocked = src.reporting > self.concurrency
+            for run in runs:
+                if run.finished:
+                    continue
+                run.finished = True
+                src.active.pop(run.job.id, None)
+                if run.slot:
+                    run.slot = False
+                    slots += 1
+                else:
+                    self._reporting -= 1
+                    src.reporting -= 1
+                ended.append(run)
+            if slots:
+                self._busy -= slots
+                src.busy -= slots
+                self._turn += slots
+            n = len(ended)
+            if n:
+                self.counts[outcome] += n
+                src.counts[outcome] += n
+            self._slots_cv.notify_all()
+            unblocked = blocked and src.reporting <= self.concurrency
+        metrics = self.metrics
+        for run in ended:
+            if metrics is not None:
+                metrics.outcome(run.job.queue, outcome)
+            if run.span is not None:
+                self._end_trace(run, outcome)
+        if slots:
+            self._wake_all()
+        elif unblocked:  # its backlog held its claims back (see _room): no longer
+            src.wake.set()
 
     def _wake_all(self) -> None:
         for s in self.sources:
@@ -919,6 +1104,13 @@ class Worker:
     # -- claim loop (one per database) ---------------------------------------------------
 
     def _claim_loop(self, src: Source) -> None:
+        try:
+            self._claim_loop_run(src)
+        finally:
+            assert src.claim_lane is not None
+            src.claim_lane.release()
+
+    def _claim_loop_run(self, src: Source) -> None:
         backoff = _Backoff()
         next_maintain = time.monotonic() + random.random() * min(self.maintain_every, 5.0)
         while not self._should_stop():
@@ -941,11 +1133,6 @@ class Worker:
                         continue
                     backoff.reset()
                     asked, got = claimed
-                    if asked and not got:
-                        src.leased_dry.empty()
-                        self._wake_others(src)  # idle now: its share is theirs
-                    elif got:
-                        src.leased_dry.found()
                     more = bool(asked) and got == asked
                 if (
                     self._tx_queues
@@ -1000,9 +1187,9 @@ class Worker:
     def _maintain(self, src: Source) -> None:
         """``queue.maintain()``: take back expired leases, prune old counters; then, when the
         server does not vacuum by itself, vacuum andal's tables in the background."""
-        assert src.pool is not None
+        assert src.claim_lane is not None
         try:
-            with src.pool.connection() as conn:
+            with src.claim_lane.connection() as conn:
                 row = conn.execute(sql.MAINTAIN).fetchone()
                 if self.vacuum and not self._vacuuming(src):
                     off = conn.execute(sql.AUTOVACUUM_OFF).fetchone()
@@ -1122,7 +1309,12 @@ class Worker:
         src.tx_dry.hint()
         src.wake.set()
 
-    def _make_run(self, src: Source, row: tuple[Any, ...]) -> _Run:
+    def _make_run(
+        self, src: Source, row: tuple[Any, ...], now: float | None = None, logged: bool = True
+    ) -> _Run:
+        """A run of the claimed ``row`` (``sql.CLAIM``'s columns). ``now``: the monotonic
+        clock, ``logged``: whether the ``claimed`` event is logged (both taken once per batch
+        by ``_claimed``)."""
         handler = self.registry[row[1]]
         try:
             payload = json.loads(row[4])
@@ -1131,53 +1323,45 @@ class Worker:
             # limit): the job fails for good through the usual path, the others run.
             payload = None
             handler = _undecodable(handler, f"{type(exc).__name__}: {exc}"[:200])
+        # Positional (the field order of Job), which is cheaper than keywords per job.
         job = Job(
-            id=row[0],
-            queue=row[1],
-            category=row[2],
-            priority=row[3],
-            payload=payload,
-            attempt=row[5],
-            max_attempts=row[6],
-            token=row[7],
-            lease_expires_at=row[8],
-            enqueued_at=row[9],
-            cache_key=row[10],
-            cache_version=row[11],
-            database=src.label,
-        )
+            row[0], row[1], row[2], payload, row[5], row[6], row[7], row[8], row[9], row[10],
+            row[11], row[3], src.label,
+        )  # fmt: skip
         db_now: datetime = row[12]
-        run = _Run(src, job, handler, (job.lease_expires_at - db_now).total_seconds())
-        self._count("claimed", src=src)
-        event(
-            "claimed",
-            worker=self.name,
-            **run.fields(duration_ms=round((db_now - job.enqueued_at).total_seconds() * 1000, 3)),
-        )
+        run = _Run(src, job, handler, (row[8] - db_now).total_seconds(), now)
+        if logged and log.isEnabledFor(logging.INFO):  # no formatting when not logged
+            waited = round((db_now - job.enqueued_at).total_seconds() * 1000, 3)
+            event("claimed", worker=self.name, **run.fields(duration_ms=waited))
         return run
 
     def _claim_params(self, queues: list[str], batch: int) -> dict[str, Any]:
-        return {"worker": self.name, "queues": queues, "batch": batch, "lease": self.lease}
+        return {
+            "worker": self.name,
+            "queues": text_array(queues),
+            "batch": batch,
+            "lease": self.lease,
+        }
 
     def _claim_leased(self, src: Source) -> tuple[int, int] | None:
         """Claim leased jobs of ``src``, at most its room and ``batch``, and hand them to the
         slots. Returns (asked, got), (0, 0) when ``src`` has no room; None when the database
         failed."""
-        assert src.pool is not None
-        if not self._has_room(src):
+        assert src.claim_lane is not None
+        if src.riding or not self._has_room(src):  # riding: the completer claims (_complete)
             return 0, 0
         tracer, metrics = self._tracer, self.metrics
         n = 0
         try:
             # A connection first, the slots next: a database that does not answer holds none.
-            with src.pool.connection() as conn:
+            with src.claim_lane.connection() as conn:
                 n = self._reserve(src, self.batch)
                 if not n:
                     return 0, 0
                 started = time.perf_counter()
                 started_ns = time.time_ns() if tracer is not None else 0
-                params = self._claim_params(self._leased_queues, n)
-                rows = conn.execute(sql.CLAIM, params).fetchall()
+                hints = src.leased_dry.hints
+                rows = conn.execute(sql.CLAIM, self._leased_claim_params(n)).fetchall()
         except psycopg.Error as exc:
             self._slots_back(src, n)
             if metrics is not None:
@@ -1195,7 +1379,32 @@ class Worker:
             )
             return None
         took = time.perf_counter() - started
-        runs = [self._make_run(src, row) for row in rows]
+        return n, self._claimed(src, n, rows, took, started_ns, hints)
+
+    def _leased_claim_params(self, n: int) -> dict[str, Any]:
+        return {
+            "worker": self.name,
+            "queues": self._leased_array,
+            "batch": n,
+            "lease": self.lease,
+        }
+
+    def _claimed(
+        self,
+        src: Source,
+        n: int,
+        rows: list[tuple[Any, ...]],
+        took: float,
+        started_ns: int,
+        hints: int,
+        keep: list[_Run] | None = None,
+    ) -> int:
+        """Hand the jobs of a leased claim of ``n`` (``rows``) to the slots (or to ``keep``: the
+        caller runs them), give back the slots it did not fill, and note whether ``src`` had
+        work. Returns how many were claimed."""
+        tracer, metrics = self._tracer, self.metrics
+        now, logged = time.monotonic(), log.isEnabledFor(logging.INFO)
+        runs = [self._make_run(src, row, now, logged) for row in rows]
         if metrics is not None:
             metrics.claim("leased", took, n, len(rows))
             if len(self._leased_queues) == 1:
@@ -1216,13 +1425,25 @@ class Worker:
                 if closed:
                     run.state = "released"
                 src.active[run.job.id] = run
-        self._slots_back(src, n - len(runs))
+            if runs:
+                self.counts["claimed"] += len(runs)
+                src.counts["claimed"] += len(runs)
         if closed:  # the stop has already handed back the unstarted jobs: these too
+            self._slots_back(src, n - len(runs))
             self._release_all(runs, "not started")
+            return len(runs)
+        if keep is not None:
+            keep.extend(runs)
         else:
             for run in runs:
                 self._work.put(run)
-        return n, len(runs)
+        self._slots_back(src, n - len(runs))
+        if not runs:
+            src.leased_dry.empty(hints)
+            self._wake_others(src)  # idle now: its share is theirs
+        else:
+            src.leased_dry.found()
+        return len(runs)
 
     def _db_trouble(self, src: Source, what: str, exc: BaseException) -> None:
         """A lost connection or an unreachable server: ``src`` is down until its claim loop
@@ -1300,23 +1521,42 @@ class Worker:
         outcome.duration_ms = round(took * 1000, 3)
         if self.metrics is not None:
             self.metrics.handler(run.job.queue, took)
-        run.ran = True
+        outcome.rides = self._handler_done(run, outcome.ok)
         run.source.done.put(outcome)
-        if not run.source.up:  # the outcome waits for the database: the slot need not
-            self._unslot([run])
 
     def _complete_loop(self, src: Source) -> None:
+        try:
+            self._complete_loop_run(src)
+        finally:
+            assert src.complete_lane is not None
+            src.complete_lane.release()
+
+    def _complete_loop_run(self, src: Source) -> None:
         while True:
             first = src.done.get()
             if first is _STOP:
                 return
             batch = [first]
             stop = False
+            # Take what is there; while this database's other jobs are still in their slots,
+            # wait up to _LINGER for their outcomes too, so that a batch claimed together is
+            # completed together (and the claim riding on it is not split in two).
+            linger = 0.0
             while len(batch) < 500:
                 try:
                     item = src.done.get_nowait()
                 except queues_.Empty:
-                    break
+                    if src.busy <= 0 or self._should_stop():
+                        break
+                    now = time.monotonic()
+                    if not linger:
+                        linger = now + _LINGER
+                    if now >= linger:
+                        break
+                    try:
+                        item = src.done.get(timeout=linger - now)
+                    except queues_.Empty:
+                        break
                 if item is _STOP:
                     stop = True
                     break
@@ -1327,11 +1567,34 @@ class Worker:
                 self._internal_error("completer")
                 for o in batch:  # whatever happened, the slots are free again
                     self._finish(o.run)
+            while src.inline:  # the job its claim took, with one slot (see _complete)
+                me = threading.current_thread()
+                self._in_handler.add(me)
+                try:
+                    self._run_leased(src.inline.pop())
+                except Exception:
+                    self._internal_error("slot")
+                finally:
+                    self._in_handler.discard(me)
             if stop:
                 return
 
     def _record(self, outcomes: list[_Outcome]) -> None:
         """Record outcomes of one database's jobs (its completer's batch)."""
+        src = outcomes[0].run.source
+        # The successes of the batch that kept their database's claim loop asleep (see
+        # _handler_done): _complete's claim takes over from them, or, when there is none, the
+        # claim loop is woken below.
+        ride = [sum(1 for o in outcomes if o.rides)]
+        try:
+            self._record_batch(outcomes, ride)
+        finally:
+            if ride[0]:
+                with self._lock:
+                    src.riding -= ride[0]
+                src.wake.set()
+
+    def _record_batch(self, outcomes: list[_Outcome], ride: list[int]) -> None:
         keep: list[_Outcome] = []
         dropped: list[_Outcome] = []
         with self._lock:
@@ -1349,30 +1612,69 @@ class Worker:
             self._finish(o.run)
         oks = [o for o in keep if o.ok]
         if oks:
-            self._complete(oks)
+            self._complete(oks, ride)
         for o in keep:
             if not o.ok:
                 self._fail(o)
 
-    def _complete(self, oks: list[_Outcome]) -> None:
+    def _complete(self, oks: list[_Outcome], ride: list[int] | None = None) -> None:
+        """``queue.complete_many`` for one database's successes. When that database has room
+        (the slots these jobs left), the next claim goes in the same statement
+        (``sql.COMPLETE_MANY_THEN_CLAIM``: one round trip, one commit; an error in either rolls
+        both back, and the completions are then sent alone)."""
         src = oks[0].run.source
-        assert src.pool is not None
+        lane = src.complete_lane
+        assert lane is not None
         params = {
-            "job_ids": [o.run.job.id for o in oks],
-            "tokens": [o.run.job.token for o in oks],
-            "results": [o.result for o in oks],
+            "job_ids": plain_array([o.run.job.id for o in oks]),
+            "tokens": plain_array([o.run.job.token for o in oks]),
+            "results": text_array([o.result for o in oks]),
         }
         backoff = _Backoff()
         retried = False
+        combine = bool(self._leased_queues)
         tracer = self._tracer
+        n = 0
+        claimed: list[tuple[Any, ...]] = []
         while True:
             started = time.perf_counter()
             started_ns = time.time_ns() if tracer is not None else 0
             try:
-                with src.pool.connection() as conn:
-                    rows = conn.execute(sql.COMPLETE_MANY, params).fetchall()
+                with lane.connection() as conn:
+                    n = self._reserve_next(src, ride) if combine else 0
+                    hints = src.leased_dry.hints
+                    if n:
+                        both = conn.execute(
+                            sql.COMPLETE_MANY_THEN_CLAIM, {**params, **self._leased_claim_params(n)}
+                        ).fetchall()
+                        rows = [(r[1], r[14]) for r in both if not r[0]]
+                        claimed = [r[1:14] for r in both if r[0]]
+                    else:
+                        rows = conn.execute(sql.COMPLETE_MANY, params).fetchall()
                 break
             except psycopg.Error as exc:
+                if ride and ride[0]:  # no claim rides on a failed attempt
+                    self._reserve_next(src, ride, claim=False)
+                    src.wake.set()
+                if n:
+                    self._slots_back(src, n)
+                    if self.metrics is not None:
+                        self.metrics.claim_error("leased")
+                    n, combine = 0, False
+                    if not is_connection_error(exc):
+                        # The claim or the completion was refused, both rolled back: log it
+                        # as the claim loop would, and send the completions alone.
+                        self._count("errors", src=src)
+                        event(
+                            "claim_failed",
+                            logging.ERROR,
+                            worker=self.name,
+                            database=src.label,
+                            error=one_line(exc),
+                            with_completions=len(oks),
+                        )
+                        continue
+                combine = False
                 if is_connection_error(exc):
                     self._db_trouble(src, "complete", exc)
                     self._unslot([o.run for o in oks])
@@ -1394,32 +1696,62 @@ class Worker:
                 for o in oks:
                     self._complete_one(o)
                 return
+        took = time.perf_counter() - started
+        if n:  # the next jobs first: their handlers start while these are counted
+            # With one slot, the completer runs the job it claimed itself, once this batch is
+            # recorded (_complete_loop_run): the only outcome it can wait for is that job's,
+            # and two thread hand-offs per job (to a slot and back) are saved.
+            keep = src.inline if self.concurrency == 1 else None
+            self._claimed(src, n, claimed, took, started_ns, hints, keep)
         if self.metrics is not None:
-            self.metrics.report("complete_many", time.perf_counter() - started)
+            self.metrics.report("complete_many", took)
         ended_ns = time.time_ns() if tracer is not None else 0
         completed = dict(rows)
+        logged = log.isEnabledFor(logging.INFO)
+        done: list[_Run] = []
         for o in oks:
             run = o.run
             if tracer is not None and run.span is not None:
                 tracer.reported(run.job, run.span, "andal.complete", started_ns, ended_ns, len(oks))
             if completed.get(run.job.id):
-                event("completed", worker=self.name, **run.fields(duration_ms=o.duration_ms))
-                self._finish(run, "completed")
+                if logged:
+                    event("completed", worker=self.name, **run.fields(duration_ms=o.duration_ms))
+                done.append(run)
                 continue
             if retried:
                 self._lost(run, "complete", outcome="unknown: resent after a lost connection")
             else:
                 self._lost(run, "complete")
             self._finish(run)
+        if done:
+            self._finish_many(done, "completed")
+
+    def _reserve_next(self, src: Source, ride: list[int] | None, claim: bool = True) -> int:
+        """Slots for a claim sent with the completions (see ``_complete``): ``src``'s room,
+        when it is contending for slots and no stop is asked. The successes riding on this
+        claim stop holding its claim loop back in the same step (no claim loop slips a
+        one-slot claim in between)."""
+        want = (
+            claim and src.up and not self._should_stop() and src.leased_dry.ready(time.monotonic())
+        )
+        with self._lock:
+            if ride and ride[0]:
+                src.riding -= ride[0]
+                ride[0] = 0
+            n = min(self._room(src), self.batch) if want else 0
+            if n > 0:
+                self._busy += n
+                src.busy += n
+        return max(n, 0)
 
     def _complete_one(self, o: _Outcome) -> None:
         src = o.run.source
-        assert src.pool is not None
+        assert src.complete_lane is not None
         tracer = self._tracer
         started = time.perf_counter()
         started_ns = time.time_ns() if tracer is not None else 0
         try:
-            with src.pool.connection() as conn:
+            with src.complete_lane.connection() as conn:
                 conn.execute(
                     sql.COMPLETE,
                     {"job_id": o.run.job.id, "token": o.run.job.token, "result": o.result},
@@ -1447,7 +1779,8 @@ class Worker:
 
     def _fail(self, o: _Outcome) -> None:
         src = o.run.source
-        assert src.pool is not None
+        lane = src.complete_lane
+        assert lane is not None
         params = {
             "job_id": o.run.job.id,
             "token": o.run.job.token,
@@ -1461,7 +1794,7 @@ class Worker:
             started = time.perf_counter()
             started_ns = time.time_ns() if tracer is not None else 0
             try:
-                with src.pool.connection() as conn:
+                with lane.connection() as conn:
                     row = conn.execute(sql.FAIL, params).fetchone()
                 break
             except psycopg.Error as exc:
@@ -1555,6 +1888,7 @@ class Worker:
                 src.tx_dry.found()
                 src.wake.set()  # there was work: let the claim loop start another probe
                 run = self._make_run(src, rows[0])
+                self._count("claimed", src=src)
                 if metrics is not None:
                     metrics.jobs_claimed(run.job.queue)
                     if self._db_metrics is not None:
@@ -1682,8 +2016,8 @@ class Worker:
                 rows = conn.execute(
                     sql.HEARTBEAT_MANY,
                     {
-                        "job_ids": [r.job.id for r in due],
-                        "tokens": [r.job.token for r in due],
+                        "job_ids": plain_array([r.job.id for r in due]),
+                        "tokens": plain_array([r.job.token for r in due]),
                         "extend": self.lease,
                     },
                 ).fetchall()
@@ -1791,7 +2125,9 @@ class Worker:
         self._helpers_stop.set()
         deadline = time.monotonic() + 5
         for t in self._threads:
-            if not t.name.startswith("andal-slot-"):
+            # Slot threads are not waited for, nor a completer running a handler (with one
+            # slot, see _complete): a handler that outlived the grace period may never end.
+            if not t.name.startswith("andal-slot-") and t not in self._in_handler:
                 t.join(max(deadline - time.monotonic(), 0.01))
         for src in self.sources:
             self._stop_vacuum(src)
