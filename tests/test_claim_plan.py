@@ -147,3 +147,37 @@ def test_claim_plans_use_indexes(
         n for d in jobs_plans for n in nodes(d["Plan"]) if is_jobs(n) and "Index" in n["Node Type"]
     ]
     assert index_scans, "the candidates were read by index"
+
+
+def test_lease_statements_read_jobs_by_id(explained: tuple[psycopg.Connection, list[str]]) -> None:
+    """heartbeat, release, complete and fail find their job by primary key, even when the
+    statistics say no job runs (the backlog was analyzed before any claim): a condition on
+    ``status = 'running'`` would let the planner read jobs_lease_idx, every running job's
+    entry, instead of one row."""
+    conn, messages = explained
+    with conn.transaction(force_rollback=True):  # leave the backlog as it was
+        jobs = conn.execute(
+            "select job_id, token from queue.claim('planner', queues => %s, batch => %s)",
+            (["q1"], 4 * CALLS),
+        ).fetchall()
+        assert len(jobs) == 4 * CALLS
+        messages.clear()
+        for i in range(CALLS):
+            for j, call in enumerate(
+                (
+                    "select queue.heartbeat(job_id => %s, token => %s)",
+                    "select queue.release(job_id => %s, token => %s)",
+                    "select queue.complete(job_id => %s, token => %s)",
+                    "select queue.fail(job_id => %s, token => %s, error => 'x')",
+                )
+            ):
+                conn.execute(call, jobs[4 * i + j])
+    docs = [d for d in plan_trees(messages) if "queue.jobs" in d["Query Text"]]
+    assert len(docs) >= 4 * CALLS, "every call's statements on queue.jobs were explained"
+    unbounded = {
+        d["Query Text"][:200]: n.get("Index Name") or n["Node Type"]
+        for d in docs
+        for n in nodes(d["Plan"])
+        if is_jobs(n) and "Scan" in n["Node Type"] and not by_id(n)
+    }
+    assert unbounded == {}, json.dumps(unbounded, indent=1)

@@ -22,7 +22,10 @@ begin
         (select q.lease from queue.queues as q where q.queue = j.queue),
         interval '60 seconds'
     )
-    where j.id = heartbeat.job_id and j.status = 'running' and j.token = heartbeat.token
+    -- By primary key, never a scan of the running jobs (as complete): a token is set only
+    -- while a job runs, so token and unexpired lease say "running" without naming the
+    -- status, which would let the planner read jobs_lease_idx on stale statistics.
+    where j.id = heartbeat.job_id and j.token = heartbeat.token
       and j.lease_expires_at > now()
     returning j.lease_expires_at into v_expires;
     if v_expires is null then

@@ -19,7 +19,10 @@ begin
     update queue.jobs as j
     set status = 'pending', attempt = greatest(j.attempt - 1, 0), token = null, worker = null,
         claimed_at = null, lease_expires_at = null, available_at = now() + release.delay
-    where j.id = release.job_id and j.status = 'running' and j.token = release.token
+    -- By primary key, never a scan of the running jobs (as complete): a token is set only
+    -- while a job runs, so token and unexpired lease say "running" without naming the
+    -- status, which would let the planner read jobs_lease_idx on stale statistics.
+    where j.id = release.job_id and j.token = release.token
       and j.lease_expires_at > now()
     returning j.* into v_job;
     if v_job.id is null then
