@@ -62,7 +62,7 @@ lint: venv deps ## sqlfluff, ruff and plpgsql_check
 demo: venv ## install andal, enqueue ~20,000 jobs and run a worker pool with a summary
 	$(PY) -m andal.demo
 
-bench: venv ## the full benchmark (not part of make test); BENCH_ARGS="--only W1 --publish"
+bench: venv ## the full benchmark W1–W7 (~26 min, not in make test); BENCH_ARGS="--only W1 --publish"
 	$(PY) -m pip install -q -e '.[bench]'
 	$(PY) -m bench.run $(BENCH_ARGS)
 
