@@ -81,6 +81,14 @@ def targets(data: dict[str, Any]) -> list[dict[str, Any]]:
             _get(data, "W1", "raw-sql", case, tp),
             0.6,
         )
+    for w in (1, 4):  # the same limit driven from Python: raw-py, with as many processes
+        case = f"workers={w} batch=100"
+        ratio(
+            f"driver vs raw SQL loop in Python, {case}",
+            _get(data, "W1", "andal-py", case, tp),
+            _get(data, "W1", "raw-py", case, tp),
+            0.6,
+        )
     p99 = _get(data, "W2", "andal-py", "200 jobs/s", "p99")
     ratio("W2 p99: driver / pgqueuer", p99, _get(data, "W2", "pgqueuer", "200 jobs/s", "p99"), 1.0,
           higher=False)  # fmt: skip
