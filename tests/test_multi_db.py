@@ -22,6 +22,7 @@ import pytest
 from conftest import PGHOST, PGPORT, PGUSER, make_dsn, wait_for
 from psycopg.conninfo import conninfo_to_dict
 from pytest_postgresql.janitor import DatabaseJanitor
+from test_observability_metrics import documented_worker_metrics, families
 from workers.inproc import running
 
 import andal
@@ -169,6 +170,11 @@ def test_one_pool_drains_two_databases_each_job_once_on_its_own(dbs: tuple[str, 
         line = f'andal_worker_database_claimed_jobs_total{{database="{label}"}} {n + n_tx}.0'
         assert line in text
         assert f'andal_worker_database_up{{database="{label}"}} 1.0' in text
+    # the per-database metrics docs/observability.md lists are the ones exported
+    documented = documented_worker_metrics(several_databases=True)
+    assert documented, "docs/observability.md lists no per-database worker metric"
+    exported = {f for f in families(text) if f.startswith("andal_worker_database_")}
+    assert {d.removesuffix("_total") for d in documented} == exported
 
 
 # -- (b) fairness ---------------------------------------------------------------------------
