@@ -6,6 +6,10 @@ create or replace function queue.cancel(job_id bigint) returns void
 language plpgsql
 security definer
 set search_path = pg_catalog, pg_temp
+-- by primary key whatever the (possibly stale) statistics say, as complete: a shard
+-- analyzed while empty would otherwise be read whole
+set enable_seqscan = off
+set jit = off
 as $$
 #variable_conflict use_column
 declare
