@@ -9,7 +9,7 @@ runs at batch 1 only).
 Every case drains 20,000 jobs except the Python systems at batch 1, which drain 5,000: at a few
 hundred jobs/s per process (procrastinate, pgqueuer, the driver) 20,000 jobs × 3 repetitions ×
 4 systems alone would take longer than the whole suite's 30 minutes, and the rate of a drain
-is steady well before 5,000 jobs (a rep still lasts 7–25 s here).
+is steady well before 5,000 jobs (one drain still lasts 4–21 s here).
 """
 
 from __future__ import annotations
