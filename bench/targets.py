@@ -73,22 +73,11 @@ def targets(data: dict[str, Any]) -> list[dict[str, Any]]:
                 2.0,
             )
             ratio(f"driver vs pgqueuer, {case}", mine, _get(data, "W1", "pgqueuer", case, tp), 1.3)
-    for w in (1, 4):
+    for w in (1, 4):  # and the same limit driven from Python (raw-py), as many processes
         case = f"workers={w} batch=100"
-        ratio(
-            f"driver vs raw SQL limit, {case}",
-            _get(data, "W1", "andal-py", case, tp),
-            _get(data, "W1", "raw-sql", case, tp),
-            0.6,
-        )
-    for w in (1, 4):  # the same limit driven from Python: raw-py, with as many processes
-        case = f"workers={w} batch=100"
-        ratio(
-            f"driver vs raw SQL loop in Python, {case}",
-            _get(data, "W1", "andal-py", case, tp),
-            _get(data, "W1", "raw-py", case, tp),
-            0.6,
-        )
+        mine = _get(data, "W1", "andal-py", case, tp)
+        for name, system in (("raw SQL limit", "raw-sql"), ("raw SQL loop in Python", "raw-py")):
+            ratio(f"driver vs {name}, {case}", mine, _get(data, "W1", system, case, tp), 0.6)
     p99 = _get(data, "W2", "andal-py", "200 jobs/s", "p99")
     ratio("W2 p99: driver / pgqueuer", p99, _get(data, "W2", "pgqueuer", "200 jobs/s", "p99"), 1.0,
           higher=False)  # fmt: skip

@@ -403,7 +403,7 @@ class _Dry:
 
 
 #: How long the completer waits for the outcomes of the jobs still in their slots before it
-#: sends the ones it has (see _complete_loop_run).
+#: sends the ones it has (see _complete_loop).
 _LINGER = 0.002
 
 _TX_PROBE = object()  # work item: claim one transactional job in a slot
@@ -852,6 +852,18 @@ class Worker:
             t.start()
             return t
 
+        def keeping(lane: _Lane | None, loop: Callable[[Source], None]) -> Callable[[Source], None]:
+            """``loop``, then its pooled connection (kept between its statements) back."""
+
+            def run(src: Source) -> None:
+                try:
+                    loop(src)
+                finally:
+                    assert lane is not None
+                    lane.release()
+
+            return run
+
         for src in self.sources:
             assert src.pool is not None
             src.pool.open(wait=False)
@@ -859,13 +871,17 @@ class Worker:
             self._threads.append(spawn(self._slot_loop, f"andal-slot-{i}"))
         for src in self.sources:
             i = src.index
-            self._threads.append(spawn(self._complete_loop, f"andal-completer-{i}", src))
+            self._threads.append(
+                spawn(keeping(src.complete_lane, self._complete_loop), f"andal-completer-{i}", src)
+            )
             if self.heartbeat:
                 self._threads.append(spawn(self._heartbeat_loop, f"andal-heartbeat-{i}", src))
             if self.listen:
                 self._threads.append(spawn(self._listen_loop, f"andal-listener-{i}", src))
         for src in self.sources:
-            self._claimers.append(spawn(self._claim_loop, f"andal-claim-{src.index}", src))
+            self._claimers.append(
+                spawn(keeping(src.claim_lane, self._claim_loop), f"andal-claim-{src.index}", src)
+            )
 
     def _install_signals(self) -> dict[int, Any]:
         previous = {}
@@ -1104,13 +1120,6 @@ class Worker:
     # -- claim loop (one per database) ---------------------------------------------------
 
     def _claim_loop(self, src: Source) -> None:
-        try:
-            self._claim_loop_run(src)
-        finally:
-            assert src.claim_lane is not None
-            src.claim_lane.release()
-
-    def _claim_loop_run(self, src: Source) -> None:
         backoff = _Backoff()
         next_maintain = time.monotonic() + random.random() * min(self.maintain_every, 5.0)
         while not self._should_stop():
@@ -1525,13 +1534,6 @@ class Worker:
         run.source.done.put(outcome)
 
     def _complete_loop(self, src: Source) -> None:
-        try:
-            self._complete_loop_run(src)
-        finally:
-            assert src.complete_lane is not None
-            src.complete_lane.release()
-
-    def _complete_loop_run(self, src: Source) -> None:
         while True:
             first = src.done.get()
             if first is _STOP:
@@ -1699,7 +1701,7 @@ class Worker:
         took = time.perf_counter() - started
         if n:  # the next jobs first: their handlers start while these are counted
             # With one slot, the completer runs the job it claimed itself, once this batch is
-            # recorded (_complete_loop_run): the only outcome it can wait for is that job's,
+            # recorded (_complete_loop): the only outcome it can wait for is that job's,
             # and two thread hand-offs per job (to a slot and back) are saved.
             keep = src.inline if self.concurrency == 1 else None
             self._claimed(src, n, claimed, took, started_ns, hints, keep)
