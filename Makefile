@@ -21,9 +21,11 @@ DEB_PACKAGES := postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl postg
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
 
-$(VENV)/.installed: pyproject.toml
+# setup.py reads the version from sql/functions/queue/version.sql: a bump reinstalls
+$(VENV)/.installed: pyproject.toml setup.py sql/functions/queue/version.sql
 	@test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
+	@rm -rf pydriver/andal.egg-info  # left by the distribution's old name
 	$(PY) -m pip install -q -e '.[test]'
 	@touch $@
 

@@ -1,7 +1,8 @@
 """The ``andal`` command: install, run a worker, enqueue, look at the queues and dead letters.
 
 Exit codes: 0 ok; 1 the database refused the request; 2 bad usage; 3 the database cannot be
-reached; 4 andal is not installed in the database; 5 the handler module cannot be loaded.
+reached; 4 andal is not installed in the database (or its SQL sources are missing); 5 the
+handler module cannot be loaded.
 
 ``--dsn`` may be given several times (several andal databases, docs/multi-db.md): ``install``
 installs in each, ``worker`` runs one worker pool over all of them, ``enqueue`` routes the job
@@ -27,9 +28,9 @@ from typing import Any
 
 import psycopg
 
-from . import client, logs, sql
+from . import __version__, client, logs, sql
 from .errors import NotInstalled
-from .install import install
+from .install import SqlNotFound, install, sql_dir
 from .worker import Registry, Worker, database_labels, is_connection_error
 
 EXIT_SQL, EXIT_USAGE, EXIT_CONNECT, EXIT_NOT_INSTALLED, EXIT_MODULE = 1, 2, 3, 4, 5
@@ -92,6 +93,7 @@ def print_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]
 
 
 def cmd_install(args: argparse.Namespace) -> int:
+    sql_dir()  # SqlNotFound (exit 4) before any database is touched
     several = len(args.dsns) > 1
     for dsn, label in zip(args.dsns, database_labels(args.dsns), strict=True):
         if several:
@@ -848,6 +850,7 @@ def parser() -> argparse.ArgumentParser:
             " 4 andal not installed, 5 handler module not loadable"
         ),
     )
+    p.add_argument("--version", action="version", version=f"andal {__version__}")
     p.add_argument(
         "--dsn",
         action="append",
@@ -966,6 +969,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.code
     except NotInstalled:
         print(f"andal: {NOT_INSTALLED}", file=sys.stderr)
+        return EXIT_NOT_INSTALLED
+    except SqlNotFound as exc:
+        print(f"andal: {one_line(exc)}", file=sys.stderr)
         return EXIT_NOT_INSTALLED
     except psycopg.Error as exc:
         if is_connection_error(exc):
