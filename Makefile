@@ -4,11 +4,13 @@ SHELL := /bin/bash
 
 VENV ?= .venv
 PY := $(VENV)/bin/python
+# Where `make install` goes, decided before the defaults below fill PGHOST/PGPORT/PGUSER in:
+# $DATABASE_URL, else the libpq variables the caller set; neither: it refuses.
+INSTALL_TARGET := $(if $(DATABASE_URL),$(DATABASE_URL),$(if $(PGHOST)$(PGPORT)$(PGUSER)$(PGDATABASE),postgresql://,))
 PGHOST ?= 127.0.0.1
 PGPORT ?= 5432
 PGUSER ?= postgres
 export PGHOST PGPORT PGUSER
-DATABASE_URL ?= postgresql://$(PGUSER)@$(PGHOST):$(PGPORT)/postgres
 TEST_DB ?= andal_pgtap
 # Shard count of the live table: `make install SHARDS=8`; make test also runs the suites on a
 # sharded install with TEST_SHARDS shards.
@@ -34,8 +36,13 @@ venv: $(VENV)/.installed ## create .venv and install andal with its test extras
 deps: ## install the Debian packages the tests need (pgTAP, pg_prove, plpgsql_check)
 	@bash .ci/deps.sh $(DEB_PACKAGES)
 
-install: venv ## install or upgrade andal in $$DATABASE_URL (idempotent); SHARDS=8 shards the live table
-	$(VENV)/bin/andal --dsn "$(DATABASE_URL)" install $(if $(SHARDS),--shards $(SHARDS))
+install: venv ## install or upgrade andal in $$DATABASE_URL, else PGHOST/PGPORT/PGUSER/PGDATABASE; SHARDS=8
+	@if [ -z '$(INSTALL_TARGET)' ]; then \
+		echo "make install: no database given: set DATABASE_URL (make install" \
+			"DATABASE_URL=postgresql://app@db.example/app) or PGHOST/PGPORT/PGUSER/PGDATABASE;" \
+			"nothing was installed" >&2; exit 2; fi
+	@echo "make install: into $(if $(DATABASE_URL),\$$DATABASE_URL,$$PGUSER@$$PGHOST:$$PGPORT/$${PGDATABASE:-$$PGUSER})"
+	$(VENV)/bin/andal --dsn '$(INSTALL_TARGET)' install $(if $(SHARDS),--shards $(SHARDS))
 
 test: venv deps ## every test, on an unsharded and a sharded install, then the benchmark smoke test
 	$(MAKE) --no-print-directory test-sql
