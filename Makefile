@@ -62,10 +62,11 @@ test-sql: venv ## pgTAP tests in a fresh database (SHARDS=4: on a sharded instal
 test-py: venv ## pytest suite (real PostgreSQL, real processes; SHARDS=4: on a sharded install)
 	ANDAL_SHARDS=$(SHARDS) $(VENV)/bin/pytest -q $(PYTEST_ARGS)
 
-lint: venv deps ## sqlfluff, ruff and plpgsql_check
+lint: venv deps ## sqlfluff, ruff, mypy (the whole package) and plpgsql_check
 	$(VENV)/bin/sqlfluff lint sql/schema sql/functions
-	$(VENV)/bin/ruff check pydriver tests bench
-	$(VENV)/bin/ruff format --check pydriver tests bench
+	$(VENV)/bin/ruff check pydriver tests bench setup.py
+	$(VENV)/bin/ruff format --check pydriver tests bench setup.py
+	$(VENV)/bin/mypy
 	@bash .ci/plpgsql_check.sh
 
 demo: venv ## install andal, enqueue ~20,000 jobs and run a worker pool with a summary

@@ -306,7 +306,7 @@ def take_snapshot(conn: psycopg.Connection) -> Snapshot:
     known = {q["queue"] for q in queues}
     queues += [r for r in totals.values() if r["queue"] not in known]
     categories = [r for r in stats if r["category"] is not None]
-    has_workers, has_cache = conn.execute(sql.HAS_FUNCTIONS).fetchone()
+    has_workers, has_cache = conn.execute(sql.HAS_FUNCTIONS).fetchone() or (False, False)
     workers = _read_workers(conn, has_workers)
     cache = None
     if has_cache:

@@ -222,7 +222,7 @@ class _Collector(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         if record.msg == "claimed" and getattr(record, "attempt", 0) == 1:
-            self.latencies.append(record.duration_ms)
+            self.latencies.append(float(getattr(record, "duration_ms", 0.0)))
 
 
 def worker_process(dsn: str, concurrency: int, batch: int, stop: Any, out: Any) -> None:
@@ -276,8 +276,8 @@ def run_demo(
             conn, QUEUE, max_attempts=3, backoff="linear", backoff_base=0.05, backoff_cap=0.5,
             lease=30,
         )  # fmt: skip
-        for category in CATEGORIES:
-            andal.set_category_limit(conn, category, concurrency * workers)
+        for name in CATEGORIES:
+            andal.set_category_limit(conn, name, concurrency * workers)
 
         ctx = mp.get_context("spawn")
         stop, out = ctx.Event(), ctx.Queue()
@@ -299,6 +299,7 @@ def run_demo(
             TimeElapsedColumn(),
         ]
         chunk = 100  # per category and statement: every category has work at any time
+        groups: list[str | None] = list(CATEGORIES) if categories else [None]
         start = time.monotonic()
         sent = live = 0
         with Progress(*columns, console=console) as progress:
@@ -306,15 +307,13 @@ def run_demo(
             while True:
                 # the producer: top the queue up to `backlog` waiting jobs (0: all at once)
                 while sent < jobs and (not backlog or live < backlog):
-                    for category in CATEGORIES if categories else [None]:
+                    for category in groups:
                         part = payloads[sent : sent + chunk]
                         if part:
                             andal.enqueue_many(conn, part, QUEUE, category=category)
                         sent += len(part)
                         live += len(part)
-                live = conn.execute(
-                    "select count(*) from queue.jobs where queue = %s", (QUEUE,)
-                ).fetchone()[0]
+                live = count(conn, "select count(*) from queue.jobs where queue = %s")
                 finished = sent - live
                 elapsed = time.monotonic() - start
                 progress.update(task, completed=finished, speed=f"{finished / elapsed:,.0f} jobs/s")
@@ -331,9 +330,7 @@ def run_demo(
             latencies.extend(lat)
         for p in procs:
             p.join(30)
-        dead = conn.execute(
-            "select count(*) from queue.dead_letters where queue = %s", (QUEUE,)
-        ).fetchone()[0]
+        dead = count(conn, "select count(*) from queue.dead_letters where queue = %s")
     latencies.sort()
     return {
         "jobs": jobs,
@@ -346,6 +343,12 @@ def run_demo(
         "completed": counts["completed"],
         "lease_lost": counts["lease_lost"],
     }
+
+
+def count(conn: psycopg.Connection[Any], query: str) -> int:
+    """A ``count(*)`` of the demo queue's rows."""
+    row = conn.execute(query, (QUEUE,)).fetchone()
+    return int(row[0]) if row else 0
 
 
 def percentile(values: list[float], p: float) -> float:

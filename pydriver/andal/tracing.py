@@ -35,7 +35,7 @@ try:  # decided once: no opentelemetry, no cost
     from opentelemetry import trace as _otel
     from opentelemetry.trace import SpanKind, Status, StatusCode
 except ImportError:  # pragma: no cover - the otel extra is installed in the tests
-    _otel = None
+    _otel = None  # type: ignore[assignment]
 
 #: Whether opentelemetry is importable (tracing can be on).
 AVAILABLE: bool = _otel is not None
@@ -245,7 +245,8 @@ class _Scope:
     __slots__ = ("span", "own", "token")
 
     def __init__(self, span: Any, own: bool) -> None:
-        self.span, self.own, self.token = span, own, None
+        self.span, self.own = span, own
+        self.token: Any = None
 
     def __enter__(self) -> Any:
         self.token = _otel_context.attach(_otel.set_span_in_context(self.span))
