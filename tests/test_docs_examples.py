@@ -61,7 +61,9 @@ def blocks(path: Path) -> list[Block]:
 
 
 def run(block: Block, dsn: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, DATABASE_URL=dsn)
+    # the `andal` command of this environment comes first on PATH
+    path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+    env = dict(os.environ, DATABASE_URL=dsn, PATH=path)
     if block.kind == "sql":
         argv = ["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", dsn, "-f", "-"]
     elif block.kind == "python":

@@ -4,6 +4,7 @@ one-line error (exit code 4) when the SQL cannot be found."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import zipfile
@@ -63,3 +64,17 @@ def test_missing_sql_is_one_line_and_exit_code_4(tmp_path: Path) -> None:
 
 def test_a_checkout_finds_its_own_sql() -> None:
     assert sql_dir() == ROOT / "sql"
+
+
+def test_the_docs_name_the_distribution_andal_pg() -> None:
+    """``pip install andal`` installs an unrelated project: every doc says andal-pg."""
+    wrong = re.compile(r"pip install ['\"]?andal(?![-\w])")
+    docs = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").glob("*.md"))]
+    found = [
+        f"{doc.relative_to(ROOT)}:{n}"
+        for doc in docs
+        for n, line in enumerate(doc.read_text().splitlines(), 1)
+        if wrong.search(line)
+    ]
+    assert found == []
+    assert "pip install andal-pg" in (ROOT / "README.md").read_text()

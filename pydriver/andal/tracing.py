@@ -1,4 +1,4 @@
-"""OpenTelemetry tracing of jobs (C16), optional: ``pip install 'andal[otel]'``.
+"""OpenTelemetry tracing of jobs (C16), optional: ``pip install 'andal-pg[otel]'``.
 
 Each attempt of a job is one trace, named after the span at its root::
 
@@ -155,7 +155,7 @@ class JobTracer:
 
     def __init__(self, worker: str) -> None:
         if _otel is None:  # pragma: no cover
-            raise RuntimeError("opentelemetry is not installed: pip install 'andal[otel]'")
+            raise RuntimeError("opentelemetry is not installed: pip install 'andal-pg[otel]'")
         self.worker = worker
         self.tracer = _otel.get_tracer(TRACER_NAME, _version())
 
