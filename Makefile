@@ -18,7 +18,7 @@ SHARDS ?=
 TEST_SHARDS ?= 4
 DEB_PACKAGES := postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl postgresql-15-plpgsql-check
 
-.PHONY: help venv deps install test test-sql test-py lint demo bench bench-quick soak clean
+.PHONY: help venv deps install test test-sql test-py lint demo bench bench-quick soak clean schema-dump
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -68,6 +68,9 @@ lint: venv deps ## sqlfluff, ruff, mypy (the whole package) and plpgsql_check
 	$(VENV)/bin/ruff format --check pydriver tests bench setup.py
 	$(VENV)/bin/mypy
 	@bash .ci/plpgsql_check.sh
+
+schema-dump: venv ## rewrite sql/schema.dump.sql from a fresh install (commit it with the schema change)
+	$(PY) tests/schema.py
 
 demo: venv ## install andal, enqueue ~20,000 jobs and run a worker pool with a summary
 	$(PY) -m andal.demo
