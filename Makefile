@@ -36,7 +36,7 @@ venv: $(VENV)/.installed ## create .venv and install andal with its test extras
 deps: ## install the Debian packages the tests need (pgTAP, pg_prove, plpgsql_check)
 	@bash .ci/deps.sh $(DEB_PACKAGES)
 
-install: venv ## install or upgrade andal in $$DATABASE_URL, else PGHOST/PGPORT/PGUSER/PGDATABASE; SHARDS=8
+install: venv ## install or upgrade andal in DATABASE_URL, else the PG* variables (refuses with neither)
 	@if [ -z '$(INSTALL_TARGET)' ]; then \
 		echo "make install: no database given: set DATABASE_URL (make install" \
 			"DATABASE_URL=postgresql://app@db.example/app) or PGHOST/PGPORT/PGUSER/PGDATABASE;" \
@@ -72,7 +72,7 @@ lint: venv deps ## sqlfluff, ruff, mypy (the whole package) and plpgsql_check
 schema-dump: venv ## rewrite sql/schema.dump.sql from a fresh install (commit it with the schema change)
 	$(PY) tests/schema.py
 
-demo: venv ## install andal, enqueue ~20,000 jobs and run a worker pool with a summary
+demo: venv ## 20,000 jobs through a worker pool, on DATABASE_URL or the PGHOST/PGPORT server
 	$(PY) -m andal.demo
 
 bench: venv ## the full benchmark W1–W7 (~26 min, not in make test); BENCH_ARGS="--only W1 --publish"

@@ -11,8 +11,8 @@ import re
 import shutil
 from pathlib import Path
 
-from setuptools import setup
-from setuptools.command.build_py import build_py
+from setuptools import setup  # type: ignore[import-untyped]
+from setuptools.command.build_py import build_py  # type: ignore[import-untyped]
 
 ROOT = Path(__file__).resolve().parent
 SHIPPED = ("schema", "functions")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -69,3 +70,12 @@ def test_make_install_uses_the_pg_variables(empty_db: str) -> None:
     assert result.returncode == 0, result.stderr
     assert f"{PGUSER}@{PGHOST}:{PGPORT}/{empty_db}" in result.stdout
     assert andal_in(empty_db)
+
+
+def test_the_install_script_without_a_database_refuses() -> None:
+    before = andal_in("postgres")
+    argv = [sys.executable, "-m", "andal.install"]
+    result = subprocess.run(argv, env=scrubbed_env(), capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2
+    assert "no database" in result.stderr
+    assert andal_in("postgres") == before

@@ -17,7 +17,7 @@ import andal
 from andal.install import sql_dir, sql_version
 
 ROOT = Path(__file__).resolve().parent.parent
-ANDAL = Path(sys.executable).parent / "andal"
+ANDAL = str(Path(sys.executable).parent / "andal")
 
 
 def test_one_version_everywhere(dsn: str) -> None:

@@ -128,6 +128,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("dsn", nargs="?", default=os.environ.get("DATABASE_URL", ""))
     p.add_argument("--shards", type=int, default=_env_shards())
     args = p.parse_args(argv)
+    if not args.dsn:
+        print("andal install: no database: pass a DSN or set DATABASE_URL", file=sys.stderr)
+        return 2
     try:
         steps = install(args.dsn, log=print, shards=args.shards)
     except SqlNotFound as exc:
