@@ -294,6 +294,8 @@ CALLS = {
     "job": "select * from queue.job(job_id => 0)",
     "jobs_by": "select * from queue.jobs_by(queue => 'rm')",
     "job_payload": "select queue.job_payload(job_id => 0)",
+    "pause": "select queue.pause(queue => 'rm-paused')",
+    "resume": "select queue.resume(queue => 'rm-paused')",
 }
 READ = {"job", "jobs_by"}
 PRODUCER = {"enqueue", "enqueue_many", "version", "shard_of", *READ}

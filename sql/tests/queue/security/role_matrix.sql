@@ -34,7 +34,9 @@ insert into matrix values
     ('queue.set_shards(integer)', false, false, true),
     ('queue.job(bigint)', true, true, true),
     ('queue.jobs_by(text,text,bigint,integer)', true, true, true),
-    ('queue.job_payload(bigint)', false, false, true);
+    ('queue.job_payload(bigint)', false, false, true),
+    ('queue.pause(text)', false, false, true),
+    ('queue.resume(text)', false, false, true);
 
 -- andal_monitor only reads: statistics, workers and job lookups, nothing that writes.
 create temp table monitor_may (fn text);
