@@ -2,6 +2,8 @@
 
 * Pause: a paused queue's jobs stay pending however many workers claim, and resume releases
   them.
+* Fairness: a worker serving two queues does not drain one queue's backlog before starting
+  the other's jobs.
 """
 
 from __future__ import annotations
@@ -12,6 +14,10 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import psycopg
+from conftest import wait_for
+from workers.inproc import running
+
+import andal
 
 
 def run_sessions(n: int, target: Callable[[int], Any]) -> list[Any]:
@@ -72,3 +78,34 @@ def test_paused_queue_stays_pending_across_concurrent_claims(
             ).fetchall()
         }
     assert taken == paused, "resume releases every paused job"
+
+
+# --- fairness ----------------------------------------------------------------------------
+
+
+def test_one_worker_shares_its_slots_between_two_queues(
+    dsn: str, conn: psycopg.Connection, clean: None
+) -> None:
+    """3,000 jobs of A, then 500 of B; one worker of 8 slots serving both. B's first job is
+    in the worker's first claim, and B drains alongside A: by the time B's last job starts,
+    A has had about as many starts as B (round-robin), not its whole backlog."""
+    enqueue(conn, "A", 3000)
+    enqueue(conn, "B", 500)
+    started: list[tuple[str, Any]] = []
+    lock = threading.Lock()
+
+    def handle(job: andal.Job) -> None:
+        with lock:
+            started.append((job.queue, job.lease_expires_at))
+
+    worker = andal.Worker(
+        dsn, {"A": handle, "B": handle}, concurrency=8, lease=60, name="fair", maintain_every=0
+    )
+    with running(worker):
+        wait_for(lambda: len(started) >= 3500, timeout=120, what="every job started")
+    # one claim's jobs share its lease expiry (the same now() plus the same lease)
+    first_claim = min(expiry for _, expiry in started)
+    assert "B" in {q for q, expiry in started if expiry == first_claim}
+    last_b = max(i for i, (q, _) in enumerate(started) if q == "B")
+    a_before = sum(1 for q, _ in started[:last_b] if q == "A")
+    assert 250 <= a_before <= 1000, f"A started {a_before} jobs while B drained its 500"

@@ -3,7 +3,9 @@
 -- Guarantees:
 -- * Candidates are pending jobs with available_at <= now() of the given queues (null: every
 --   queue), highest priority first, then oldest availability, then id, whether gated or not;
---   locked FOR UPDATE SKIP LOCKED, so a claimer never waits on another claimer.
+--   locked FOR UPDATE SKIP LOCKED, so a claimer never waits on another claimer. A claim of
+--   several listed queues shares its batch between them round-robin within a priority level
+--   (queue._scan), so one queue's backlog never starves another.
 -- * Each claimed job gets a fresh fencing token and a lease (the `lease` argument, else the
 --   queue's lease); attempt counts the runs started, 1 on the first.
 -- * Running jobs of the claimed queues (null: of every queue) whose lease expired are taken
