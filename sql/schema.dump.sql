@@ -15,6 +15,26 @@ CREATE TYPE cache.change AS (
 	snapshot pg_snapshot
 );
 
+CREATE TYPE queue.job_info AS (
+	job_id bigint,
+	state text,
+	queue text,
+	category text,
+	priority integer,
+	attempts integer,
+	max_attempts integer,
+	enqueued_at timestamp with time zone,
+	available_at timestamp with time zone,
+	started_at timestamp with time zone,
+	finished_at timestamp with time zone,
+	worker text,
+	lease_expires_at timestamp with time zone,
+	abort_requested_at timestamp with time zone,
+	result jsonb,
+	errors jsonb,
+	kept_until timestamp with time zone
+);
+
 CREATE FUNCTION cache._adaptive_ttl(mean_interval double precision, changed_at timestamp with time zone) RETURNS interval
     LANGUAGE sql STABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -1087,10 +1107,13 @@ CREATE TABLE queue.queues (
     keep_results boolean DEFAULT false NOT NULL,
     cache_policy text DEFAULT 'invalidate'::text NOT NULL,
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    paused boolean DEFAULT false NOT NULL,
+    history_retention interval,
     CONSTRAINT queues_backoff_base_check CHECK ((backoff_base >= '00:00:00'::interval)),
     CONSTRAINT queues_backoff_cap_check CHECK ((backoff_cap >= '00:00:00'::interval)),
     CONSTRAINT queues_backoff_check CHECK ((backoff = ANY (ARRAY['linear'::text, 'exponential'::text]))),
     CONSTRAINT queues_cache_policy_check CHECK ((cache_policy = ANY (ARRAY['invalidate'::text, 'rewrite'::text, 'none'::text]))),
+    CONSTRAINT queues_history_retention_check CHECK ((history_retention > '00:00:00'::interval)),
     CONSTRAINT queues_jitter_check CHECK (((jitter >= (0)::double precision) AND (jitter <= (1)::double precision))),
     CONSTRAINT queues_lease_check CHECK ((lease > '00:00:00'::interval)),
     CONSTRAINT queues_max_attempts_check CHECK ((max_attempts >= 1)),
@@ -1389,6 +1412,20 @@ begin
 end
 $$;
 
+CREATE FUNCTION queue._live_state(status text, available_at timestamp with time zone, attempt integer) RETURNS text
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    select case
+        when status = 'running' then 'running'
+        when available_at <= now() then 'pending'
+        when attempt > 0 then 'failed'
+        else 'scheduled'
+    end
+$$;
+
+COMMENT ON FUNCTION queue._live_state(status text, available_at timestamp with time zone, attempt integer) IS 'Private: the state (scheduled, pending, failed, running) of a live job.';
+
 CREATE FUNCTION queue._prom_label(value text) RETURNS text
     LANGUAGE sql IMMUTABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -1551,9 +1588,13 @@ begin
         order by c.priority desc, c.available_at, c.id
         limit lim;
     else
+        -- Several queues share the batch fairly: within a priority level, round-robin over
+        -- the queues with ready jobs (each queue's best, then each one's second best, ...;
+        -- within a round the queues come in random order, so batches of one alternate too).
+        -- A higher priority still goes first, and each queue keeps its own order.
         return query
         select c.id, c.category, c.priority, c.available_at from (
-            select b.id, b.category, b.priority, b.available_at
+            select b.id, b.category, b.priority, b.available_at, q.name as queue
             from (select distinct q.name from unnest(queues) as q (name)) as q
             cross join lateral (
                 select j.id, j.category, j.priority, j.available_at from queue.jobs as j
@@ -1565,7 +1606,7 @@ begin
                 for update skip locked
             ) as b
             union all
-            select b.id, b.category, b.priority, b.available_at
+            select b.id, b.category, b.priority, b.available_at, q.name
             from (select distinct q.name from unnest(queues) as q (name)) as q
             cross join lateral (
                 select j.id, j.category, j.priority, j.available_at from queue.jobs as j
@@ -1578,7 +1619,10 @@ begin
                 for update skip locked
             ) as b
         ) as c
-        order by c.priority desc, c.available_at, c.id
+        order by c.priority desc,
+            row_number() over (
+                partition by c.queue, c.priority order by c.available_at, c.id),
+            random()
         limit lim;
     end if;
 end
@@ -1703,6 +1747,7 @@ begin
                    where g.status = 'pending' and g.category is not null
                      and g.available_at <= now()
                    order by g.priority desc, g.available_at, g.id limit 1) is null
+              and (select p.queue from queue.queues as p where p.paused limit 1) is null
             returning j.id, j.queue, j.category, j.priority, j.payload, j.attempt,
                 j.max_attempts, j.token, j.lease_expires_at, j.enqueued_at, j.cache_key,
                 j.cache_version, j.available_at
@@ -1742,6 +1787,8 @@ begin
                      and g.status = 'pending' and g.category is not null
                      and g.available_at <= now()
                    order by g.priority desc, g.available_at, g.id limit 1) is null
+              and (select p.queue from queue.queues as p
+                   where p.paused and p.queue = claim.queues[1]) is null
             returning j.id, j.queue, j.category, j.priority, j.payload, j.attempt,
                 j.max_attempts, j.token, j.lease_expires_at, j.enqueued_at, j.cache_key,
                 j.cache_version, j.available_at
@@ -1756,9 +1803,23 @@ begin
     end if;
 
     -- General path: several queues, or the direct path claimed nothing (a lease expired, a
-    -- gated job is ready, or no job is: the direct statement cannot tell which, and what its
-    -- probes saw may have changed since). Take back expired leases first (an index probe
-    -- when there are none).
+    -- gated job is ready, a queue is paused, or no job is ready: the direct statement cannot
+    -- tell which, and what its probes saw may have changed since).
+
+    -- Paused queues are left out: a claim of every queue becomes one of the queues not
+    -- paused (every queue andal enqueued to has a row in queue.queues).
+    if (select p.queue from queue.queues as p where p.paused limit 1) is not null then
+        claim.queues := array(
+            select q.queue from queue.queues as q
+            where not q.paused
+              and (claim.queues is null or q.queue = any (claim.queues))
+            order by q.queue);
+        if cardinality(claim.queues) = 0 then
+            return;
+        end if;
+    end if;
+
+    -- Take back expired leases first (an index probe when there are none).
     if claim.queues is null then
         if (select x.lease_expires_at from queue.jobs as x
             where x.status = 'running' and x.lease_expires_at <= now()
@@ -2480,6 +2541,182 @@ $$;
 
 COMMENT ON FUNCTION queue.heartbeat_many(job_ids bigint[], tokens uuid[], extend interval) IS 'Extend several leases; null expiry where the lease was lost.';
 
+CREATE FUNCTION queue.job(job_id bigint) RETURNS SETOF queue.job_info
+    LANGUAGE plpgsql STABLE SECURITY DEFINER ROWS 1
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
+    SET jit TO 'off'
+    AS $$
+#variable_conflict use_column
+begin
+    if job.job_id is null then
+        raise exception 'job_id must not be null' using errcode = '22004';
+    end if;
+    return query
+    select s.job_id, s.state, s.queue, s.category, s.priority, s.attempts, s.max_attempts,
+        s.enqueued_at, s.available_at, s.started_at, s.finished_at, s.worker,
+        s.lease_expires_at, s.abort_requested_at, s.result, s.errors, s.kept_until
+    from (
+        select 1 as src, j.id as job_id,
+            queue._live_state(j.status, j.available_at, j.attempt) as state,
+            j.queue, j.category, j.priority, j.attempt as attempts, j.max_attempts,
+            j.enqueued_at, j.available_at, j.claimed_at as started_at,
+            null::timestamptz as finished_at, j.worker, j.lease_expires_at,
+            j.abort_requested_at, null::jsonb as result, j.errors,
+            null::timestamptz as kept_until
+        from queue.jobs as j
+        where j.id = job.job_id
+        union all
+        (select 2, h.job_id, h.state, h.queue, h.category, h.priority, h.attempt,
+            h.max_attempts, h.enqueued_at, null, h.started_at, h.finished_at, null, null, null,
+            h.result, h.errors, h.keep_until
+         from queue.history as h
+         where h.job_id = job.job_id
+         order by h.finished_at desc
+         limit 1)
+        union all
+        select 3, d.job_id, case d.reason when 'cancelled' then 'cancelled' else 'dead' end,
+            d.queue, d.category, d.priority, d.attempt, d.max_attempts, d.enqueued_at, null,
+            null, d.died_at, null, null, null, null, d.errors, null
+        from queue.dead_letters as d
+        where d.job_id = job.job_id
+        union all
+        select 4, r.job_id, 'completed', r.queue, null, null, null, null, null, null, null,
+            r.completed_at, null, null, null, r.result, null, null
+        from queue.results as r
+        where r.job_id = job.job_id
+    ) as s
+    order by s.src
+    limit 1;
+end
+$$;
+
+COMMENT ON FUNCTION queue.job(job_id bigint) IS 'One job by id: state, queue, attempts, times, worker, result, error history; no row when unknown.';
+
+CREATE FUNCTION queue.job_payload(job_id bigint) RETURNS jsonb
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
+    SET jit TO 'off'
+    AS $$
+#variable_conflict use_column
+begin
+    if job_payload.job_id is null then
+        raise exception 'job_id must not be null' using errcode = '22004';
+    end if;
+    return (
+        select s.payload from (
+            select 1 as src, j.payload from queue.jobs as j where j.id = job_payload.job_id
+            union all
+            (select 2, h.payload from queue.history as h where h.job_id = job_payload.job_id
+             order by h.finished_at desc limit 1)
+            union all
+            select 3, d.payload from queue.dead_letters as d
+            where d.job_id = job_payload.job_id
+        ) as s
+        order by s.src
+        limit 1
+    );
+end
+$$;
+
+COMMENT ON FUNCTION queue.job_payload(job_id bigint) IS 'The payload of a job andal remembers (admins only).';
+
+CREATE FUNCTION queue.jobs_by(queue text DEFAULT NULL::text, state text DEFAULT NULL::text, before bigint DEFAULT NULL::bigint, lim integer DEFAULT 100) RETURNS SETOF queue.job_info
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
+    SET jit TO 'off'
+    AS $$
+#variable_conflict use_column
+declare
+    v_live boolean;
+    v_done boolean;
+begin
+    perform queue._check_name(jobs_by.queue, 'queue', false);
+    if jobs_by.state is not null and jobs_by.state not in (
+        'scheduled', 'pending', 'failed', 'running', 'completed', 'dead', 'cancelled'
+    ) then
+        raise exception 'state must be one of scheduled, pending, failed, running, completed, '
+            'dead, cancelled (got %)', jobs_by.state
+            using errcode = '22023';
+    end if;
+    if jobs_by.lim is null or jobs_by.lim not between 1 and 1000 then
+        raise exception 'lim must be between 1 and 1000 (got %)', jobs_by.lim
+            using errcode = '22023';
+    end if;
+    v_live := jobs_by.state is null
+        or jobs_by.state in ('scheduled', 'pending', 'failed', 'running');
+    v_done := jobs_by.state is null or not v_live;
+    return query
+    select s.job_id, s.state, s.queue, s.category, s.priority, s.attempts, s.max_attempts,
+        s.enqueued_at, s.available_at, s.started_at, s.finished_at, s.worker,
+        s.lease_expires_at, s.abort_requested_at, s.result, s.errors, s.kept_until
+    from (
+        (select j.id as job_id,
+            queue._live_state(j.status, j.available_at, j.attempt) as state,
+            j.queue, j.category, j.priority, j.attempt as attempts, j.max_attempts,
+            j.enqueued_at, j.available_at, j.claimed_at as started_at,
+            null::timestamptz as finished_at, j.worker, j.lease_expires_at,
+            j.abort_requested_at, null::jsonb as result, j.errors,
+            null::timestamptz as kept_until
+         from queue.jobs as j
+         where v_live
+           and (jobs_by.queue is null or j.queue = jobs_by.queue)
+           and (jobs_by.before is null or j.id < jobs_by.before)
+           and (jobs_by.state is null
+                or queue._live_state(j.status, j.available_at, j.attempt) = jobs_by.state)
+         order by j.id desc
+         limit jobs_by.lim)
+        union all
+        (select h.job_id, h.state, h.queue, h.category, h.priority, h.attempt, h.max_attempts,
+            h.enqueued_at, null, h.started_at, h.finished_at, null, null, null, h.result,
+            h.errors, h.keep_until
+         from queue.history as h
+         where v_done
+           and (jobs_by.queue is null or h.queue = jobs_by.queue)
+           and (jobs_by.before is null or h.job_id < jobs_by.before)
+           and (jobs_by.state is null or h.state = jobs_by.state)
+           and not exists (select from queue.jobs as j where j.id = h.job_id)
+           and not exists (
+               select from queue.history as n
+               where n.job_id = h.job_id and n.finished_at > h.finished_at)
+         order by h.job_id desc
+         limit jobs_by.lim)
+        union all
+        (select d.job_id, case d.reason when 'cancelled' then 'cancelled' else 'dead' end,
+            d.queue, d.category, d.priority, d.attempt, d.max_attempts, d.enqueued_at, null,
+            null, d.died_at, null, null, null, null, d.errors, null
+         from queue.dead_letters as d
+         where v_done
+           and (jobs_by.queue is null or d.queue = jobs_by.queue)
+           and (jobs_by.before is null or d.job_id < jobs_by.before)
+           and (jobs_by.state is null
+                or jobs_by.state = case d.reason when 'cancelled' then 'cancelled' else 'dead' end)
+           and not exists (select from queue.jobs as j where j.id = d.job_id)
+           and not exists (select from queue.history as h where h.job_id = d.job_id)
+         order by d.job_id desc
+         limit jobs_by.lim)
+        union all
+        (select r.job_id, 'completed', r.queue, null, null, null, null, null, null, null,
+            r.completed_at, null, null, null, r.result, null, null
+         from queue.results as r
+         where v_done and (jobs_by.state is null or jobs_by.state = 'completed')
+           and (jobs_by.queue is null or r.queue = jobs_by.queue)
+           and (jobs_by.before is null or r.job_id < jobs_by.before)
+           and not exists (select from queue.jobs as j where j.id = r.job_id)
+           and not exists (select from queue.history as h where h.job_id = r.job_id)
+           and not exists (select from queue.dead_letters as d where d.job_id = r.job_id)
+         order by r.job_id desc
+         limit jobs_by.lim)
+    ) as s
+    order by s.job_id desc
+    limit jobs_by.lim;
+end
+$$;
+
+COMMENT ON FUNCTION queue.jobs_by(queue text, state text, before bigint, lim integer) IS 'Jobs of a queue in a state, newest first, keyset-paged by id (before => last id of the page).';
+
 CREATE TABLE queue.dead_letters (
     job_id bigint NOT NULL,
     queue text NOT NULL,
@@ -2618,6 +2855,21 @@ $$;
 
 COMMENT ON FUNCTION queue.metrics() IS 'Every queue statistic as Prometheus exposition text.';
 
+CREATE FUNCTION queue.pause(queue text) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+begin
+    perform queue._check_name(pause.queue, 'queue');
+    perform queue._config(pause.queue);
+    update queue.queues as q set paused = true, updated_at = now()
+    where q.queue = pause.queue and not q.paused;
+end
+$$;
+
+COMMENT ON FUNCTION queue.pause(queue text) IS 'Pause a queue: its jobs are not claimed (running ones finish; enqueue still works).';
+
 CREATE FUNCTION queue.purge_dead(older_than interval) RETURNS bigint
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -2715,6 +2967,26 @@ end
 $$;
 
 COMMENT ON FUNCTION queue.requeue_dead(job_id bigint) IS 'Bring a dead job back as pending with a fresh attempt count.';
+
+CREATE FUNCTION queue.resume(queue text) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+declare
+    v_notify boolean;
+begin
+    perform queue._check_name(resume.queue, 'queue');
+    update queue.queues as q set paused = false, updated_at = now()
+    where q.queue = resume.queue and q.paused
+    returning q.notify into v_notify;
+    if v_notify then
+        perform pg_notify('andal_jobs', resume.queue);
+    end if;
+end
+$$;
+
+COMMENT ON FUNCTION queue.resume(queue text) IS 'Resume a paused queue.';
 
 CREATE FUNCTION queue.set_category_limit(category text, max_running integer) RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER
@@ -2916,7 +3188,7 @@ $$;
 
 COMMENT ON FUNCTION queue.shards() IS 'The live table''s shards: one row per partition with its live job count.';
 
-CREATE FUNCTION queue.stats() RETURNS TABLE(queue text, category text, ready bigint, scheduled bigint, running bigint, dead bigint, oldest_ready_age interval, avg_run_ms double precision, p95_run_ms double precision, completed_1m bigint, completed_15m bigint, completed_1h bigint, retried_1m bigint, retried_15m bigint, retried_1h bigint, dead_1m bigint, dead_15m bigint, dead_1h bigint, failure_rate double precision, retries_per_job double precision, lock_attempts bigint, lock_failures bigint, contention_ratio double precision, pickup_p50_ms double precision, pickup_p95_ms double precision, pickup_p99_ms double precision, wal_bytes_per_job double precision, held_xmin_age bigint, held_xmin_seconds double precision)
+CREATE FUNCTION queue.stats() RETURNS TABLE(queue text, category text, ready bigint, scheduled bigint, running bigint, dead bigint, oldest_ready_age interval, avg_run_ms double precision, p95_run_ms double precision, completed_1m bigint, completed_15m bigint, completed_1h bigint, retried_1m bigint, retried_15m bigint, retried_1h bigint, dead_1m bigint, dead_15m bigint, dead_1h bigint, failure_rate double precision, retries_per_job double precision, lock_attempts bigint, lock_failures bigint, contention_ratio double precision, pickup_p50_ms double precision, pickup_p95_ms double precision, pickup_p99_ms double precision, wal_bytes_per_job double precision, held_xmin_age bigint, held_xmin_seconds double precision, paused boolean)
     LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -3017,6 +3289,7 @@ begin
         select l.queue, l.category from live as l
         union select d.queue, d.category from dl as d
         union select e.queue, e.category from ev as e
+        union select q.queue, '' from queue.queues as q where q.paused
     ),
     per_category as (
         select k.queue, k.category,
@@ -3076,7 +3349,8 @@ begin
         queue._hist_quantile(r.wait_hist, 0.95),
         queue._hist_quantile(r.wait_hist, 0.99),
         case when r.total then v_wal end,
-        coalesce(v_xmin_age, 0), coalesce(v_xmin_seconds, 0)
+        coalesce(v_xmin_age, 0), coalesce(v_xmin_seconds, 0),
+        coalesce((select q.paused from queue.queues as q where q.queue = r.queue), false)
     from rolled as r
     order by r.queue, r.category nulls first;
 end
@@ -3276,6 +3550,53 @@ ALTER TABLE queue.categories ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
     CACHE 1
 );
 
+CREATE TABLE queue.history (
+    job_id bigint NOT NULL,
+    queue text NOT NULL,
+    category text,
+    priority integer NOT NULL,
+    state text NOT NULL,
+    payload jsonb NOT NULL,
+    attempt integer NOT NULL,
+    max_attempts integer NOT NULL,
+    enqueued_at timestamp with time zone NOT NULL,
+    started_at timestamp with time zone,
+    finished_at timestamp with time zone DEFAULT now() NOT NULL,
+    worker text,
+    result jsonb,
+    errors jsonb DEFAULT '[]'::jsonb NOT NULL,
+    keep_until timestamp with time zone NOT NULL,
+    CONSTRAINT history_state_check CHECK ((state = ANY (ARRAY['completed'::text, 'dead'::text, 'cancelled'::text])))
+)
+PARTITION BY RANGE (keep_until);
+
+CREATE TABLE queue.history_default (
+    job_id bigint NOT NULL,
+    queue text NOT NULL,
+    category text,
+    priority integer NOT NULL,
+    state text NOT NULL,
+    payload jsonb NOT NULL,
+    attempt integer NOT NULL,
+    max_attempts integer NOT NULL,
+    enqueued_at timestamp with time zone NOT NULL,
+    started_at timestamp with time zone,
+    finished_at timestamp with time zone DEFAULT now() NOT NULL,
+    worker text,
+    result jsonb,
+    errors jsonb DEFAULT '[]'::jsonb NOT NULL,
+    keep_until timestamp with time zone NOT NULL,
+    CONSTRAINT history_state_check CHECK ((state = ANY (ARRAY['completed'::text, 'dead'::text, 'cancelled'::text])))
+);
+
+CREATE TABLE queue.history_settings (
+    id boolean DEFAULT true NOT NULL,
+    partition_width interval DEFAULT '01:00:00'::interval NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT history_settings_single CHECK (id),
+    CONSTRAINT history_settings_width_check CHECK ((partition_width >= '00:00:01'::interval))
+);
+
 CREATE TABLE queue.install_state (
     id boolean DEFAULT true NOT NULL,
     functions_digest text NOT NULL,
@@ -3302,6 +3623,8 @@ CREATE TABLE queue.jobs (
     errors jsonb DEFAULT '[]'::jsonb NOT NULL,
     cache_key text,
     cache_version bigint,
+    abort_requested_at timestamp with time zone,
+    watched boolean DEFAULT false NOT NULL,
     CONSTRAINT jobs_running_check CHECK (((status = 'pending'::text) OR ((token IS NOT NULL) AND (lease_expires_at IS NOT NULL)))),
     CONSTRAINT jobs_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'running'::text])))
 )
@@ -3365,6 +3688,8 @@ CREATE TABLE queue.worker_locks (
 )
 WITH (fillfactor='70', autovacuum_vacuum_scale_factor='0.01');
 
+ALTER TABLE ONLY queue.history ATTACH PARTITION queue.history_default DEFAULT;
+
 ALTER TABLE ONLY cache.config
     ADD CONSTRAINT config_pkey PRIMARY KEY (id);
 
@@ -3400,6 +3725,9 @@ ALTER TABLE ONLY queue.categories
 
 ALTER TABLE ONLY queue.dead_letters
     ADD CONSTRAINT dead_letters_pkey PRIMARY KEY (job_id);
+
+ALTER TABLE ONLY queue.history_settings
+    ADD CONSTRAINT history_settings_pkey PRIMARY KEY (id);
 
 ALTER TABLE ONLY queue.install_state
     ADD CONSTRAINT install_state_pkey PRIMARY KEY (id);
@@ -3440,6 +3768,14 @@ CREATE INDEX dead_letters_died_idx ON queue.dead_letters USING btree (died_at);
 
 CREATE INDEX dead_letters_queue_idx ON queue.dead_letters USING btree (queue, died_at);
 
+CREATE INDEX history_job_idx ON ONLY queue.history USING btree (job_id);
+
+CREATE INDEX history_default_job_id_idx ON queue.history_default USING btree (job_id);
+
+CREATE INDEX history_queue_idx ON ONLY queue.history USING btree (queue, job_id);
+
+CREATE INDEX history_default_queue_job_id_idx ON queue.history_default USING btree (queue, job_id);
+
 CREATE UNIQUE INDEX jobs_dedup_idx ON queue.jobs USING btree (queue, dedup_key) WHERE (dedup_key IS NOT NULL);
 
 CREATE INDEX jobs_gated_idx ON queue.jobs USING btree (priority DESC, available_at, id) WHERE ((status = 'pending'::text) AND (category IS NOT NULL));
@@ -3452,11 +3788,17 @@ CREATE INDEX jobs_ready_idx ON queue.jobs USING btree (priority DESC, available_
 
 CREATE INDEX jobs_ready_queue_idx ON queue.jobs USING btree (queue, priority DESC, available_at, id) WHERE ((status = 'pending'::text) AND (category IS NULL));
 
+CREATE INDEX queues_paused_idx ON queue.queues USING btree (queue) WHERE paused;
+
 CREATE INDEX results_completed_idx ON queue.results USING btree (completed_at);
 
 CREATE INDEX stat_minutes_minute_idx ON queue.stat_minutes USING btree (minute);
 
 CREATE INDEX worker_locks_category_idx ON queue.worker_locks USING btree (category_id);
+
+ALTER INDEX queue.history_job_idx ATTACH PARTITION queue.history_default_job_id_idx;
+
+ALTER INDEX queue.history_queue_idx ATTACH PARTITION queue.history_default_queue_job_id_idx;
 
 ALTER TABLE ONLY cache.view_sources
     ADD CONSTRAINT view_sources_view_fkey FOREIGN KEY (view) REFERENCES cache.views(view) ON DELETE CASCADE;
@@ -3464,10 +3806,12 @@ ALTER TABLE ONLY cache.view_sources
 GRANT USAGE ON SCHEMA cache TO andal_producer;
 GRANT USAGE ON SCHEMA cache TO andal_worker;
 GRANT USAGE ON SCHEMA cache TO andal_admin;
+GRANT USAGE ON SCHEMA cache TO andal_monitor;
 
 GRANT USAGE ON SCHEMA queue TO andal_producer;
 GRANT USAGE ON SCHEMA queue TO andal_worker;
 GRANT USAGE ON SCHEMA queue TO andal_admin;
+GRANT USAGE ON SCHEMA queue TO andal_monitor;
 
 REVOKE ALL ON FUNCTION cache._adaptive_ttl(mean_interval double precision, changed_at timestamp with time zone) FROM PUBLIC;
 
@@ -3537,6 +3881,7 @@ GRANT ALL ON FUNCTION cache.reset() TO andal_admin;
 REVOKE ALL ON FUNCTION cache.stats(stale_after interval) FROM PUBLIC;
 GRANT ALL ON FUNCTION cache.stats(stale_after interval) TO andal_worker;
 GRANT ALL ON FUNCTION cache.stats(stale_after interval) TO andal_admin;
+GRANT ALL ON FUNCTION cache.stats(stale_after interval) TO andal_monitor;
 
 REVOKE ALL ON FUNCTION cache.track(view regclass, source regclass) FROM PUBLIC;
 GRANT ALL ON FUNCTION cache.track(view regclass, source regclass) TO andal_admin;
@@ -3580,6 +3925,8 @@ REVOKE ALL ON FUNCTION queue._hist_bounds() FROM PUBLIC;
 REVOKE ALL ON FUNCTION queue._hist_quantile(hist bigint[], q double precision) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._lease_lost(job_id bigint, token uuid) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._live_state(status text, available_at timestamp with time zone, attempt integer) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._prom_label(value text) FROM PUBLIC;
 
@@ -3627,6 +3974,21 @@ REVOKE ALL ON FUNCTION queue.heartbeat_many(job_ids bigint[], tokens uuid[], ext
 GRANT ALL ON FUNCTION queue.heartbeat_many(job_ids bigint[], tokens uuid[], extend interval) TO andal_worker;
 GRANT ALL ON FUNCTION queue.heartbeat_many(job_ids bigint[], tokens uuid[], extend interval) TO andal_admin;
 
+REVOKE ALL ON FUNCTION queue.job(job_id bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION queue.job(job_id bigint) TO andal_producer;
+GRANT ALL ON FUNCTION queue.job(job_id bigint) TO andal_worker;
+GRANT ALL ON FUNCTION queue.job(job_id bigint) TO andal_admin;
+GRANT ALL ON FUNCTION queue.job(job_id bigint) TO andal_monitor;
+
+REVOKE ALL ON FUNCTION queue.job_payload(job_id bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION queue.job_payload(job_id bigint) TO andal_admin;
+
+REVOKE ALL ON FUNCTION queue.jobs_by(queue text, state text, before bigint, lim integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION queue.jobs_by(queue text, state text, before bigint, lim integer) TO andal_producer;
+GRANT ALL ON FUNCTION queue.jobs_by(queue text, state text, before bigint, lim integer) TO andal_worker;
+GRANT ALL ON FUNCTION queue.jobs_by(queue text, state text, before bigint, lim integer) TO andal_admin;
+GRANT ALL ON FUNCTION queue.jobs_by(queue text, state text, before bigint, lim integer) TO andal_monitor;
+
 REVOKE ALL ON FUNCTION queue.list_dead(queue text, lim integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.list_dead(queue text, lim integer) TO andal_admin;
 
@@ -3637,6 +3999,10 @@ GRANT ALL ON FUNCTION queue.maintain() TO andal_admin;
 REVOKE ALL ON FUNCTION queue.metrics() FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.metrics() TO andal_admin;
 GRANT ALL ON FUNCTION queue.metrics() TO andal_worker;
+GRANT ALL ON FUNCTION queue.metrics() TO andal_monitor;
+
+REVOKE ALL ON FUNCTION queue.pause(queue text) FROM PUBLIC;
+GRANT ALL ON FUNCTION queue.pause(queue text) TO andal_admin;
 
 REVOKE ALL ON FUNCTION queue.purge_dead(older_than interval) FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.purge_dead(older_than interval) TO andal_admin;
@@ -3647,6 +4013,9 @@ GRANT ALL ON FUNCTION queue.release(job_id bigint, token uuid, delay interval) T
 
 REVOKE ALL ON FUNCTION queue.requeue_dead(job_id bigint) FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.requeue_dead(job_id bigint) TO andal_admin;
+
+REVOKE ALL ON FUNCTION queue.resume(queue text) FROM PUBLIC;
+GRANT ALL ON FUNCTION queue.resume(queue text) TO andal_admin;
 
 REVOKE ALL ON FUNCTION queue.set_category_limit(category text, max_running integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.set_category_limit(category text, max_running integer) TO andal_admin;
@@ -3665,16 +4034,20 @@ GRANT ALL ON FUNCTION queue.shards() TO andal_admin;
 REVOKE ALL ON FUNCTION queue.stats() FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.stats() TO andal_admin;
 GRANT ALL ON FUNCTION queue.stats() TO andal_worker;
+GRANT ALL ON FUNCTION queue.stats() TO andal_monitor;
 
 REVOKE ALL ON FUNCTION queue.status() FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.status() TO andal_admin;
 GRANT ALL ON FUNCTION queue.status() TO andal_worker;
+GRANT ALL ON FUNCTION queue.status() TO andal_monitor;
 
 REVOKE ALL ON FUNCTION queue.version() FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.version() TO andal_producer;
 GRANT ALL ON FUNCTION queue.version() TO andal_worker;
 GRANT ALL ON FUNCTION queue.version() TO andal_admin;
+GRANT ALL ON FUNCTION queue.version() TO andal_monitor;
 
 REVOKE ALL ON FUNCTION queue.workers() FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.workers() TO andal_admin;
 GRANT ALL ON FUNCTION queue.workers() TO andal_worker;
+GRANT ALL ON FUNCTION queue.workers() TO andal_monitor;

@@ -35,6 +35,8 @@ from .worker import Registry, Worker, database_labels, is_connection_error
 
 EXIT_SQL, EXIT_USAGE, EXIT_CONNECT, EXIT_NOT_INSTALLED, EXIT_MODULE = 1, 2, 3, 4, 5
 NOT_INSTALLED = "andal is not installed in this database; run `andal install`"
+#: Commands that act on one database.
+ONE_DATABASE = ("dead", "job", "cancel", "pause", "resume")
 
 
 class CliError(Exception):
@@ -270,7 +272,8 @@ _STAT_KEYS = (
     "avg_run_ms", "p95_run_ms", "completed_1m", "completed_15m", "completed_1h",
     "retried_1m", "retried_15m", "retried_1h", "dead_1m", "dead_15m", "dead_1h",
     "failure_rate", "retries_per_job", "lock_attempts", "lock_failures", "contention_ratio",
-    "pickup_p50_ms", "pickup_p95_ms", "pickup_p99_ms", "wal_bytes_per_job", "minute_elapsed_s",
+    "pickup_p50_ms", "pickup_p95_ms", "pickup_p99_ms", "wal_bytes_per_job", "paused",
+    "minute_elapsed_s",
 )  # fmt: skip
 _WORKER_KEYS = (
     "worker", "running", "queues", "oldest_claim_age", "next_lease_expiry", "connections",
@@ -461,7 +464,7 @@ def render(snap: Snapshot, interval: float | None = None, note: str | None = Non
         age = _seconds(r["oldest_ready_age"])
         fail = r["failure_rate"]
         q.add_row(
-            r["queue"],
+            Text(r["queue"]).append("  paused", style="bold yellow") if r["paused"] else r["queue"],
             fmt_count(r["ready"]),
             fmt_count(r["scheduled"]),
             fmt_count(r["running"]),
@@ -944,6 +947,10 @@ def parser() -> argparse.ArgumentParser:
     s = dead.add_parser("purge", help="delete dead letters older than SECONDS")
     s.add_argument("--older-than", type=float, required=True, metavar="SECONDS")
     s.set_defaults(func=cmd_dead_purge)
+
+    from .cli_jobs import add_commands
+
+    add_commands(sub, connect, CliError)
     return p
 
 
@@ -957,8 +964,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if len(set(given)) != len(given):
         print("andal: --dsn: the same database is given twice", file=sys.stderr)
         return EXIT_USAGE
-    if len(given) > 1 and args.command == "dead":
-        print("andal: `andal dead` works on one database: give one --dsn", file=sys.stderr)
+    if len(given) > 1 and args.command in ONE_DATABASE:
+        print(
+            f"andal: `andal {args.command}` works on one database: give one --dsn", file=sys.stderr
+        )
         return EXIT_USAGE
     # every database given; ``dsn`` is the first (the only one, mostly)
     args.dsns, args.dsn = given, given[0]

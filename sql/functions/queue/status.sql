@@ -63,5 +63,5 @@ comment on function queue.status() is 'Per queue: ready, scheduled, running, dea
 comment on function queue.maintain() is 'Housekeeping: take back expired leases, prune counters.';
 revoke all on function queue.status() from public;
 revoke all on function queue.maintain() from public;
-grant execute on function queue.status() to andal_admin, andal_worker;
+grant execute on function queue.status() to andal_admin, andal_worker, andal_monitor;
 grant execute on function queue.maintain() to andal_worker, andal_admin;

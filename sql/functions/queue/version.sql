@@ -10,4 +10,4 @@ as $$ select '0.1.0'::text $$;
 
 comment on function queue.version() is 'The installed andal release.';
 revoke all on function queue.version() from public;
-grant execute on function queue.version() to andal_producer, andal_worker, andal_admin;
+grant execute on function queue.version() to andal_producer, andal_worker, andal_admin, andal_monitor;
