@@ -97,8 +97,8 @@ def test_demo_runs_on_the_pgport_server_and_nowhere_else(tmp_path: Path) -> None
         # as a user runs it: PGPORT=<port> make demo
         args = "DEMO_ARGS=--jobs 500 --workers 2 --concurrency 16"
         result = subprocess.run(
-            ["make", "-s", "demo", args], cwd=ROOT, env=env, capture_output=True, text=True,
-            timeout=300,
+            ["make", "-s", "-o", ".venv/.installed", "demo", args],
+            cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
         )  # fmt: skip
         assert result.returncode == 0, result.stderr
         assert f"using the server postgres@127.0.0.1:{cluster.port}/andal_demo" in result.stdout
