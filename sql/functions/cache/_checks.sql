@@ -28,6 +28,7 @@ set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_limit int;
+    v_bytes bigint;
 begin
     if value is null then
         raise exception '% must not be null', argument using errcode = '22004',
@@ -39,11 +40,13 @@ begin
     end if;
     -- no settings row must not mean no limit: then the column's default (1 MiB)
     v_limit := coalesce((select c.max_value_bytes from cache.config as c), 1048576);
-    -- The binary size bounds the text size from above within a small factor: only large
-    -- values pay for the exact measure.
-    if pg_column_size(value) > v_limit / 8 and octet_length(value::text) > v_limit then
+    -- The limit is on what a reader receives: the JSON text, measured on every value (the
+    -- stored size is no bound on it: a jsonb number of a few bytes prints as up to 131,072
+    -- digits).
+    v_bytes := octet_length(value::text);
+    if v_bytes > v_limit then
         raise exception '% is % bytes, over the cache''s limit of % bytes',
-            argument, octet_length(value::text), v_limit
+            argument, v_bytes, v_limit
             using errcode = '54000',
             hint = 'Cache a smaller value, or raise cache.config.max_value_bytes.';
     end if;

@@ -31,6 +31,8 @@ returns void
 language plpgsql immutable
 set search_path = pg_catalog, pg_temp
 as $$
+declare
+    v_bytes bigint;
 begin
     if payload is null then
         raise exception '% must not be null', argument using errcode = '22004';
@@ -39,12 +41,13 @@ begin
         raise exception '% must be a JSON object, not %', argument, jsonb_typeof(payload)
             using errcode = '22023';
     end if;
-    -- The binary size bounds the text size from above within a small factor: only large
-    -- payloads pay for the exact measure.
-    if pg_column_size(payload) > payload_limit / 8
-        and octet_length(payload::text) > payload_limit then
+    -- The limit is on what a claimer receives: the JSON text, measured on every payload.
+    -- The stored size says nothing about it (a jsonb number of a few bytes prints as up to
+    -- 131,072 digits), so it is no shortcut; printing a small payload costs microseconds.
+    v_bytes := octet_length(payload::text);
+    if v_bytes > payload_limit then
         raise exception '% is % bytes, over the queue''s limit of % bytes',
-            argument, octet_length(payload::text), payload_limit
+            argument, v_bytes, payload_limit
             using errcode = '54000',
             hint = 'Store large data elsewhere and pass a reference, '
             'or raise the limit with queue.configure_queue(payload_limit => ...).';
