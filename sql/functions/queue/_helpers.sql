@@ -117,12 +117,9 @@ begin
 end
 $$;
 
--- _gate_key: the advisory-lock key of a category: its id under andal's 24-bit prefix, so the
--- key never collides with small integer keys an application uses.
-create or replace function queue._gate_key(category_id bigint) returns bigint
-language sql immutable
-set search_path = pg_catalog, pg_temp
-as $$ select (x'616e64'::bigint << 40) | category_id $$;
+-- The category gate locks the category's row now (see queue.claim); the advisory key that
+-- any role could take is gone.
+drop function if exists queue._gate_key(bigint);
 
 -- _backoff: the delay before the next attempt after `attempt` failed attempts, by queue policy.
 -- linear: backoff_base * attempt (the seed's attempt * 5 s); exponential: backoff_base *
@@ -294,7 +291,6 @@ revoke all on function queue._check_payload(jsonb, text, int) from public;
 revoke all on function queue._check_interval(interval, text, boolean, boolean) from public;
 revoke all on function queue._config(text) from public;
 revoke all on function queue._category_id(text) from public;
-revoke all on function queue._gate_key(bigint) from public;
 revoke all on function queue._backoff(queue.queues, int) from public;
 revoke all on function queue._lease_lost(bigint, uuid) from public;
 revoke all on function queue._bury(bigint, text, text, jsonb) from public;

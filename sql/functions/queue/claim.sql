@@ -10,9 +10,11 @@
 --   back first (pending again, or dead-lettered when out of attempts); queue.maintain()
 --   takes back every queue's. A claim of listed queues reads only their shards.
 -- * Category gate: never more than the category's max_running running jobs of one category,
---   across all workers. Competing claimers of one category are serialised by
---   pg_try_advisory_xact_lock on the category's id; a false return skips the category for
---   this call and is counted in queue.lock_stats. Jobs of a full or paused category are left
+--   across all workers. Competing claimers of one category are serialised by a try-lock on
+--   the category's row in queue.categories (FOR NO KEY UPDATE SKIP LOCKED, held to the end
+--   of the transaction); a row another transaction holds skips the category for this call
+--   and is counted in queue.lock_stats. A row lock, not an advisory lock, so that no role
+--   without andal's grants can take it. Jobs of a full or paused category are left
 --   out of the scan, so they never hide other jobs.
 -- * Must run in a READ COMMITTED transaction (the gate recounts after taking the lock).
 -- Cost: for one queue or every queue, when no lease of the scope has expired and no ready job
@@ -230,7 +232,7 @@ begin
         -- none has a category: lease them all
         v_take := v_ids;
     else
-        -- 2. Some candidates have a category. Gate them: one advisory try-lock per category
+        -- 2. Some candidates have a category. Gate them: one row try-lock per category
         --    serialises its claimers without waiting; under the lock, recount the
         --    category's live slots and take what is free. A category that runs out of slots
         --    (or whose lock is busy) is left out and the batch is filled from further
@@ -249,7 +251,14 @@ begin
                     v_max := 1;
                 end if;
                 if not v_cat_id = any (v_locked) then
-                    v_got := pg_try_advisory_xact_lock(queue._gate_key(v_cat_id));
+                    -- The gate lock is a row lock on the category's row, not an advisory
+                    -- lock: any role that can connect can take any advisory key (and read
+                    -- the held ones in pg_locks), but only andal's roles can lock this row.
+                    -- The limit is re-read under the lock.
+                    select c.max_running into v_max from queue.categories as c
+                    where c.id = v_cat_id
+                    for no key update skip locked;
+                    v_got := found;
                     v_stat_ids := v_stat_ids || v_cat_id;
                     v_stat_fail := v_stat_fail || (case when v_got then 0 else 1 end)::bigint;
                     if not v_got then

@@ -1,0 +1,96 @@
+"""Threats from roles with fewer rights than andal's: what a role without grants, a worker or
+an admin without rights on a relation must not be able to do (docs/reliability.md, threat
+model). Each test is the regression test of a defect an audit found.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+import psycopg
+import pytest
+from psycopg.conninfo import make_conninfo
+
+SUFFIX = uuid.uuid4().hex[:8]
+STRANGER = f"andal_t_stranger_{SUFFIX}"
+WORKER = f"andal_t_worker_{SUFFIX}"
+PRODUCER = f"andal_t_producer_{SUFFIX}"
+ADMIN = f"andal_t_admin_{SUFFIX}"
+
+
+@pytest.fixture(scope="module")
+def roles(dsn: str) -> Iterator[None]:
+    """LOGIN roles: one without any grant, one member of each andal role (cluster-wide, so
+    uniquely named and dropped afterwards)."""
+    with psycopg.connect(dsn, autocommit=True) as c:
+        for name, member_of in [
+            (STRANGER, None),
+            (WORKER, "andal_worker"),
+            (PRODUCER, "andal_producer"),
+            (ADMIN, "andal_admin"),
+        ]:
+            c.execute(f'create role "{name}" login')
+            if member_of:
+                c.execute(f'grant {member_of} to "{name}"')
+    try:
+        yield
+    finally:
+        with psycopg.connect(dsn, autocommit=True) as c:
+            for name in [STRANGER, WORKER, PRODUCER, ADMIN]:
+                c.execute(f'drop owned by "{name}"')
+                c.execute(f'drop role if exists "{name}"')
+
+
+def connect_as(dsn: str, role: str, autocommit: bool = True) -> psycopg.Connection:
+    return psycopg.connect(make_conninfo(dsn, user=role), autocommit=autocommit)
+
+
+def sqlstate_of(conn: psycopg.Connection, statement: str, *args: object) -> str | None:
+    """The SQLSTATE `statement` raises, or None when it succeeds."""
+    try:
+        conn.execute(statement, args or None)
+    except psycopg.Error as exc:
+        return exc.diag.sqlstate
+    return None
+
+
+# --- the category gate ----------------------------------------------------------------------
+
+
+def test_a_stranger_cannot_stall_a_gated_category(
+    dsn: str, roles: None, clean: None, conn: psycopg.Connection
+) -> None:
+    """A role without any andal grant holds every advisory key the gate could have used (the
+    old key of the category, and the whole range of andal's old prefix it can reach) and
+    tries to lock the category's row: the claim still takes the job, and no try-lock of it
+    failed."""
+    conn.execute("select queue.set_category_limit(category => 'c', max_running => 1)")
+    job = conn.execute(
+        "select queue.enqueue(payload => '{}', queue => 'g', category => 'c')"
+    ).fetchone()[0]
+    cat_id = conn.execute("select id from queue.categories where category = 'c'").fetchone()[0]
+    with connect_as(dsn, STRANGER, autocommit=False) as stranger:
+        stranger.execute(
+            "select pg_advisory_lock((x'616e64'::bigint << 40) | k)"
+            " from generate_series(1, %s) as k",
+            (cat_id + 10,),
+        )
+        stranger.execute("select pg_advisory_xact_lock(%s)", (cat_id,))
+        assert (
+            sqlstate_of(stranger, "select 1 from queue.categories where id = %s for update", cat_id)
+            == "42501"
+        )
+        stranger.rollback()
+        stranger.execute("select pg_advisory_lock((x'616e64'::bigint << 40) | %s)", (cat_id,))
+        with connect_as(dsn, WORKER) as worker:
+            pid = worker.execute("select pg_backend_pid()").fetchone()[0]
+            rows = worker.execute(
+                "select job_id from queue.claim(worker => 'w', queues => '{g}')"
+            ).fetchall()
+            failures = conn.execute(
+                "select coalesce(sum(failures), 0) from queue.lock_stats where backend = %s",
+                (pid,),
+            ).fetchone()[0]
+    assert rows == [(job,)], "the stranger's advisory locks stalled the category"
+    assert failures == 0
