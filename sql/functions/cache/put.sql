@@ -18,9 +18,7 @@ as $$
 begin
     perform cache._check_key(put.key);
     perform cache._check_value(put.value);
-    if put.ttl is not null and put.ttl <= interval '0' then
-        raise exception 'ttl must be positive (got %)', put.ttl using errcode = '22023';
-    end if;
+    perform queue._check_interval(put.ttl, 'ttl', true, false);
     if put.if_version is not null and put.if_version < 0 then
         raise exception 'if_version must not be negative (got %)', put.if_version
             using errcode = '22023';

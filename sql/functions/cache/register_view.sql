@@ -28,10 +28,7 @@ begin
     if register_view.max_changes is null then
         raise exception 'max_changes must not be null' using errcode = '22004';
     end if;
-    if register_view.max_lag <= interval '0' then
-        raise exception using errcode = '22023',
-            message = format('max_lag must be positive (got %s)', register_view.max_lag);
-    end if;
+    perform queue._check_interval(register_view.max_lag, 'max_lag', true, false);
     if register_view.max_changes < 1 then
         raise exception using errcode = '22023',
             message = format('max_changes must be at least 1 (got %s)', register_view.max_changes);

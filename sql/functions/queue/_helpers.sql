@@ -55,15 +55,52 @@ begin
 end
 $$;
 
--- _check_interval: an interval argument is not null and not negative (or positive when
--- strict). Raises 22004 / 22023.
-create or replace function queue._check_interval(
-    value interval, argument text, strict_positive boolean default false,
-    required boolean default true
-) returns void
-language plpgsql immutable
+-- _limits: the bounds of queue.config (its column defaults when the row is missing). Out
+-- parameters, not the table's row type: the function files are also applied to an older
+-- schema before its migrations (an upgrade).
+create or replace function queue._limits(
+    out max_lease interval, out max_delay interval, out min_priority int,
+    out max_priority int, out max_error_bytes int, out max_result_bytes int
+)
+language plpgsql stable
 set search_path = pg_catalog, pg_temp
 as $$
+begin
+    select c.max_lease, c.max_delay, c.min_priority, c.max_priority, c.max_error_bytes,
+        c.max_result_bytes
+    into max_lease, max_delay, min_priority, max_priority, max_error_bytes, max_result_bytes
+    from queue.config as c;
+    if not found then
+        max_lease := interval '1 day';
+        max_delay := interval '1 year';
+        min_priority := -1000000;
+        max_priority := 1000000;
+        max_error_bytes := 65536;
+        max_result_bytes := 1048576;
+    end if;
+end
+$$;
+
+-- _check_interval: an interval argument is not null, its effect not negative (or positive
+-- when strict), and at most the bound `bound` names ('lease': queue.config.max_lease,
+-- 'delay': max_delay; null: 1000 years). The effect is what andal does with it: now() +
+-- value, compared with now(), so '-100 years 36000 days' (equal to 0 as an interval, 1.4
+-- years in the past as a time) counts as negative. Values too large for a timestamp are
+-- refused before any addition. Raises 22004 (null and required) or 22023.
+drop function if exists queue._check_interval(interval, text, boolean, boolean);
+create or replace function queue._check_interval(
+    value interval, argument text, strict_positive boolean default false,
+    required boolean default true, bound text default null
+) returns void
+language plpgsql stable
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_max interval;
+    v_epoch numeric;
+    v_sign int;
+    v_over boolean;
+    v_at timestamptz;
 begin
     if value is null then
         if required then
@@ -71,12 +108,64 @@ begin
         end if;
         return;
     end if;
-    if strict_positive and value <= interval '0' then
+    -- The epoch is within a month per 30 days of the effect: far past 1000 years, the sign
+    -- alone decides, and now() + value is never computed (it could overflow). The bound is
+    -- read only for a positive value (a zero delay, the common default, reads nothing).
+    v_epoch := extract(epoch from value);
+    if abs(v_epoch) > 2 * 31557600000::numeric then
+        v_sign := sign(v_epoch)::int;
+    else
+        v_at := now() + value;
+        v_sign := case when v_at > now() then 1 when v_at < now() then -1 else 0 end;
+    end if;
+    if v_sign > 0 then
+        v_max := case bound
+            when 'lease' then (queue._limits()).max_lease
+            when 'delay' then (queue._limits()).max_delay
+            else interval '1000 years'
+        end;
+        v_over := v_at is null or v_at > now() + v_max;
+    end if;
+    if strict_positive and v_sign <= 0 then
         raise exception '% must be positive (got %)', argument, value using errcode = '22023';
     end if;
-    if value < interval '0' then
+    if v_sign < 0 then
         raise exception '% must not be negative (got %)', argument, value
             using errcode = '22023';
+    end if;
+    if v_over then
+        raise exception '% must be at most % (got %)', argument, v_max, value
+            using errcode = '22023',
+            hint = case bound
+                when 'lease' then 'The bound is queue.config.max_lease.'
+                when 'delay' then 'The bound is queue.config.max_delay.'
+                else 'Intervals past 1000 years are refused.'
+            end;
+    end if;
+end
+$$;
+
+-- _check_priority: a priority is not null and within queue.config's min_priority ..
+-- max_priority (0 always is). Raises 22004 / 22023.
+create or replace function queue._check_priority(priority int) returns void
+language plpgsql stable
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_limits record;
+begin
+    if priority is null then
+        raise exception 'priority must not be null' using errcode = '22004';
+    end if;
+    if priority = 0 then
+        return;
+    end if;
+    v_limits := queue._limits();
+    if priority not between v_limits.min_priority and v_limits.max_priority then
+        raise exception 'priority must be between % and % (got %)',
+            v_limits.min_priority, v_limits.max_priority, priority
+            using errcode = '22023',
+            hint = 'The bounds are queue.config.min_priority and max_priority.';
     end if;
 end
 $$;
@@ -130,13 +219,18 @@ set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_delay interval;
+    v_secs numeric;
 begin
+    -- In seconds, capped before it becomes an interval: base * 2^40 (or * attempt) of a
+    -- large base would overflow the interval range.
     if cfg.backoff = 'exponential' then
-        v_delay := cfg.backoff_base * power(2, least(greatest(attempt, 1) - 1, 40));
+        v_secs := extract(epoch from cfg.backoff_base)
+            * power(2::numeric, least(greatest(attempt, 1) - 1, 40));
     else
-        v_delay := cfg.backoff_base * greatest(attempt, 1);
+        v_secs := extract(epoch from cfg.backoff_base) * greatest(attempt, 1);
     end if;
-    v_delay := least(v_delay, cfg.backoff_cap);
+    v_delay := case when v_secs >= extract(epoch from cfg.backoff_cap) then cfg.backoff_cap
+        else make_interval(secs => v_secs::double precision) end;
     if cfg.jitter > 0 then
         v_delay := v_delay * (1 - cfg.jitter * random());
     end if;
@@ -288,7 +382,9 @@ $$;
 
 revoke all on function queue._check_name(text, text, boolean, int) from public;
 revoke all on function queue._check_payload(jsonb, text, int) from public;
-revoke all on function queue._check_interval(interval, text, boolean, boolean) from public;
+revoke all on function queue._limits() from public;
+revoke all on function queue._check_interval(interval, text, boolean, boolean, text) from public;
+revoke all on function queue._check_priority(int) from public;
 revoke all on function queue._config(text) from public;
 revoke all on function queue._category_id(text) from public;
 revoke all on function queue._backoff(queue.queues, int) from public;

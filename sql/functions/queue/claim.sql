@@ -88,8 +88,8 @@ begin
         raise exception 'batch must be between 1 and 1000 (got %)', claim.batch
             using errcode = '22023';
     end if;
-    if claim.lease is not null and claim.lease <= interval '0' then
-        perform queue._check_interval(claim.lease, 'lease', true, false);
+    if claim.lease is not null then
+        perform queue._check_interval(claim.lease, 'lease', true, false, 'lease');
     end if;
     if claim.queues is not null then
         foreach v_name in array claim.queues loop

@@ -28,9 +28,11 @@ begin
         raise exception 'max_attempts must be at least 1 (got %)', configure_queue.max_attempts
             using errcode = '22023';
     end if;
-    perform queue._check_interval(configure_queue.lease, 'lease', true, false);
-    perform queue._check_interval(configure_queue.backoff_base, 'backoff_base', false, false);
-    perform queue._check_interval(configure_queue.backoff_cap, 'backoff_cap', false, false);
+    perform queue._check_interval(configure_queue.lease, 'lease', true, false, 'lease');
+    perform queue._check_interval(configure_queue.backoff_base, 'backoff_base', false, false,
+        'delay');
+    perform queue._check_interval(configure_queue.backoff_cap, 'backoff_cap', false, false,
+        'delay');
     if configure_queue.backoff not in ('linear', 'exponential') then
         raise exception 'backoff must be linear or exponential (got %)', configure_queue.backoff
             using errcode = '22023';

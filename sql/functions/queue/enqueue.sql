@@ -35,10 +35,8 @@ begin
     perform queue._check_name(enqueue.category, 'category', false);
     perform queue._check_name(enqueue.dedup_key, 'dedup_key', false, 512);
     perform queue._check_name(enqueue.cache_key, 'cache_key', false, 512);
-    perform queue._check_interval(enqueue.delay, 'delay');
-    if enqueue.priority is null then
-        raise exception 'priority must not be null' using errcode = '22004';
-    end if;
+    perform queue._check_interval(enqueue.delay, 'delay', bound => 'delay');
+    perform queue._check_priority(enqueue.priority);
     if enqueue.max_attempts is not null and enqueue.max_attempts < 1 then
         raise exception 'max_attempts must be at least 1 (got %)', enqueue.max_attempts
             using errcode = '22023';

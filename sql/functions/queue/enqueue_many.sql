@@ -32,10 +32,8 @@ begin
     end if;
     perform queue._check_name(enqueue_many.queue, 'queue');
     perform queue._check_name(enqueue_many.category, 'category', false);
-    perform queue._check_interval(enqueue_many.delay, 'delay');
-    if enqueue_many.priority is null then
-        raise exception 'priority must not be null' using errcode = '22004';
-    end if;
+    perform queue._check_interval(enqueue_many.delay, 'delay', bound => 'delay');
+    perform queue._check_priority(enqueue_many.priority);
     if enqueue_many.max_attempts is not null and enqueue_many.max_attempts < 1 then
         raise exception 'max_attempts must be at least 1 (got %)', enqueue_many.max_attempts
             using errcode = '22023';

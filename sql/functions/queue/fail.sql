@@ -39,7 +39,7 @@ begin
     if fail.retryable is null then
         raise exception 'retryable must not be null' using errcode = '22004';
     end if;
-    perform queue._check_interval(fail.retry_in, 'retry_in', false, false);
+    perform queue._check_interval(fail.retry_in, 'retry_in', false, false, 'delay');
 
     select j.* into v_job from queue.jobs as j where j.id = fail.job_id for update;
     if v_job.id is null or v_job.status <> 'running' or v_job.token <> fail.token

@@ -19,7 +19,7 @@ begin
     if release.job_id is null or release.token is null then
         raise exception 'job_id and token must not be null' using errcode = '22004';
     end if;
-    perform queue._check_interval(release.delay, 'delay');
+    perform queue._check_interval(release.delay, 'delay', bound => 'delay');
     update queue.jobs as j
     set status = 'pending', attempt = greatest(j.attempt - 1, 0), token = null, worker = null,
         claimed_at = null, lease_expires_at = null, available_at = now() + release.delay
