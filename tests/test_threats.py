@@ -94,3 +94,35 @@ def test_a_stranger_cannot_stall_a_gated_category(
             ).fetchone()[0]
     assert rows == [(job,)], "the stranger's advisory locks stalled the category"
     assert failures == 0
+
+
+# --- refresh jobs ---------------------------------------------------------------------------
+
+
+def test_a_worker_puts_refresh_jobs_only_into_refresh_queues(
+    dsn: str, roles: None, clean: None, conn: psycopg.Connection
+) -> None:
+    """A worker may not enqueue: cache.get and cache.get_many with a refresh_queue not listed
+    in cache.config.refresh_queues are refused (42501) and enqueue nothing; a listed queue
+    gets its refresh job; a producer's right to enqueue covers any queue."""
+    conn.execute("update cache.config set refresh_queues = '{refill}'")
+    try:
+        with connect_as(dsn, WORKER) as worker:
+            assert sqlstate_of(worker, "select cache.get('k', refresh_queue => 'mail')") == "42501"
+            assert (
+                sqlstate_of(
+                    worker,
+                    "select cache.get_many(array(select 'k' || g from generate_series(1, 100) as g),"
+                    " refresh_queue => 'payments')",
+                )
+                == "42501"
+            )
+            assert sqlstate_of(worker, "select cache.get('k', refresh_queue => 'refill')") is None
+        with connect_as(dsn, ADMIN) as admin:
+            assert sqlstate_of(admin, "select cache.get('k2', refresh_queue => 'other')") is None
+        queues = conn.execute(
+            "select queue, count(*) from queue.jobs group by queue order by queue"
+        ).fetchall()
+    finally:
+        conn.execute("update cache.config set refresh_queues = '{}'")
+    assert queues == [("other", 1), ("refill", 1)]

@@ -53,9 +53,34 @@ begin
 end
 $$;
 
+-- _check_refresh_queue: the caller may have refresh jobs put into queue_name: it may
+-- enqueue (producer, admin), or the queue is listed in cache.config.refresh_queues. A worker
+-- may not enqueue, so without the list a cache read would let it put jobs into any queue.
+-- Raises 42501.
+create or replace function cache._check_refresh_queue(queue_name text) returns void
+language plpgsql stable
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    if queue_name = any (coalesce((select c.refresh_queues from cache.config as c), '{}'))
+        or pg_catalog.has_function_privilege(queue._caller(),
+            'queue.enqueue(jsonb, text, text, int, interval, int, text, text, jsonb)',
+            'execute') then
+        return;
+    end if;
+    raise exception 'refresh_queue % is not a refresh queue', queue_name
+        using errcode = '42501',
+        hint = 'A role that may not enqueue names only the queues listed in '
+        'cache.config.refresh_queues (an admin adds them).';
+end
+$$;
+
 comment on function cache._check_key(text, text) is
 'Check a cache key argument: not null (22004), 1 to 512 characters (22023).';
 comment on function cache._check_value(jsonb, text) is
 'Check a value to cache: not null (22004), not JSON null (22023), within max_value_bytes (54000).';
 revoke all on function cache._check_key(text, text) from public;
 revoke all on function cache._check_value(jsonb, text) from public;
+comment on function cache._check_refresh_queue(text) is
+'Check that the caller may have refresh jobs put into a queue (42501 otherwise).';
+revoke all on function cache._check_refresh_queue(text) from public;

@@ -170,6 +170,13 @@ begin
 end
 $$;
 
+-- _caller: the role a SECURITY DEFINER function acts for: the caller's SET ROLE, else the
+-- session user (inside such a function current_user is the definer, never the caller).
+create or replace function queue._caller() returns name
+language sql stable
+set search_path = pg_catalog, pg_temp
+as $$ select coalesce(nullif(current_setting('role'), 'none'), session_user)::name $$;
+
 -- _config: the policy row of a queue, created with the defaults on first use.
 create or replace function queue._config(queue_name text) returns queue.queues
 language plpgsql
@@ -383,6 +390,7 @@ $$;
 revoke all on function queue._check_name(text, text, boolean, int) from public;
 revoke all on function queue._check_payload(jsonb, text, int) from public;
 revoke all on function queue._limits() from public;
+revoke all on function queue._caller() from public;
 revoke all on function queue._check_interval(interval, text, boolean, boolean, text) from public;
 revoke all on function queue._check_priority(int) from public;
 revoke all on function queue._config(text) from public;
