@@ -112,8 +112,8 @@ def test_a_worker_puts_refresh_jobs_only_into_refresh_queues(
             assert (
                 sqlstate_of(
                     worker,
-                    "select cache.get_many(array(select 'k' || g from generate_series(1, 100) as g),"
-                    " refresh_queue => 'payments')",
+                    "select cache.get_many(array(select 'k' || g"
+                    " from generate_series(1, 100) as g), refresh_queue => 'payments')",
                 )
                 == "42501"
             )
