@@ -28,3 +28,12 @@ revoke all on queue.config from public;
 -- Queues a caller without the right to enqueue (a worker) may name as cache.get's
 -- refresh_queue. Producers and admins may name any queue.
 alter table cache.config add column refresh_queues text[] not null default '{}';
+
+-- Ready gated jobs by queue and category: a claim that must leave full or paused categories
+-- out reads each other category's best jobs here, never past the backlog of the ones left
+-- out (queue.jobs_gated_idx holds them in one order, so a filter would walk them all). On an
+-- expression that no other index has, so that the planner cannot pick jobs_gated_queue_idx
+-- and filter its rows by category.
+create index jobs_gated_pair_idx on queue.jobs (
+    (array[queue, category]), priority desc, available_at, id
+) where status = 'pending' and category is not null;

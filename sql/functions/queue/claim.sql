@@ -19,7 +19,9 @@
 -- * Must run in a READ COMMITTED transaction (the gate recounts after taking the lock).
 -- Cost: for one queue or every queue, when no lease of the scope has expired and no ready job
 -- of the scope has a category, one statement selects and leases the jobs; otherwise the
--- candidates are found (and the categorised ones gated) first.
+-- candidates are found (and the categorised ones gated) first. The backlog of a full or
+-- paused category is never read: the gated candidates then come per (queue, category)
+-- (queue._gated_scan), so the cost follows the number of categories with ready jobs.
 -- Raises: 22004 null worker; 22023 bad worker name, batch outside 1..1000, lease <= 0,
 -- null or empty queue names; 55000 when called at another isolation level.
 -- Plans: the SET clause makes each statement of claim run its generic plan, made once per
