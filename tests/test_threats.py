@@ -126,3 +126,44 @@ def test_a_worker_puts_refresh_jobs_only_into_refresh_queues(
     finally:
         conn.execute("update cache.config set refresh_queues = '{}'")
     assert queues == [("other", 1), ("refill", 1)]
+
+
+# --- views and tracking act with the caller's rights ------------------------------------------
+
+
+def test_an_admin_registers_and_tracks_only_what_it_may_touch(
+    dsn: str, roles: None, clean: None, conn: psycopg.Connection
+) -> None:
+    """An admin without rights on a table and a materialized view (owned by another role)
+    can neither register the view (refreshing it is its owner's right) nor track the table
+    (a trigger needs the TRIGGER privilege): 42501, and no trigger appears. Granted the
+    privilege, tracking works."""
+    conn.execute("create schema if not exists foreign_app")
+    conn.execute("create table foreign_app.t (id int primary key)")
+    conn.execute("create materialized view foreign_app.mv as select id from foreign_app.t")
+    conn.execute("create unique index on foreign_app.mv (id)")
+    conn.execute("create materialized view foreign_app.mine as select 1 as id")
+    conn.execute("create unique index on foreign_app.mine (id)")
+    conn.execute(f'grant usage on schema foreign_app to "{ADMIN}"')
+    conn.execute(f'alter materialized view foreign_app.mine owner to "{ADMIN}"')
+    try:
+        with connect_as(dsn, ADMIN) as admin:
+            assert (
+                sqlstate_of(admin, "select cache.register_view('foreign_app.mv', '1 minute', 10)")
+                == "42501"
+            )
+            admin.execute("select cache.register_view('foreign_app.mine', '1 minute', 10)")
+            assert (
+                sqlstate_of(admin, "select cache.track('foreign_app.mine', 'foreign_app.t')")
+                == "42501"
+            )
+            triggers = conn.execute(
+                "select count(*) from pg_trigger where tgrelid = 'foreign_app.t'::regclass"
+            ).fetchone()[0]
+            assert triggers == 0
+            conn.execute(f'grant trigger on foreign_app.t to "{ADMIN}"')
+            admin.execute("select cache.track('foreign_app.mine', 'foreign_app.t')")
+            admin.execute("select cache.unregister_view('foreign_app.mine')")
+        assert conn.execute("select count(*) from cache.views").fetchone()[0] == 0
+    finally:
+        conn.execute("drop schema foreign_app cascade")
