@@ -274,6 +274,30 @@ begin
 end
 $$;
 
+-- _check_fence: a write on behalf of job_id is allowed only while the caller's token is
+-- current: the job is running under that token and its lease has not expired. Share-locks
+-- the job's row until the caller's transaction ends, so a takeover (which updates the row)
+-- waits until the write committed or rolled back. Raises 22004 (null) or AN001.
+create or replace function queue._check_fence(job_id bigint, token uuid) returns void
+language plpgsql
+set search_path = pg_catalog, pg_temp
+set enable_seqscan = off
+as $$
+begin
+    if job_id is null or token is null then
+        raise exception 'job_id and token must not be null' using errcode = '22004';
+    end if;
+    -- by primary key and token, as complete (a token is set only while a job runs)
+    perform from queue.jobs as j
+    where j.id = _check_fence.job_id and j.token = _check_fence.token
+      and j.lease_expires_at > now()
+    for share;
+    if not found then
+        perform queue._lease_lost(_check_fence.job_id, _check_fence.token);
+    end if;
+end
+$$;
+
 -- _bury: move a live job to the dead letters with its error history (`errors`, the job's
 -- history with this attempt's entry), free its gate slot and tell operators on channel
 -- andal_ops. The caller holds the row lock. Takes the id, not the row: no function signature
@@ -391,6 +415,7 @@ revoke all on function queue._check_name(text, text, boolean, int) from public;
 revoke all on function queue._check_payload(jsonb, text, int) from public;
 revoke all on function queue._limits() from public;
 revoke all on function queue._caller() from public;
+revoke all on function queue._check_fence(bigint, uuid) from public;
 revoke all on function queue._check_interval(interval, text, boolean, boolean, text) from public;
 revoke all on function queue._check_priority(int) from public;
 revoke all on function queue._config(text) from public;
