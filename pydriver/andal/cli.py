@@ -76,6 +76,19 @@ def fmt_age(age: timedelta | None) -> str:
     return f"{int(s // 86400)}d{int(s % 86400 // 3600):02d}h"
 
 
+#: C0 and C1 control characters and DEL: ESC starts a terminal escape sequence.
+_CONTROL = str.maketrans({c: "?" for c in [*range(0x20), *range(0x7F, 0xA0)]})
+
+
+def shown(value: Any) -> str:
+    """A value as text safe to show in a rich table: control characters become "?" (no
+    terminal escape from a queue name reaches the terminal) and rich markup is escaped (a
+    name like ``[/]`` prints as itself instead of ending the command)."""
+    from rich.markup import escape
+
+    return escape(str(value).translate(_CONTROL))
+
+
 def print_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
     from rich.console import Console
     from rich.table import Table
@@ -84,7 +97,7 @@ def print_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]
     for i, col in enumerate(columns):
         table.add_column(col, justify="right" if i and col not in ("last error",) else "left")
     for row in rows:
-        table.add_row(*("-" if v is None else str(v) for v in row))
+        table.add_row(*("-" if v is None else shown(v) for v in row))
     Console().print(table)
 
 
@@ -459,7 +472,7 @@ def render(snap: Snapshot, interval: float | None = None, note: str | None = Non
         age = _seconds(r["oldest_ready_age"])
         fail = r["failure_rate"]
         q.add_row(
-            r["queue"],
+            shown(r["queue"]),
             fmt_count(r["ready"]),
             fmt_count(r["scheduled"]),
             fmt_count(r["running"]),
@@ -490,7 +503,7 @@ def render(snap: Snapshot, interval: float | None = None, note: str | None = Non
         for r in busy:
             ratio = r["contention_ratio"]
             c.add_row(
-                f"{r['queue']} / {r['category']}",
+                shown(f"{r['queue']} / {r['category']}"),
                 fmt_count(r["ready"]),
                 fmt_count(r["running"]),
                 fmt_age(r["oldest_ready_age"]),
@@ -510,9 +523,9 @@ def render(snap: Snapshot, interval: float | None = None, note: str | None = Non
         )
         for r in snap.workers:
             w.add_row(
-                r["worker"],
+                shown(r["worker"]),
                 fmt_count(r["running"]),
-                ",".join(sorted(r["queues"] or [])) or "-",
+                shown(",".join(sorted(r["queues"] or [])) or "-"),
                 fmt_age(r["oldest_claim_age"]),
                 fmt_age(r["next_lease_expiry"]),
                 fmt_count(r["connections"]),
@@ -535,7 +548,7 @@ def _cache_parts(rows: list[dict[str, Any]], table: Callable[..., Any]) -> list[
         names = list(rows[0]) if rows else ["cache.stats()"]
         t = table("cache", names)
         for r in rows:
-            t.add_row(*(_cell(v) for v in r.values()))
+            t.add_row(*(shown(_cell(v)) for v in r.values()))
         return [t]
     plain = {r["metric"]: r["value"] for r in rows if not r["labels"]}
     reads: dict[tuple[str, str], dict[str, float]] = {}
@@ -576,7 +589,7 @@ def _cache_parts(rows: list[dict[str, Any]], table: Callable[..., Any]) -> list[
         for (pool, job_type), r in sorted(reads.items()):
             ratio = r.get("hit_ratio")
             t.add_row(
-                f"{pool} / {job_type}",
+                shown(f"{pool} / {job_type}"),
                 *(fmt_count(r.get(k, 0)) for k in ("local_hit", "shared_hit", "stale_hit", "miss")),
                 Text(fmt_pct(ratio), style="yellow" if ratio is not None and ratio < 0.5 else ""),
             )
@@ -588,7 +601,7 @@ def _cache_parts(rows: list[dict[str, Any]], table: Callable[..., Any]) -> list[
         for view, v in sorted(views.items()):
             lag, took = v.get("view_lag_seconds"), v.get("view_last_refresh_seconds")
             t.add_row(
-                view,
+                shown(view),
                 fmt_age(None if lag is None else timedelta(seconds=lag)),
                 fmt_ms(None if took is None else took * 1000),
                 fmt_count(v.get("view_pending_changes")),
