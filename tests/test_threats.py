@@ -167,3 +167,24 @@ def test_an_admin_registers_and_tracks_only_what_it_may_touch(
         assert conn.execute("select count(*) from cache.views").fetchone()[0] == 0
     finally:
         conn.execute("drop schema foreign_app cascade")
+
+
+# --- many names -----------------------------------------------------------------------------
+
+
+def test_stats_stay_linear_in_the_number_of_queues(conn: psycopg.Connection, clean: None) -> None:
+    """One producer statement can make thousands of queues and categories. queue.stats() and
+    queue.metrics() were quadratic in them (a subquery per queue over all rows: 20,000
+    queues took minutes); linear, they take about a second here. The 60 s timeout is a
+    guard with a wide margin, not a benchmark."""
+    conn.execute(
+        "select count(queue.enqueue(payload => '{}', queue => 'many' || g,"
+        " category => case when g % 2 = 0 then 'many' || g end))"
+        " from generate_series(1, 20000) as g"
+    )
+    conn.execute("set statement_timeout = '60s'")
+    try:
+        assert conn.execute("select count(*) from queue.stats()").fetchone()[0] == 30000
+        assert "many19999" in conn.execute("select queue.metrics()").fetchone()[0]
+    finally:
+        conn.execute("reset statement_timeout")

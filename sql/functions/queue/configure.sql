@@ -49,6 +49,9 @@ begin
         raise exception 'cache_policy must be invalidate, rewrite or none (got %)',
             configure_queue.cache_policy using errcode = '22023';
     end if;
+    -- queue.maintain() may forget a queue row equal to the defaults between _config and the
+    -- update: then the update finds nothing, and the row is made again
+    loop
     perform queue._config(configure_queue.queue);
     return query
     update queue.queues as q set
@@ -65,6 +68,8 @@ begin
         updated_at = now()
     where q.queue = configure_queue.queue
     returning q.*;
+    exit when found;
+    end loop;
 end
 $$;
 
