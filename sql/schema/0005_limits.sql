@@ -14,9 +14,9 @@ create table queue.config (
     constraint config_max_delay_check check (max_delay > '0' and max_delay <= '100 years'),
     min_priority int not null default -1000000,
     max_priority int not null default 1000000,
-    -- a fail's error text, in bytes
+    -- a fail's error text, in bytes (longer ones are cut)
     max_error_bytes int not null default 65536
-    constraint config_max_error_bytes_check check (max_error_bytes > 0),
+    constraint config_max_error_bytes_check check (max_error_bytes >= 1024),
     -- a result kept by a queue with keep_results, in bytes of JSON text
     max_result_bytes int not null default 1048576
     constraint config_max_result_bytes_check check (max_result_bytes > 0),

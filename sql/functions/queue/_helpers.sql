@@ -170,6 +170,30 @@ begin
 end
 $$;
 
+-- _check_result: a result to keep is at most queue.config.max_result_bytes of JSON text;
+-- returns it. Raises 54000.
+create or replace function queue._check_result(result jsonb, argument text) returns jsonb
+language plpgsql stable
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_limit int;
+begin
+    if result is null then
+        return null;
+    end if;
+    v_limit := (queue._limits()).max_result_bytes;
+    if octet_length(result::text) > v_limit then
+        raise exception '% is % bytes, over the limit of % bytes for kept results', argument,
+            octet_length(result::text), v_limit
+            using errcode = '54000',
+            hint = 'Complete the job without a result (or fail it), or raise '
+            'queue.config.max_result_bytes.';
+    end if;
+    return result;
+end
+$$;
+
 -- _caller: the role a SECURITY DEFINER function acts for: the caller's SET ROLE, else the
 -- session user (inside such a function current_user is the definer, never the caller).
 create or replace function queue._caller() returns name
@@ -263,8 +287,8 @@ begin
         v_detail := format('job %s is pending again (its lease expired or it was released)',
             job_id);
     elsif v_job.token is distinct from _lease_lost.token then
-        v_detail := format('job %s was claimed again by %s at attempt %s',
-            job_id, v_job.worker, v_job.attempt);
+        -- not who holds it now: any caller with any job id would learn it
+        v_detail := format('job %s was claimed again (attempt %s)', job_id, v_job.attempt);
     else
         v_detail := format('the lease of job %s expired at %s', job_id, v_job.lease_expires_at);
     end if;
@@ -415,6 +439,7 @@ revoke all on function queue._check_name(text, text, boolean, int) from public;
 revoke all on function queue._check_payload(jsonb, text, int) from public;
 revoke all on function queue._limits() from public;
 revoke all on function queue._caller() from public;
+revoke all on function queue._check_result(jsonb, text) from public;
 revoke all on function queue._check_fence(bigint, uuid) from public;
 revoke all on function queue._check_interval(interval, text, boolean, boolean, text) from public;
 revoke all on function queue._check_priority(int) from public;

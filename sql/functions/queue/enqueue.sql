@@ -7,8 +7,9 @@
 -- queue, unless the queue's notify is off or the job is delayed. With cache_key and
 -- cache_value the value is written through to the shared cache in the same transaction (C7);
 -- the job then carries the cache version it needs (cache_version).
--- Raises: 22004 null payload or queue; 22023 non-object payload, negative delay,
--- max_attempts < 1, empty or over-long names; 54000 payload over the queue's limit.
+-- Raises: 22004 null payload or queue; 22023 non-object payload, a delay or priority out of
+-- bounds (queue.config), max_attempts < 1, empty or over-long names, JSON null cache_value;
+-- 54000 payload over the queue's limit, cache_value over the cache's.
 create or replace function queue.enqueue(
     payload jsonb,
     queue text default 'default',
@@ -46,6 +47,11 @@ begin
     end if;
     if enqueue.payload is null then
         raise exception 'payload must not be null' using errcode = '22004';
+    end if;
+    -- every argument is checked before anything is written (no sequence advances for a
+    -- rejected call), and a cache_value also when a live job already holds the dedup key
+    if enqueue.cache_value is not null then
+        perform cache._check_value(enqueue.cache_value, 'cache_value');
     end if;
     v_cfg := queue._config(enqueue.queue);
     perform queue._check_payload(enqueue.payload, 'payload', v_cfg.payload_limit);

@@ -85,10 +85,11 @@ begin
             interval '60 seconds'
         )
         from locked as l where j.id = l.id
-        returning j.id, j.lease_expires_at
+        returning j.id, j.token, j.lease_expires_at
     )
+    -- by id and token: a wrong token beside the job's right one in the same call is lost
     select i.id, e.lease_expires_at
-    from input as i left join extended as e on e.id = i.id
+    from input as i left join extended as e on e.id = i.id and e.token = i.tok
     order by i.n;
 end
 $$;
