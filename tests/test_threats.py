@@ -12,6 +12,8 @@ import psycopg
 import pytest
 from psycopg.conninfo import make_conninfo
 
+from andal.install import install
+
 SUFFIX = uuid.uuid4().hex[:8]
 STRANGER = f"andal_t_stranger_{SUFFIX}"
 WORKER = f"andal_t_worker_{SUFFIX}"
@@ -188,3 +190,39 @@ def test_stats_stay_linear_in_the_number_of_queues(conn: psycopg.Connection, cle
         assert "many19999" in conn.execute("select queue.metrics()").fetchone()[0]
     finally:
         conn.execute("reset statement_timeout")
+
+
+# --- lock-down (last: it changes the database for every later session) ---------------------
+
+
+def test_lock_down_shuts_strangers_out_and_names_out_of_notifications(
+    dsn: str, roles: None, clean: None, conn: psycopg.Connection
+) -> None:
+    """Without lock-down a role without grants connects, LISTENs and learns queue names and
+    dead-letter details. `install(lock_down=True)` revokes CONNECT and TEMPORARY from PUBLIC
+    (members of andal's roles still connect) and notifications carry no names."""
+    with connect_as(dsn, STRANGER) as stranger:
+        stranger.execute("listen andal_jobs")
+        conn.execute(
+            "select queue.enqueue(payload => '{}', queue => 'payroll-eu', max_attempts => 1)"
+        )
+        names = [n.payload for n in stranger.notifies(timeout=5, stop_after=1)]
+    assert names == ["payroll-eu"], "the hole this test closes"
+
+    steps = install(dsn, lock_down=True)
+    assert any("revoked connect" in s for s in steps)
+    with pytest.raises(psycopg.OperationalError, match="permission denied"):
+        connect_as(dsn, STRANGER).close()
+    with connect_as(dsn, WORKER) as listener, connect_as(dsn, PRODUCER) as producer:
+        listener.execute("listen andal_jobs")
+        listener.execute("listen andal_ops")
+        producer.execute(
+            "select queue.enqueue(payload => '{}', queue => 'payroll-eu', max_attempts => 1)"
+        )
+        job, token = listener.execute(
+            "select job_id, token from queue.claim(worker => 'w', queues => '{payroll-eu}')"
+        ).fetchone()
+        listener.execute("select queue.fail(%s, %s, 'boom')", (job, token))
+        got = sorted((n.channel, n.payload) for n in listener.notifies(timeout=5, stop_after=2))
+    assert got == [("andal_jobs", ""), ("andal_ops", '{"event":"dead"}')]
+    assert install(dsn, lock_down=True), "idempotent: it reports its steps again"

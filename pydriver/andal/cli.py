@@ -112,7 +112,7 @@ def cmd_install(args: argparse.Namespace) -> int:
         with _named(label if several else None):
             with connect(dsn, installed=False):
                 pass  # a clear message when the server does not answer
-            done = install(dsn, shards=args.shards)
+            done = install(dsn, shards=args.shards, lock_down=args.lock_down)
             with connect(dsn) as conn:
                 version = _version(conn)
         if done:
@@ -877,6 +877,12 @@ def parser() -> argparse.ArgumentParser:
         metavar="N",
         help="partition the live table by hash of the queue into N shards, in place"
         " (1: unsharded; default: keep the current layout)",
+    )
+    s.add_argument(
+        "--lock-down",
+        action="store_true",
+        help="revoke CONNECT and TEMPORARY on the database from PUBLIC and send notifications"
+        " without names (queue._lock_down(); docs/reliability.md, threat model)",
     )
     s.set_defaults(func=cmd_install)
 

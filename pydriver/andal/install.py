@@ -63,9 +63,11 @@ def install(
     root: Path | None = None,
     log: Callable[[str], None] | None = None,
     shards: int | None = None,
+    lock_down: bool = False,
 ) -> list[str]:
     """Apply pending migrations and the function definitions, then the shard layout when
-    ``shards`` is given. Returns what was done."""
+    ``shards`` is given; ``lock_down``: then ``queue._lock_down()`` (no CONNECT or TEMPORARY
+    for PUBLIC, notifications without names). Returns what was done."""
     root = root or sql_dir()
     log = log or (lambda _msg: None)
     done: list[str] = []
@@ -111,6 +113,8 @@ def install(
                             "select queue.set_shards(shards => %s)", (shards,)
                         ).fetchone()[0]
                     done.append(f"shards {current} -> {shards} ({moved} live jobs moved)")
+            if lock_down:
+                done += [r[0] for r in conn.execute("select queue._lock_down()").fetchall()]
         finally:
             conn.execute("select pg_advisory_unlock(%s)", (INSTALL_LOCK,))
     return done
@@ -136,8 +140,10 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m andal.install")
     p.add_argument("dsn", nargs="?", default=os.environ.get("DATABASE_URL", ""))
     p.add_argument("--shards", type=int, default=_env_shards())
+    p.add_argument("--lock-down", action="store_true", help="see queue._lock_down()")
     args = p.parse_args(argv)
-    for step in install(args.dsn, log=print, shards=args.shards) or ["already up to date"]:
+    steps = install(args.dsn, log=print, shards=args.shards, lock_down=args.lock_down)
+    for step in steps or ["already up to date"]:
         print(step)
     return 0
 

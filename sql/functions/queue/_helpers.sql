@@ -358,9 +358,9 @@ begin
     if v_category is not null then
         delete from queue.worker_locks as w where w.job_id = _bury.job_id;
     end if;
-    perform pg_notify('andal_ops', json_build_object(
+    perform pg_notify('andal_ops', case when queue._notify_names() then json_build_object(
         'event', 'dead', 'job_id', _bury.job_id, 'queue', v_queue, 'reason', _bury.reason
-    )::text);
+    )::text else '{"event":"dead"}' end);
 end
 $$;
 

@@ -90,7 +90,8 @@ begin
             update queue.jobs as j set cache_version = v_version where j.id = v_id;
         end if;
         if v_cfg.notify and enqueue.delay <= interval '0' then
-            perform pg_notify('andal_jobs', enqueue.queue);
+            perform pg_notify('andal_jobs',
+                case when queue._notify_names() then enqueue.queue else '' end);
         end if;
     end if;
     return v_id;

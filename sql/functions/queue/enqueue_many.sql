@@ -110,7 +110,8 @@ begin
     end if;
 
     if v_inserted and v_cfg.notify and enqueue_many.delay <= interval '0' then
-        perform pg_notify('andal_jobs', enqueue_many.queue);
+        perform pg_notify('andal_jobs',
+            case when queue._notify_names() then enqueue_many.queue else '' end);
     end if;
 end
 $$;

@@ -36,7 +36,8 @@ begin
         delete from queue.worker_locks as w where w.job_id = v_job.id;
     end if;
     if release.delay <= interval '0' and (queue._config(v_job.queue)).notify then
-        perform pg_notify('andal_jobs', v_job.queue);
+        perform pg_notify('andal_jobs',
+            case when queue._notify_names() then v_job.queue else '' end);
     end if;
 end
 $$;
