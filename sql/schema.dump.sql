@@ -1219,15 +1219,21 @@ CREATE TABLE queue.queues (
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
     paused boolean DEFAULT false NOT NULL,
     history_retention interval,
+    timeout interval,
+    results_retention interval DEFAULT '7 days'::interval NOT NULL,
+    dead_retention interval DEFAULT '30 days'::interval NOT NULL,
     CONSTRAINT queues_backoff_base_check CHECK ((backoff_base >= '00:00:00'::interval)),
     CONSTRAINT queues_backoff_cap_check CHECK ((backoff_cap >= '00:00:00'::interval)),
     CONSTRAINT queues_backoff_check CHECK ((backoff = ANY (ARRAY['linear'::text, 'exponential'::text]))),
     CONSTRAINT queues_cache_policy_check CHECK ((cache_policy = ANY (ARRAY['invalidate'::text, 'rewrite'::text, 'none'::text]))),
+    CONSTRAINT queues_dead_retention_check CHECK ((dead_retention > '00:00:00'::interval)),
     CONSTRAINT queues_history_retention_check CHECK ((history_retention > '00:00:00'::interval)),
     CONSTRAINT queues_jitter_check CHECK (((jitter >= (0)::double precision) AND (jitter <= (1)::double precision))),
     CONSTRAINT queues_lease_check CHECK ((lease > '00:00:00'::interval)),
     CONSTRAINT queues_max_attempts_check CHECK ((max_attempts >= 1)),
-    CONSTRAINT queues_payload_limit_check CHECK ((payload_limit > 0))
+    CONSTRAINT queues_payload_limit_check CHECK ((payload_limit > 0)),
+    CONSTRAINT queues_results_retention_check CHECK ((results_retention > '00:00:00'::interval)),
+    CONSTRAINT queues_timeout_check CHECK ((timeout > '00:00:00'::interval))
 );
 
 CREATE FUNCTION queue._backoff(cfg queue.queues, attempt integer) RETURNS interval
@@ -1558,6 +1564,505 @@ begin
 end
 $$;
 
+CREATE FUNCTION queue._configure_queue(queue text, max_attempts integer, lease interval, backoff text, backoff_base interval, backoff_cap interval, jitter real, notify boolean, payload_limit integer, keep_results boolean, cache_policy text, timeout interval, results_retention interval, dead_retention interval) RETURNS SETOF queue.queues
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+begin
+    perform queue._check_name(_configure_queue.queue, 'queue');
+    if _configure_queue.max_attempts < 1 then
+        raise exception 'max_attempts must be at least 1 (got %)', _configure_queue.max_attempts
+            using errcode = '22023';
+    end if;
+    perform queue._check_interval(_configure_queue.lease, 'lease', true, false, 'lease');
+    -- timeout '0' removes the queue's timeout
+    perform queue._check_interval(_configure_queue.timeout, 'timeout', false, false, 'lease');
+    perform queue._check_interval(_configure_queue.results_retention, 'results_retention', true,
+        false);
+    perform queue._check_interval(_configure_queue.dead_retention, 'dead_retention', true,
+        false);
+    perform queue._check_interval(_configure_queue.backoff_base, 'backoff_base', false, false,
+        'delay');
+    perform queue._check_interval(_configure_queue.backoff_cap, 'backoff_cap', false, false,
+        'delay');
+    if _configure_queue.backoff not in ('linear', 'exponential') then
+        raise exception 'backoff must be linear or exponential (got %)', _configure_queue.backoff
+            using errcode = '22023';
+    end if;
+    if _configure_queue.jitter < 0 or _configure_queue.jitter > 1 then
+        raise exception 'jitter must be between 0 and 1 (got %)', _configure_queue.jitter
+            using errcode = '22023';
+    end if;
+    if _configure_queue.payload_limit < 1 then
+        raise exception 'payload_limit must be at least 1 byte (got %)',
+            _configure_queue.payload_limit using errcode = '22023';
+    end if;
+    if _configure_queue.cache_policy not in ('invalidate', 'rewrite', 'none') then
+        raise exception 'cache_policy must be invalidate, rewrite or none (got %)',
+            _configure_queue.cache_policy using errcode = '22023';
+    end if;
+    -- queue.maintain() may forget a queue row equal to the defaults between _config and the
+    -- update: then the update finds nothing, and the row is made again
+    loop
+    perform queue._config(_configure_queue.queue);
+    return query
+    update queue.queues as q set
+        max_attempts = coalesce(_configure_queue.max_attempts, q.max_attempts),
+        lease = coalesce(_configure_queue.lease, q.lease),
+        backoff = coalesce(_configure_queue.backoff, q.backoff),
+        backoff_base = coalesce(_configure_queue.backoff_base, q.backoff_base),
+        backoff_cap = coalesce(_configure_queue.backoff_cap, q.backoff_cap),
+        jitter = coalesce(_configure_queue.jitter, q.jitter),
+        notify = coalesce(_configure_queue.notify, q.notify),
+        payload_limit = coalesce(_configure_queue.payload_limit, q.payload_limit),
+        keep_results = coalesce(_configure_queue.keep_results, q.keep_results),
+        cache_policy = coalesce(_configure_queue.cache_policy, q.cache_policy),
+        timeout = case
+            when _configure_queue.timeout is null then q.timeout
+            when _configure_queue.timeout = interval '0' then null
+            else _configure_queue.timeout
+        end,
+        results_retention = coalesce(_configure_queue.results_retention, q.results_retention),
+        dead_retention = coalesce(_configure_queue.dead_retention, q.dead_retention),
+        updated_at = now()
+    where q.queue = _configure_queue.queue
+    returning q.*;
+    exit when found;
+    end loop;
+end
+$$;
+
+CREATE FUNCTION queue._cron_field(part text, field text, lo integer, hi integer, names text[] DEFAULT NULL::text[]) RETURNS integer[]
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+declare
+    v_item text;
+    v_range text;
+    v_step int;
+    v_from int;
+    v_to int;
+    v_bounds text[];
+    v_values int[] := '{}'::int[];
+begin
+    if part is null or part = '' then
+        raise exception 'cron % field is empty', field using errcode = '22023';
+    end if;
+    foreach v_item in array string_to_array(lower(part), ',') loop
+        if v_item !~ '^(\*|[a-z0-9]+(-[a-z0-9]+)?)(/[0-9]+)?$' then
+            raise exception 'cron % field: "%" is not n, a-b, * or one of them with /step',
+                field, v_item
+                using errcode = '22023',
+                hint = 'Example: */15 9-17 * jan-jun mon-fri';
+        end if;
+        v_range := split_part(v_item, '/', 1);
+        v_step := 1;
+        if position('/' in v_item) > 0 then
+            if length(split_part(v_item, '/', 2)) > 4 then
+                raise exception 'cron % field: step % is too large', field,
+                    split_part(v_item, '/', 2)
+                    using errcode = '22023';
+            end if;
+            v_step := split_part(v_item, '/', 2)::int;
+            if v_step < 1 or v_step > hi - lo + 1 then
+                raise exception 'cron % field: step % must be between 1 and %', field, v_step,
+                    hi - lo + 1
+                    using errcode = '22023';
+            end if;
+        end if;
+        if v_range = '*' then
+            v_from := lo;
+            v_to := hi;
+        else
+            v_bounds := string_to_array(v_range, '-');
+            for v_i in 1 .. cardinality(v_bounds) loop
+                if v_bounds[v_i] ~ '^[0-9]{1,4}$' then
+                    continue;
+                end if;
+                if names is null or not v_bounds[v_i] = any (names) then
+                    raise exception 'cron % field: "%" is not a number%', field, v_bounds[v_i],
+                        case when names is null then '' else
+                            ' or one of ' || array_to_string(names, ', ') end
+                        using errcode = '22023';
+                end if;
+                v_bounds[v_i] := (array_position(names, v_bounds[v_i]) - 1 + lo)::text;
+            end loop;
+            v_from := v_bounds[1]::int;
+            v_to := case
+                when cardinality(v_bounds) = 2 then v_bounds[2]::int
+                when v_step > 1 or position('/' in v_item) > 0 then hi
+                else v_from
+            end;
+            if v_from < lo or v_from > hi or v_to < lo or v_to > hi then
+                raise exception 'cron % field: "%" is outside %-%', field, v_range, lo, hi
+                    using errcode = '22023';
+            end if;
+            if v_to < v_from then
+                raise exception 'cron % field: range "%" runs backwards', field, v_range
+                    using errcode = '22023';
+            end if;
+        end if;
+        v_values := v_values || array(select g from generate_series(v_from, v_to, v_step) as g);
+    end loop;
+    return array(select distinct u from unnest(v_values) as u order by u);
+end
+$_$;
+
+CREATE FUNCTION queue._cron_next(expr text, after timestamp with time zone, tz text) RETURNS timestamp with time zone
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    v_p record;
+    v_wall timestamp;
+    v_until timestamp;
+    v_local timestamp;
+    v_best timestamptz;
+    v_best_wall timestamp;
+    v_at timestamptz;
+    v_hour_any boolean;
+begin
+    v_p := queue._cron_parse(expr);
+    v_hour_any := cardinality(v_p.hours) = 24;
+    -- Usually no clock change is near: the first wall time after `after`'s is the answer
+    -- when the zone's offset is the same two hours either side of `after` and of it.
+    v_local := queue._cron_next_local(v_p.minutes, v_p.hours, v_p.days, v_p.months,
+        v_p.weekdays, v_p.days_restricted, v_p.weekdays_restricted, after at time zone tz,
+        (after at time zone tz) + interval '8 years');
+    if v_local is null then
+        return null;
+    end if;
+    v_at := v_local at time zone tz;
+    if (select count(distinct (x at time zone tz) - (x at time zone 'UTC')) = 1
+        from unnest(array[after - interval '2 hours', after, after + interval '2 hours',
+            v_at - interval '2 hours', v_at, v_at + interval '2 hours']) as x) then
+        return v_at;
+    end if;
+    -- From an hour before the wall time of `after` (a fall-back hour repeats wall times
+    -- already passed), the first candidate later than `after`; then two hours more (no
+    -- clock change is longer) for an earlier real time among later wall times.
+    v_wall := (after at time zone tz) - interval '2 hours';
+    v_until := (after at time zone tz) + interval '8 years';
+    loop
+        v_local := queue._cron_next_local(v_p.minutes, v_p.hours, v_p.days, v_p.months,
+            v_p.weekdays, v_p.days_restricted, v_p.weekdays_restricted, v_wall,
+            coalesce(v_best_wall + interval '2 hours', v_until));
+        exit when v_local is null;
+        -- every real instant whose wall time is v_local (two in a fall-back hour), else the
+        -- instant PostgreSQL gives a skipped wall time
+        for v_at in
+            select i from (
+                select (v_local at time zone tz) + make_interval(mins => o) as i
+                from unnest(array[-120, -60, -30, 0, 30, 60, 120]) as o
+            ) as c
+            where (c.i at time zone tz) = v_local
+            order by i
+        loop
+            if v_at > after and (v_best is null or v_at < v_best) then
+                v_best := v_at;
+                v_best_wall := v_local;
+            end if;
+            exit when not v_hour_any;
+        end loop;
+        if not found then
+            v_at := v_local at time zone tz;
+            if v_at > after and (v_best is null or v_at < v_best) then
+                v_best := v_at;
+                v_best_wall := v_local;
+            end if;
+        end if;
+        v_wall := v_local;
+    end loop;
+    return v_best;
+end
+$$;
+
+CREATE FUNCTION queue._cron_next_local(minutes integer[], hours integer[], days integer[], months integer[], weekdays integer[], days_restricted boolean, weekdays_restricted boolean, after timestamp without time zone, until timestamp without time zone) RETURNS timestamp without time zone
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    v_day date := after::date;
+    v_start time := (date_trunc('minute', after) + interval '1 minute')::time;
+    v_first boolean := true;
+    v_dom_ok boolean;
+    v_dow_ok boolean;
+    v_at timestamp;
+begin
+    if after::time >= time '23:59' then
+        v_first := false;
+        v_day := v_day + 1;
+    end if;
+    while v_day <= until::date loop
+        if not extract(month from v_day)::int = any (months) then
+            -- to the first of the next month
+            v_day := (date_trunc('month', v_day) + interval '1 month')::date;
+            v_first := false;
+            continue;
+        end if;
+        v_dom_ok := extract(day from v_day)::int = any (days);
+        v_dow_ok := extract(dow from v_day)::int = any (weekdays);
+        if (case
+            when days_restricted and weekdays_restricted then v_dom_ok or v_dow_ok
+            when days_restricted then v_dom_ok
+            when weekdays_restricted then v_dow_ok
+            else true
+        end) then
+            select v_day + make_time(h, m, 0) into v_at
+            from unnest(hours) as h, unnest(minutes) as m
+            where not v_first or make_time(h, m, 0) >= v_start
+            order by h, m
+            limit 1;
+            if v_at is not null then
+                return case when v_at <= until then v_at end;
+            end if;
+        end if;
+        v_day := v_day + 1;
+        v_first := false;
+    end loop;
+    return null;
+end
+$$;
+
+CREATE FUNCTION queue._cron_parse(expr text, OUT minutes integer[], OUT hours integer[], OUT days integer[], OUT months integer[], OUT weekdays integer[], OUT days_restricted boolean, OUT weekdays_restricted boolean) RETURNS record
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    v_text text;
+    v_fields text[];
+begin
+    if expr is null then
+        raise exception 'cron must not be null' using errcode = '22004';
+    end if;
+    v_text := btrim(lower(expr));
+    v_text := case v_text
+        when '@yearly' then '0 0 1 1 *'
+        when '@annually' then '0 0 1 1 *'
+        when '@monthly' then '0 0 1 * *'
+        when '@weekly' then '0 0 * * 0'
+        when '@daily' then '0 0 * * *'
+        when '@midnight' then '0 0 * * *'
+        when '@hourly' then '0 * * * *'
+        else v_text
+    end;
+    if length(v_text) > 256 then
+        raise exception 'cron expression is longer than 256 characters' using errcode = '22023';
+    end if;
+    v_fields := regexp_split_to_array(v_text, '\s+');
+    if v_text = '' or cardinality(v_fields) <> 5 then
+        raise exception 'cron expression "%" must have 5 fields (minute hour day month weekday)',
+            expr
+            using errcode = '22023',
+            hint = 'Example: */5 * * * * (every five minutes); or use every => interval.';
+    end if;
+    minutes := queue._cron_field(v_fields[1], 'minute', 0, 59);
+    hours := queue._cron_field(v_fields[2], 'hour', 0, 23);
+    days := queue._cron_field(v_fields[3], 'day-of-month', 1, 31);
+    months := queue._cron_field(v_fields[4], 'month', 1, 12,
+        array['jan', 'feb', 'mar', 'apr', 'may', 'jun', 'jul', 'aug', 'sep', 'oct', 'nov',
+            'dec']);
+    weekdays := queue._cron_field(v_fields[5], 'day-of-week', 0, 7,
+        array['sun', 'mon', 'tue', 'wed', 'thu', 'fri', 'sat']);
+    weekdays := array(select distinct w % 7 from unnest(weekdays) as w order by 1);
+    days_restricted := left(v_fields[3], 1) <> '*';
+    weekdays_restricted := left(v_fields[5], 1) <> '*';
+    -- a day that no month has (30 February alone) never fires
+    if not exists (
+        select from unnest(months) as m, unnest(days) as d
+        where d <= case when m = 2 then 29 when m in (4, 6, 9, 11) then 30 else 31 end
+    ) and not (days_restricted and weekdays_restricted) then
+        raise exception 'cron expression "%" never fires (no such day in those months)', expr
+            using errcode = '22023';
+    end if;
+end
+$$;
+
+CREATE FUNCTION queue._enqueue(payload jsonb, queue text, category text, priority integer, delay interval, max_attempts integer, dedup_key text, cache_key text, cache_value jsonb, timeout interval) RETURNS bigint
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+declare
+    v_cfg queue.queues;
+    v_id bigint;
+    v_inserted boolean := false;
+    v_version bigint;
+begin
+    perform queue._check_name(_enqueue.queue, 'queue');
+    perform queue._check_name(_enqueue.category, 'category', false);
+    perform queue._check_name(_enqueue.dedup_key, 'dedup_key', false, 512);
+    perform queue._check_name(_enqueue.cache_key, 'cache_key', false, 512);
+    perform queue._check_interval(_enqueue.delay, 'delay', bound => 'delay');
+    perform queue._check_priority(_enqueue.priority);
+    perform queue._check_interval(_enqueue.timeout, 'timeout', true, false, 'lease');
+    if _enqueue.max_attempts is not null and _enqueue.max_attempts < 1 then
+        raise exception 'max_attempts must be at least 1 (got %)', _enqueue.max_attempts
+            using errcode = '22023';
+    end if;
+    if _enqueue.cache_value is not null and _enqueue.cache_key is null then
+        raise exception 'cache_value needs a cache_key' using errcode = '22023';
+    end if;
+    if _enqueue.payload is null then
+        raise exception 'payload must not be null' using errcode = '22004';
+    end if;
+    -- every argument is checked before anything is written (no sequence advances for a
+    -- rejected call), and a cache_value also when a live job already holds the dedup key
+    if _enqueue.cache_value is not null then
+        perform cache._check_value(_enqueue.cache_value, 'cache_value');
+    end if;
+    v_cfg := queue._config(_enqueue.queue);
+    perform queue._check_payload(_enqueue.payload, 'payload', v_cfg.payload_limit);
+    if _enqueue.category is not null then
+        perform queue._category_id(_enqueue.category);
+    end if;
+
+    loop
+        insert into queue.jobs as j (
+            queue, category, priority, payload, max_attempts, available_at, dedup_key,
+            cache_key, timeout
+        ) values (
+            _enqueue.queue, _enqueue.category, _enqueue.priority, _enqueue.payload,
+            coalesce(_enqueue.max_attempts, v_cfg.max_attempts), now() + _enqueue.delay,
+            _enqueue.dedup_key, _enqueue.cache_key, coalesce(_enqueue.timeout, v_cfg.timeout)
+        )
+        on conflict (queue, dedup_key) where dedup_key is not null do nothing
+        returning j.id into v_id;
+        if v_id is not null then
+            v_inserted := true;
+            exit;
+        end if;
+        -- A live job holds the key; it may finish between the conflict and this read: retry.
+        select j.id into v_id from queue.jobs as j
+        where j.queue = _enqueue.queue and j.dedup_key = _enqueue.dedup_key;
+        exit when v_id is not null;
+    end loop;
+
+    if v_inserted then
+        if _enqueue.cache_key is not null then
+            if _enqueue.cache_value is not null then
+                v_version := cache._write_through(_enqueue.cache_key, _enqueue.cache_value);
+            else
+                v_version := cache._current_version(_enqueue.cache_key);
+            end if;
+            update queue.jobs as j set cache_version = v_version where j.id = v_id;
+        end if;
+        if v_cfg.notify and _enqueue.delay <= interval '0' then
+            perform pg_notify('andal_jobs',
+                case when queue._notify_names() then _enqueue.queue else '' end);
+        end if;
+    end if;
+    return v_id;
+end
+$$;
+
+CREATE FUNCTION queue._enqueue_many(payloads jsonb[], queue text, category text, priority integer, delay interval, max_attempts integer, dedup_keys text[], timeout interval) RETURNS SETOF bigint
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+declare
+    v_cfg queue.queues;
+    v_n int;
+    v_id bigint;
+    v_ids bigint[] := '{}'::bigint[];
+    v_inserted boolean := false;
+begin
+    if _enqueue_many.payloads is null then
+        raise exception 'payloads must not be null' using errcode = '22004';
+    end if;
+    perform queue._check_name(_enqueue_many.queue, 'queue');
+    perform queue._check_name(_enqueue_many.category, 'category', false);
+    perform queue._check_interval(_enqueue_many.delay, 'delay', bound => 'delay');
+    perform queue._check_priority(_enqueue_many.priority);
+    perform queue._check_interval(_enqueue_many.timeout, 'timeout', true, false, 'lease');
+    if _enqueue_many.max_attempts is not null and _enqueue_many.max_attempts < 1 then
+        raise exception 'max_attempts must be at least 1 (got %)', _enqueue_many.max_attempts
+            using errcode = '22023';
+    end if;
+    -- one-dimensional and starting at 1, or elements would be read wrongly or not at all
+    if array_ndims(_enqueue_many.payloads) > 1
+        or array_lower(_enqueue_many.payloads, 1) <> 1 then
+        raise exception 'payloads must be a one-dimensional array starting at index 1'
+            using errcode = '22023';
+    end if;
+    if array_ndims(_enqueue_many.dedup_keys) > 1
+        or array_lower(_enqueue_many.dedup_keys, 1) <> 1 then
+        raise exception 'dedup_keys must be a one-dimensional array starting at index 1'
+            using errcode = '22023';
+    end if;
+    v_n := coalesce(array_length(_enqueue_many.payloads, 1), 0);
+    if v_n = 0 then
+        return;
+    end if;
+    if _enqueue_many.dedup_keys is not null
+        and coalesce(array_length(_enqueue_many.dedup_keys, 1), 0) <> v_n then
+        raise exception 'dedup_keys must have one element per payload (% payloads, % keys)',
+            v_n, coalesce(array_length(_enqueue_many.dedup_keys, 1), 0)
+            using errcode = '22023';
+    end if;
+    v_cfg := queue._config(_enqueue_many.queue);
+    for v_i in 1 .. v_n loop
+        perform queue._check_payload(_enqueue_many.payloads[v_i],
+            format('payloads[%s]', v_i), v_cfg.payload_limit);
+        if _enqueue_many.dedup_keys is not null then
+            perform queue._check_name(_enqueue_many.dedup_keys[v_i],
+                format('dedup_keys[%s]', v_i), false, 512);
+        end if;
+    end loop;
+    if _enqueue_many.category is not null then
+        perform queue._category_id(_enqueue_many.category);
+    end if;
+
+    if _enqueue_many.dedup_keys is null then
+        -- One set-based insert; identity values follow the ordered input.
+        return query
+        insert into queue.jobs as j (
+            queue, category, priority, payload, max_attempts, available_at, timeout
+        )
+        select _enqueue_many.queue, _enqueue_many.category, _enqueue_many.priority, p.payload,
+            coalesce(_enqueue_many.max_attempts, v_cfg.max_attempts), now() + _enqueue_many.delay,
+            coalesce(_enqueue_many.timeout, v_cfg.timeout)
+        from unnest(_enqueue_many.payloads) with ordinality as p (payload, n)
+        order by p.n
+        returning j.id;
+        v_inserted := true;
+    else
+        for v_i in 1 .. v_n loop
+            loop
+                insert into queue.jobs as j (
+                    queue, category, priority, payload, max_attempts, available_at, dedup_key,
+                    timeout
+                ) values (
+                    _enqueue_many.queue, _enqueue_many.category, _enqueue_many.priority,
+                    _enqueue_many.payloads[v_i],
+                    coalesce(_enqueue_many.max_attempts, v_cfg.max_attempts),
+                    now() + _enqueue_many.delay, _enqueue_many.dedup_keys[v_i],
+                    coalesce(_enqueue_many.timeout, v_cfg.timeout)
+                )
+                on conflict (queue, dedup_key) where dedup_key is not null do nothing
+                returning j.id into v_id;
+                if v_id is not null then
+                    v_inserted := true;
+                    exit;
+                end if;
+                select j.id into v_id from queue.jobs as j
+                where j.queue = _enqueue_many.queue and j.dedup_key = _enqueue_many.dedup_keys[v_i];
+                exit when v_id is not null;
+            end loop;
+            v_ids := v_ids || v_id;
+        end loop;
+        return query select u.id from unnest(v_ids) with ordinality as u (id, n) order by u.n;
+    end if;
+
+    if v_inserted and v_cfg.notify and _enqueue_many.delay <= interval '0' then
+        perform pg_notify('andal_jobs',
+            case when queue._notify_names() then _enqueue_many.queue else '' end);
+    end if;
+end
+$$;
+
 CREATE FUNCTION queue._error_entry(attempt integer, error text, worker text, retry_in interval DEFAULT NULL::interval) RETURNS jsonb
     LANGUAGE sql STABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -1566,6 +2071,104 @@ CREATE FUNCTION queue._error_entry(attempt integer, error text, worker text, ret
         'attempt', attempt, 'error', error, 'worker', worker, 'at', now(),
         'retry_in', retry_in::text
     ))
+$$;
+
+CREATE FUNCTION queue._fire(schedule_name text) RETURNS integer
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    v_s record;
+    v_ticks timestamptz[] := '{}'::timestamptz[];
+    v_tick timestamptz;
+    v_step numeric;
+    v_n numeric;
+    v_job bigint;
+    v_fired int := 0;
+    v_walk int := 0;
+begin
+    select s.* into v_s from queue.schedules as s where s.name = schedule_name;
+    if v_s.next_at is null or v_s.next_at > now() then
+        return 0;
+    end if;
+    if queue._next_tick(v_s.cron, v_s.every, v_s.timezone, v_s.anchor, v_s.next_at) > now() then
+        v_ticks := array[v_s.next_at];  -- the usual case: one tick due
+    elsif v_s.missed = 'latest' then
+        v_ticks := array[queue._latest_tick(v_s.cron, v_s.every, v_s.timezone, v_s.anchor,
+            v_s.next_at, now())];
+    elsif v_s.every is not null then
+        v_step := extract(epoch from v_s.every);
+        v_n := floor(extract(epoch from now() - v_s.next_at) / v_step);  -- ticks after next_at
+        v_ticks := array(
+            select v_s.next_at + make_interval(secs => (k * v_step)::double precision)
+            from generate_series(greatest(v_n - v_s.catch_up + 1, 0), v_n) as k
+            order by k);
+    else
+        v_tick := v_s.next_at;
+        while v_tick is not null and v_tick <= now() loop
+            v_ticks := (v_ticks || v_tick)[greatest(cardinality(v_ticks) + 2 - v_s.catch_up, 1):];
+            v_walk := v_walk + 1;
+            if v_walk = 10000 then
+                -- a long outage of a dense expression: only the latest ticks matter
+                v_tick := greatest(v_tick, now() - interval '1 day');
+            end if;
+            v_tick := queue._cron_next(v_s.cron, v_tick, v_s.timezone);
+        end loop;
+    end if;
+    foreach v_tick in array array_remove(v_ticks, null) loop
+        insert into queue.schedule_ticks as t (schedule, tick)
+        values (v_s.name, v_tick)
+        on conflict (schedule, tick) do nothing;
+        if found then
+            v_job := queue.enqueue(
+                payload => v_s.payload
+                    || jsonb_build_object('_schedule', v_s.name, '_tick', v_tick),
+                queue => v_s.queue, category => v_s.category, priority => v_s.priority,
+                max_attempts => v_s.max_attempts);
+            update queue.schedule_ticks as t set job_id = v_job
+            where t.schedule = v_s.name and t.tick = v_tick;
+            v_fired := v_fired + 1;
+        end if;
+    end loop;
+    update queue.schedules as s
+    set next_at = queue._next_tick(v_s.cron, v_s.every, v_s.timezone, v_s.anchor,
+            greatest(now(), v_tick)),
+        last_tick = coalesce(v_tick, s.last_tick),
+        last_fired_at = now(),
+        last_job_id = coalesce(v_job, s.last_job_id),
+        last_error = null
+    where s.name = v_s.name;
+    return v_fired;
+end
+$$;
+
+CREATE FUNCTION queue._fire_due(queues text[] DEFAULT NULL::text[], lim integer DEFAULT 100) RETURNS integer
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    v_name text;
+    v_fired int := 0;
+begin
+    for v_name in
+        select s.name from queue.schedules as s
+        where s.task is null and s.next_at <= now()
+          and (_fire_due.queues is null or s.queue = any (_fire_due.queues))
+        order by s.next_at
+        limit lim
+        for update skip locked
+    loop
+        begin
+            v_fired := v_fired + queue._fire(v_name);
+        exception when others then
+            update queue.schedules as s
+            set last_error = sqlerrm,
+                next_at = queue._next_tick(s.cron, s.every, s.timezone, s.anchor, now())
+            where s.name = v_name;
+        end;
+    end loop;
+    return v_fired;
+end
 $$;
 
 CREATE FUNCTION queue._forget_unused() RETURNS bigint
@@ -1586,6 +2189,8 @@ begin
               and d.payload_limit = 1048576 and not d.keep_results
               and d.cache_policy = 'invalidate'
               and not d.paused and d.history_retention is null
+              and d.timeout is null and d.results_retention = interval '7 days'
+              and d.dead_retention = interval '30 days'
             for update skip locked
         )
         returning 1
@@ -1706,6 +2311,44 @@ begin
 end
 $$;
 
+CREATE FUNCTION queue._latest_tick(cron text, every interval, tz text, anchor timestamp with time zone, since timestamp with time zone, at timestamp with time zone) RETURNS timestamp with time zone
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    v_step numeric;
+    v_tick timestamptz;
+    v_next timestamptz;
+    v_from timestamptz;
+begin
+    if since > at then
+        return null;
+    end if;
+    if cron is null then
+        v_step := extract(epoch from every);
+        v_tick := anchor + make_interval(secs =>
+            (floor(extract(epoch from at - anchor) / v_step) * v_step)::double precision);
+        return case when v_tick >= since then v_tick end;
+    end if;
+    -- walk forward from a window before `at` that grows until it holds a tick
+    foreach v_from in array array[at - interval '1 hour', at - interval '1 day',
+        at - interval '32 days', at - interval '367 days', since] loop
+        v_from := greatest(v_from, since);
+        v_next := queue._cron_next(cron, v_from - interval '1 microsecond', tz);
+        v_tick := null;
+        while v_next is not null and v_next <= at loop
+            v_tick := v_next;
+            v_next := queue._cron_next(cron, v_next, tz);
+        end loop;
+        if v_tick is not null then
+            return v_tick;
+        end if;
+        exit when v_from = since;
+    end loop;
+    return null;
+end
+$$;
+
 CREATE FUNCTION queue._lease_lost(job_id bigint, token uuid) RETURNS void
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -1724,6 +2367,9 @@ begin
     elsif v_job.token is distinct from _lease_lost.token then
         -- not who holds it now: any caller with any job id would learn it
         v_detail := format('job %s was claimed again (attempt %s)', job_id, v_job.attempt);
+    elsif v_job.timeout is not null
+        and v_job.lease_expires_at >= v_job.claimed_at + v_job.timeout then
+        v_detail := format('job %s ran past its timeout of %s', job_id, v_job.timeout);
     else
         v_detail := format('the lease of job %s expired at %s', job_id, v_job.lease_expires_at);
     end if;
@@ -1784,6 +2430,23 @@ $$;
 
 COMMENT ON FUNCTION queue._lock_down() IS 'Revoke CONNECT and TEMPORARY from PUBLIC on this database; notifications without names.';
 
+CREATE FUNCTION queue._next_tick(cron text, every interval, tz text, anchor timestamp with time zone, after timestamp with time zone) RETURNS timestamp with time zone
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    v_step numeric;
+    v_n numeric;
+begin
+    if cron is not null then
+        return queue._cron_next(cron, after, tz);
+    end if;
+    v_step := extract(epoch from every);
+    v_n := floor(extract(epoch from after - anchor) / v_step) + 1;
+    return anchor + make_interval(secs => (greatest(v_n, 0) * v_step)::double precision);
+end
+$$;
+
 CREATE FUNCTION queue._notify_names() RETURNS boolean
     LANGUAGE sql STABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -1806,6 +2469,7 @@ declare
     v_job record;  -- not queue.jobs: queue.set_shards may replace the table mid-call
     v_count int := 0;
     v_error text;
+    v_timeout boolean;
     v_keys text[] := '{}'::text[];
     v_queues text[] := '{}'::text[];
     v_reasons text[] := '{}'::text[];
@@ -1819,8 +2483,20 @@ begin
         limit lim
         for update skip locked
     loop
-        v_error := format('lease expired (worker %s)', v_job.worker);
-        v_job.errors := v_job.errors || queue._error_entry(v_job.attempt, v_error, v_job.worker);
+        v_timeout := v_job.timeout is not null
+            and v_job.lease_expires_at >= v_job.claimed_at + v_job.timeout;
+        if v_timeout then
+            -- the attempt ran to its deadline: a failure with reason timeout, retried after
+            -- the queue's backoff (or dead-lettered) like any failure
+            v_error := format('timeout: the attempt ran past its timeout of %s (worker %s)',
+                v_job.timeout, v_job.worker);
+            v_job.errors := v_job.errors || (queue._error_entry(v_job.attempt, v_error,
+                v_job.worker) || '{"reason": "timeout"}');
+        else
+            v_error := format('lease expired (worker %s)', v_job.worker);
+            v_job.errors := v_job.errors
+                || queue._error_entry(v_job.attempt, v_error, v_job.worker);
+        end if;
         if v_job.cache_key is not null then
             v_keys := v_keys || v_job.cache_key;
             v_queues := v_queues || v_job.queue;
@@ -1832,7 +2508,10 @@ begin
         else
             update queue.jobs as j
             set status = 'pending', token = null, worker = null, claimed_at = null,
-                lease_expires_at = null, errors = v_job.errors
+                lease_expires_at = null, errors = v_job.errors,
+                available_at = case when v_timeout
+                    then now() + queue._backoff(queue._config(v_job.queue), v_job.attempt)
+                    else j.available_at end
             where j.id = v_job.id;
             if v_job.category is not null then
                 delete from queue.worker_locks as w where w.job_id = v_job.id;
@@ -1892,6 +2571,97 @@ begin
         run_ms = s.run_ms + excluded.run_ms,
         run_hist = array(select u.a + u.b from unnest(s.run_hist, excluded.run_hist) as u (a, b)),
         wait_hist = array(select u.a + u.b from unnest(s.wait_hist, excluded.wait_hist) as u (a, b));
+end
+$$;
+
+CREATE FUNCTION queue._retention(lim integer DEFAULT 10000) RETURNS bigint
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    v_results bigint;
+    v_dead bigint;
+    v_ticks bigint;
+begin
+    with gone as (
+        delete from queue.results as r
+        where r.job_id in (
+            select x.job_id from queue.results as x
+            left join queue.queues as q on q.queue = x.queue
+            where x.completed_at < now() - coalesce(q.results_retention, interval '7 days')
+            order by x.completed_at
+            limit lim
+            for update of x skip locked
+        )
+        returning 1
+    )
+    select count(*) into v_results from gone;
+    with gone as (
+        delete from queue.dead_letters as d
+        where d.job_id in (
+            select x.job_id from queue.dead_letters as x
+            left join queue.queues as q on q.queue = x.queue
+            where x.died_at < now() - coalesce(q.dead_retention, interval '30 days')
+            order by x.died_at
+            limit lim
+            for update of x skip locked
+        )
+        returning 1
+    )
+    select count(*) into v_dead from gone;
+    -- a fired tick is kept a day: next_at has long moved past it
+    delete from queue.schedule_ticks as t where t.fired_at < now() - interval '1 day';
+    get diagnostics v_ticks = row_count;
+    return v_results + v_dead + v_ticks;
+end
+$$;
+
+CREATE FUNCTION queue._run_task(task text) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+    case task
+        when 'cache_refresh_due' then perform cache.refresh_due();
+        when 'cache_prune' then perform cache.prune();
+        when 'retention' then perform queue._retention();
+        when 'stats_rollup' then perform queue._stats_rollup();
+        else raise exception 'unknown housekeeping task %', task using errcode = '42704';
+    end case;
+end
+$$;
+
+CREATE FUNCTION queue._run_tasks() RETURNS integer
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    v_s record;
+    v_ran int := 0;
+    v_error text;
+begin
+    for v_s in
+        select s.name, s.task, s.cron, s.every, s.timezone, s.anchor
+        from queue.schedules as s
+        where s.task is not null and s.next_at <= now()
+        order by s.next_at
+        for update skip locked
+    loop
+        v_error := null;
+        begin
+            perform queue._run_task(v_s.task);
+        exception when others then
+            v_error := sqlerrm;
+        end;
+        update queue.schedules as s
+        set next_at = queue._next_tick(v_s.cron, v_s.every, v_s.timezone, v_s.anchor, now()),
+            last_tick = coalesce(queue._latest_tick(v_s.cron, v_s.every, v_s.timezone,
+                v_s.anchor, s.next_at, now()), s.next_at),
+            last_fired_at = now(), last_error = v_error
+        where s.name = v_s.name;
+        v_ran := v_ran + 1;
+    end loop;
+    return v_ran;
 end
 $$;
 
@@ -2037,6 +2807,72 @@ $$;
 
 COMMENT ON FUNCTION queue._scan(queues text[], lim integer, exclude_categories text[], exclude_ids bigint[]) IS 'Private: the best ready jobs, locked SKIP LOCKED, by partial index.';
 
+CREATE FUNCTION queue._stats_rollup() RETURNS bigint
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    v_before timestamptz := date_trunc('minute', now()) - interval '5 minutes';
+    v_rows bigint;
+    v_locks bigint;
+begin
+    with gone as (
+        delete from queue.stat_minutes as s
+        where s.minute < v_before and s.backend <> 0
+        returning s.*
+    ),
+    merged as (
+        select g.minute, g.queue, g.category, sum(g.completed)::bigint as completed,
+            sum(g.retried)::bigint as retried, sum(g.dead)::bigint as dead,
+            sum(g.run_count)::bigint as run_count, sum(g.run_ms) as run_ms,
+            array(select sum(u.h)::bigint from gone as h2
+                  cross join unnest(h2.run_hist) with ordinality as u (h, i)
+                  where h2.minute = g.minute and h2.queue = g.queue
+                    and h2.category = g.category
+                  group by u.i order by u.i) as run_hist,
+            array(select sum(u.h)::bigint from gone as h2
+                  cross join unnest(h2.wait_hist) with ordinality as u (h, i)
+                  where h2.minute = g.minute and h2.queue = g.queue
+                    and h2.category = g.category
+                  group by u.i order by u.i) as wait_hist
+        from gone as g
+        group by g.minute, g.queue, g.category
+    )
+    insert into queue.stat_minutes as s (
+        minute, backend, queue, category, completed, retried, dead, run_count, run_ms,
+        run_hist, wait_hist
+    )
+    select m.minute, 0, m.queue, m.category, m.completed, m.retried, m.dead, m.run_count,
+        m.run_ms, m.run_hist, m.wait_hist
+    from merged as m
+    on conflict (minute, backend, queue, category) do update
+    set completed = s.completed + excluded.completed,
+        retried = s.retried + excluded.retried,
+        dead = s.dead + excluded.dead,
+        run_count = s.run_count + excluded.run_count,
+        run_ms = s.run_ms + excluded.run_ms,
+        run_hist = array(select u.a + u.b from unnest(s.run_hist, excluded.run_hist) as u (a, b)),
+        wait_hist = array(select u.a + u.b from unnest(s.wait_hist, excluded.wait_hist) as u (a, b));
+    get diagnostics v_rows = row_count;
+    with gone as (
+        delete from queue.lock_stats as s
+        where s.minute < v_before and s.backend <> 0
+        returning s.*
+    )
+    insert into queue.lock_stats as s (
+        minute, backend, category_id, attempts, failures, rate_refusals
+    )
+    select g.minute, 0, g.category_id, sum(g.attempts), sum(g.failures), sum(g.rate_refusals)
+    from gone as g
+    group by g.minute, g.category_id
+    on conflict (minute, backend, category_id) do update
+    set attempts = s.attempts + excluded.attempts, failures = s.failures + excluded.failures,
+        rate_refusals = s.rate_refusals + excluded.rate_refusals;
+    get diagnostics v_locks = row_count;
+    return v_rows + v_locks;
+end
+$$;
+
 CREATE FUNCTION queue.cancel(job_id bigint) RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -2124,6 +2960,20 @@ begin
             hint = 'The category gate recounts running jobs after taking its lock.';
     end if;
 
+    -- A schedule of the claimed queues is due: fire its ticks first, so their jobs can be
+    -- claimed now (one index probe when none is due).
+    if claim.queues is null then
+        if (select s.next_at from queue.schedules as s
+            where s.task is null and s.next_at <= now()
+            order by s.next_at limit 1) is not null then
+            perform queue._fire_due(null, 10);
+        end if;
+    elsif (select s.next_at from queue.schedules as s
+           where s.task is null and s.queue = any (claim.queues) and s.next_at <= now()
+           limit 1) is not null then
+        perform queue._fire_due(claim.queues, 10);
+    end if;
+
     -- Direct path (every queue, or one queue): when no lease has expired and no ready job of
     -- the scope has a category, the best `batch` jobs are the best ungated ones. One
     -- statement: one index scan in claim order picks and locks them (SKIP LOCKED; its LIMIT
@@ -2136,10 +2986,10 @@ begin
             update queue.jobs as j
             set status = 'running', attempt = j.attempt + 1, token = gen_random_uuid(),
                 worker = claim.worker, claimed_at = now(),
-                lease_expires_at = now() + coalesce(
+                lease_expires_at = least(now() + coalesce(
                     claim.lease,
                     (select q.lease from queue.queues as q where q.queue = j.queue),
-                    interval '60 seconds')
+                    interval '60 seconds'), now() + j.timeout)
             where j.id = any (array(
                     select c.id from queue.jobs as c
                     where c.status = 'pending' and c.category is null
@@ -2172,10 +3022,10 @@ begin
             update queue.jobs as j
             set status = 'running', attempt = j.attempt + 1, token = gen_random_uuid(),
                 worker = claim.worker, claimed_at = now(),
-                lease_expires_at = now() + coalesce(
+                lease_expires_at = least(now() + coalesce(
                     claim.lease,
                     (select q.lease from queue.queues as q where q.queue = claim.queues[1]),
-                    interval '60 seconds')
+                    interval '60 seconds'), now() + j.timeout)
             where j.id = any (array(
                     select c.id from queue.jobs as c
                     where c.queue = claim.queues[1]
@@ -2349,10 +3199,10 @@ begin
         update queue.jobs as j
         set status = 'running', attempt = j.attempt + 1, token = gen_random_uuid(),
             worker = claim.worker, claimed_at = now(),
-            lease_expires_at = now() + coalesce(
+            lease_expires_at = least(now() + coalesce(
                 claim.lease,
                 (select q.lease from queue.queues as q where q.queue = j.queue),
-                interval '60 seconds')
+                interval '60 seconds'), now() + j.timeout)
         where j.id = any (v_take)
         returning j.id, j.queue, j.category, j.priority, j.payload, j.attempt, j.max_attempts,
             j.token, j.lease_expires_at, j.enqueued_at, j.cache_key, j.cache_version,
@@ -2366,6 +3216,49 @@ end
 $$;
 
 COMMENT ON FUNCTION queue.claim(worker text, queues text[], batch integer, lease interval) IS 'Lease up to batch ready jobs to a worker (SKIP LOCKED, category-gated, fenced by a token).';
+
+CREATE FUNCTION queue.claim(worker text, queues text[], batch integer, lease interval, deadlines boolean) RETURNS TABLE(job_id bigint, queue text, category text, priority integer, payload jsonb, attempt integer, max_attempts integer, token uuid, lease_expires_at timestamp with time zone, enqueued_at timestamp with time zone, cache_key text, cache_version bigint, deadline timestamp with time zone)
+    LANGUAGE plpgsql SECURITY DEFINER ROWS 10
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
+    SET jit TO 'off'
+    AS $$
+#variable_conflict use_column
+declare
+    v_row record;
+begin
+    if claim.deadlines is null then
+        raise exception 'deadlines must not be null' using errcode = '22004';
+    end if;
+    -- the claim's result is complete before the first row is read here (a set-returning
+    -- PL/pgSQL function), so each lookup below sees the claimed row
+    for v_row in
+        select c.* from queue.claim(worker => claim.worker, queues => claim.queues,
+            batch => claim.batch, lease => claim.lease) as c
+    loop
+        job_id := v_row.job_id;
+        queue := v_row.queue;
+        category := v_row.category;
+        priority := v_row.priority;
+        payload := v_row.payload;
+        attempt := v_row.attempt;
+        max_attempts := v_row.max_attempts;
+        token := v_row.token;
+        lease_expires_at := v_row.lease_expires_at;
+        enqueued_at := v_row.enqueued_at;
+        cache_key := v_row.cache_key;
+        cache_version := v_row.cache_version;
+        deadline := null;
+        if claim.deadlines then
+            select j.claimed_at + j.timeout into deadline from queue.jobs as j
+            where j.id = v_row.job_id and j.queue = v_row.queue;
+        end if;
+        return next;
+    end loop;
+end
+$$;
+
+COMMENT ON FUNCTION queue.claim(worker text, queues text[], batch integer, lease interval, deadlines boolean) IS 'queue.claim, each job with its attempt''s deadline (claim time + timeout).';
 
 CREATE FUNCTION queue.complete(job_id bigint, token uuid, result jsonb DEFAULT NULL::jsonb) RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER
@@ -2596,240 +3489,75 @@ CREATE FUNCTION queue.configure_queue(queue text, max_attempts integer DEFAULT N
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-#variable_conflict use_column
 begin
-    perform queue._check_name(configure_queue.queue, 'queue');
-    if configure_queue.max_attempts < 1 then
-        raise exception 'max_attempts must be at least 1 (got %)', configure_queue.max_attempts
-            using errcode = '22023';
-    end if;
-    perform queue._check_interval(configure_queue.lease, 'lease', true, false, 'lease');
-    perform queue._check_interval(configure_queue.backoff_base, 'backoff_base', false, false,
-        'delay');
-    perform queue._check_interval(configure_queue.backoff_cap, 'backoff_cap', false, false,
-        'delay');
-    if configure_queue.backoff not in ('linear', 'exponential') then
-        raise exception 'backoff must be linear or exponential (got %)', configure_queue.backoff
-            using errcode = '22023';
-    end if;
-    if configure_queue.jitter < 0 or configure_queue.jitter > 1 then
-        raise exception 'jitter must be between 0 and 1 (got %)', configure_queue.jitter
-            using errcode = '22023';
-    end if;
-    if configure_queue.payload_limit < 1 then
-        raise exception 'payload_limit must be at least 1 byte (got %)',
-            configure_queue.payload_limit using errcode = '22023';
-    end if;
-    if configure_queue.cache_policy not in ('invalidate', 'rewrite', 'none') then
-        raise exception 'cache_policy must be invalidate, rewrite or none (got %)',
-            configure_queue.cache_policy using errcode = '22023';
-    end if;
-    -- queue.maintain() may forget a queue row equal to the defaults between _config and the
-    -- update: then the update finds nothing, and the row is made again
-    loop
-    perform queue._config(configure_queue.queue);
-    return query
-    update queue.queues as q set
-        max_attempts = coalesce(configure_queue.max_attempts, q.max_attempts),
-        lease = coalesce(configure_queue.lease, q.lease),
-        backoff = coalesce(configure_queue.backoff, q.backoff),
-        backoff_base = coalesce(configure_queue.backoff_base, q.backoff_base),
-        backoff_cap = coalesce(configure_queue.backoff_cap, q.backoff_cap),
-        jitter = coalesce(configure_queue.jitter, q.jitter),
-        notify = coalesce(configure_queue.notify, q.notify),
-        payload_limit = coalesce(configure_queue.payload_limit, q.payload_limit),
-        keep_results = coalesce(configure_queue.keep_results, q.keep_results),
-        cache_policy = coalesce(configure_queue.cache_policy, q.cache_policy),
-        updated_at = now()
-    where q.queue = configure_queue.queue
-    returning q.*;
-    exit when found;
-    end loop;
+    return query select * from queue._configure_queue(queue, max_attempts, lease, backoff,
+        backoff_base, backoff_cap, jitter, notify, payload_limit, keep_results, cache_policy,
+        null, null, null);
 end
 $$;
 
 COMMENT ON FUNCTION queue.configure_queue(queue text, max_attempts integer, lease interval, backoff text, backoff_base interval, backoff_cap interval, jitter real, notify boolean, payload_limit integer, keep_results boolean, cache_policy text) IS 'Set a queue''s policy (null arguments keep the current value).';
 
+CREATE FUNCTION queue.configure_queue(queue text, timeout interval, max_attempts integer DEFAULT NULL::integer, lease interval DEFAULT NULL::interval, backoff text DEFAULT NULL::text, backoff_base interval DEFAULT NULL::interval, backoff_cap interval DEFAULT NULL::interval, jitter real DEFAULT NULL::real, notify boolean DEFAULT NULL::boolean, payload_limit integer DEFAULT NULL::integer, keep_results boolean DEFAULT NULL::boolean, cache_policy text DEFAULT NULL::text, results_retention interval DEFAULT NULL::interval, dead_retention interval DEFAULT NULL::interval) RETURNS SETOF queue.queues
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+    return query select * from queue._configure_queue(queue, max_attempts, lease, backoff,
+        backoff_base, backoff_cap, jitter, notify, payload_limit, keep_results, cache_policy,
+        timeout, results_retention, dead_retention);
+end
+$$;
+
+COMMENT ON FUNCTION queue.configure_queue(queue text, timeout interval, max_attempts integer, lease interval, backoff text, backoff_base interval, backoff_cap interval, jitter real, notify boolean, payload_limit integer, keep_results boolean, cache_policy text, results_retention interval, dead_retention interval) IS 'Set a queue''s policy with its job timeout and retention periods.';
+
 CREATE FUNCTION queue.enqueue(payload jsonb, queue text DEFAULT 'default'::text, category text DEFAULT NULL::text, priority integer DEFAULT 0, delay interval DEFAULT '00:00:00'::interval, max_attempts integer DEFAULT NULL::integer, dedup_key text DEFAULT NULL::text, cache_key text DEFAULT NULL::text, cache_value jsonb DEFAULT NULL::jsonb) RETURNS bigint
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-#variable_conflict use_column
-declare
-    v_cfg queue.queues;
-    v_id bigint;
-    v_inserted boolean := false;
-    v_version bigint;
 begin
-    perform queue._check_name(enqueue.queue, 'queue');
-    perform queue._check_name(enqueue.category, 'category', false);
-    perform queue._check_name(enqueue.dedup_key, 'dedup_key', false, 512);
-    perform queue._check_name(enqueue.cache_key, 'cache_key', false, 512);
-    perform queue._check_interval(enqueue.delay, 'delay', bound => 'delay');
-    perform queue._check_priority(enqueue.priority);
-    if enqueue.max_attempts is not null and enqueue.max_attempts < 1 then
-        raise exception 'max_attempts must be at least 1 (got %)', enqueue.max_attempts
-            using errcode = '22023';
-    end if;
-    if enqueue.cache_value is not null and enqueue.cache_key is null then
-        raise exception 'cache_value needs a cache_key' using errcode = '22023';
-    end if;
-    if enqueue.payload is null then
-        raise exception 'payload must not be null' using errcode = '22004';
-    end if;
-    -- every argument is checked before anything is written (no sequence advances for a
-    -- rejected call), and a cache_value also when a live job already holds the dedup key
-    if enqueue.cache_value is not null then
-        perform cache._check_value(enqueue.cache_value, 'cache_value');
-    end if;
-    v_cfg := queue._config(enqueue.queue);
-    perform queue._check_payload(enqueue.payload, 'payload', v_cfg.payload_limit);
-    if enqueue.category is not null then
-        perform queue._category_id(enqueue.category);
-    end if;
-
-    loop
-        insert into queue.jobs as j (
-            queue, category, priority, payload, max_attempts, available_at, dedup_key,
-            cache_key
-        ) values (
-            enqueue.queue, enqueue.category, enqueue.priority, enqueue.payload,
-            coalesce(enqueue.max_attempts, v_cfg.max_attempts), now() + enqueue.delay,
-            enqueue.dedup_key, enqueue.cache_key
-        )
-        on conflict (queue, dedup_key) where dedup_key is not null do nothing
-        returning j.id into v_id;
-        if v_id is not null then
-            v_inserted := true;
-            exit;
-        end if;
-        -- A live job holds the key; it may finish between the conflict and this read: retry.
-        select j.id into v_id from queue.jobs as j
-        where j.queue = enqueue.queue and j.dedup_key = enqueue.dedup_key;
-        exit when v_id is not null;
-    end loop;
-
-    if v_inserted then
-        if enqueue.cache_key is not null then
-            if enqueue.cache_value is not null then
-                v_version := cache._write_through(enqueue.cache_key, enqueue.cache_value);
-            else
-                v_version := cache._current_version(enqueue.cache_key);
-            end if;
-            update queue.jobs as j set cache_version = v_version where j.id = v_id;
-        end if;
-        if v_cfg.notify and enqueue.delay <= interval '0' then
-            perform pg_notify('andal_jobs',
-                case when queue._notify_names() then enqueue.queue else '' end);
-        end if;
-    end if;
-    return v_id;
+    return queue._enqueue(payload, queue, category, priority, delay, max_attempts, dedup_key,
+        cache_key, cache_value, null);
 end
 $$;
 
 COMMENT ON FUNCTION queue.enqueue(payload jsonb, queue text, category text, priority integer, delay interval, max_attempts integer, dedup_key text, cache_key text, cache_value jsonb) IS 'Add a job; returns its id (or the id of the live job with the same dedup_key).';
 
+CREATE FUNCTION queue.enqueue(payload jsonb, timeout interval, queue text DEFAULT 'default'::text, category text DEFAULT NULL::text, priority integer DEFAULT 0, delay interval DEFAULT '00:00:00'::interval, max_attempts integer DEFAULT NULL::integer, dedup_key text DEFAULT NULL::text, cache_key text DEFAULT NULL::text, cache_value jsonb DEFAULT NULL::jsonb) RETURNS bigint
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+    return queue._enqueue(payload, queue, category, priority, delay, max_attempts, dedup_key,
+        cache_key, cache_value, timeout);
+end
+$$;
+
+COMMENT ON FUNCTION queue.enqueue(payload jsonb, timeout interval, queue text, category text, priority integer, delay interval, max_attempts integer, dedup_key text, cache_key text, cache_value jsonb) IS 'Add a job with a timeout (maximum run time of an attempt); returns its id.';
+
 CREATE FUNCTION queue.enqueue_many(payloads jsonb[], queue text DEFAULT 'default'::text, category text DEFAULT NULL::text, priority integer DEFAULT 0, delay interval DEFAULT '00:00:00'::interval, max_attempts integer DEFAULT NULL::integer, dedup_keys text[] DEFAULT NULL::text[]) RETURNS SETOF bigint
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-#variable_conflict use_column
-declare
-    v_cfg queue.queues;
-    v_n int;
-    v_id bigint;
-    v_ids bigint[] := '{}'::bigint[];
-    v_inserted boolean := false;
 begin
-    if enqueue_many.payloads is null then
-        raise exception 'payloads must not be null' using errcode = '22004';
-    end if;
-    perform queue._check_name(enqueue_many.queue, 'queue');
-    perform queue._check_name(enqueue_many.category, 'category', false);
-    perform queue._check_interval(enqueue_many.delay, 'delay', bound => 'delay');
-    perform queue._check_priority(enqueue_many.priority);
-    if enqueue_many.max_attempts is not null and enqueue_many.max_attempts < 1 then
-        raise exception 'max_attempts must be at least 1 (got %)', enqueue_many.max_attempts
-            using errcode = '22023';
-    end if;
-    -- one-dimensional and starting at 1, or elements would be read wrongly or not at all
-    if array_ndims(enqueue_many.payloads) > 1
-        or array_lower(enqueue_many.payloads, 1) <> 1 then
-        raise exception 'payloads must be a one-dimensional array starting at index 1'
-            using errcode = '22023';
-    end if;
-    if array_ndims(enqueue_many.dedup_keys) > 1
-        or array_lower(enqueue_many.dedup_keys, 1) <> 1 then
-        raise exception 'dedup_keys must be a one-dimensional array starting at index 1'
-            using errcode = '22023';
-    end if;
-    v_n := coalesce(array_length(enqueue_many.payloads, 1), 0);
-    if v_n = 0 then
-        return;
-    end if;
-    if enqueue_many.dedup_keys is not null
-        and coalesce(array_length(enqueue_many.dedup_keys, 1), 0) <> v_n then
-        raise exception 'dedup_keys must have one element per payload (% payloads, % keys)',
-            v_n, coalesce(array_length(enqueue_many.dedup_keys, 1), 0)
-            using errcode = '22023';
-    end if;
-    v_cfg := queue._config(enqueue_many.queue);
-    for v_i in 1 .. v_n loop
-        perform queue._check_payload(enqueue_many.payloads[v_i],
-            format('payloads[%s]', v_i), v_cfg.payload_limit);
-        if enqueue_many.dedup_keys is not null then
-            perform queue._check_name(enqueue_many.dedup_keys[v_i],
-                format('dedup_keys[%s]', v_i), false, 512);
-        end if;
-    end loop;
-    if enqueue_many.category is not null then
-        perform queue._category_id(enqueue_many.category);
-    end if;
-
-    if enqueue_many.dedup_keys is null then
-        -- One set-based insert; identity values follow the ordered input.
-        return query
-        insert into queue.jobs as j (queue, category, priority, payload, max_attempts, available_at)
-        select enqueue_many.queue, enqueue_many.category, enqueue_many.priority, p.payload,
-            coalesce(enqueue_many.max_attempts, v_cfg.max_attempts), now() + enqueue_many.delay
-        from unnest(enqueue_many.payloads) with ordinality as p (payload, n)
-        order by p.n
-        returning j.id;
-        v_inserted := true;
-    else
-        for v_i in 1 .. v_n loop
-            loop
-                insert into queue.jobs as j (
-                    queue, category, priority, payload, max_attempts, available_at, dedup_key
-                ) values (
-                    enqueue_many.queue, enqueue_many.category, enqueue_many.priority,
-                    enqueue_many.payloads[v_i],
-                    coalesce(enqueue_many.max_attempts, v_cfg.max_attempts),
-                    now() + enqueue_many.delay, enqueue_many.dedup_keys[v_i]
-                )
-                on conflict (queue, dedup_key) where dedup_key is not null do nothing
-                returning j.id into v_id;
-                if v_id is not null then
-                    v_inserted := true;
-                    exit;
-                end if;
-                select j.id into v_id from queue.jobs as j
-                where j.queue = enqueue_many.queue and j.dedup_key = enqueue_many.dedup_keys[v_i];
-                exit when v_id is not null;
-            end loop;
-            v_ids := v_ids || v_id;
-        end loop;
-        return query select u.id from unnest(v_ids) with ordinality as u (id, n) order by u.n;
-    end if;
-
-    if v_inserted and v_cfg.notify and enqueue_many.delay <= interval '0' then
-        perform pg_notify('andal_jobs',
-            case when queue._notify_names() then enqueue_many.queue else '' end);
-    end if;
+    return query select queue._enqueue_many(payloads, queue, category, priority, delay,
+        max_attempts, dedup_keys, null);
 end
 $$;
 
 COMMENT ON FUNCTION queue.enqueue_many(payloads jsonb[], queue text, category text, priority integer, delay interval, max_attempts integer, dedup_keys text[]) IS 'Add many jobs of one queue in one statement; returns their ids in input order.';
+
+CREATE FUNCTION queue.enqueue_many(payloads jsonb[], timeout interval, queue text DEFAULT 'default'::text, category text DEFAULT NULL::text, priority integer DEFAULT 0, delay interval DEFAULT '00:00:00'::interval, max_attempts integer DEFAULT NULL::integer, dedup_keys text[] DEFAULT NULL::text[]) RETURNS SETOF bigint
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+    return query select queue._enqueue_many(payloads, queue, category, priority, delay,
+        max_attempts, dedup_keys, timeout);
+end
+$$;
+
+COMMENT ON FUNCTION queue.enqueue_many(payloads jsonb[], timeout interval, queue text, category text, priority integer, delay interval, max_attempts integer, dedup_keys text[]) IS 'Add many jobs of one queue with a timeout each; returns their ids in input order.';
 
 CREATE FUNCTION queue.fail(job_id bigint, token uuid, error text, retry_in interval DEFAULT NULL::interval, retryable boolean DEFAULT true) RETURNS text
     LANGUAGE plpgsql SECURITY DEFINER
@@ -2927,11 +3655,11 @@ begin
     end if;
     perform queue._check_interval(heartbeat.extend, 'extend', true, false, 'lease');
     update queue.jobs as j
-    set lease_expires_at = now() + coalesce(
+    set lease_expires_at = least(now() + coalesce(
         heartbeat.extend,
         (select q.lease from queue.queues as q where q.queue = j.queue),
         interval '60 seconds'
-    )
+    ), j.claimed_at + j.timeout)
     -- By primary key, never a scan of the running jobs (as complete): a token is set only
     -- while a job runs, so token and unexpired lease say "running" without naming the
     -- status, which would let the planner read jobs_lease_idx on stale statistics.
@@ -2979,11 +3707,11 @@ begin
     ),
     extended as (
         update queue.jobs as j
-        set lease_expires_at = now() + coalesce(
+        set lease_expires_at = least(now() + coalesce(
             heartbeat_many.extend,
             (select q.lease from queue.queues as q where q.queue = j.queue),
             interval '60 seconds'
-        )
+        ), j.claimed_at + j.timeout)
         from locked as l where j.id = l.id
         returning j.id, j.token, j.lease_expires_at
     )
@@ -3217,6 +3945,8 @@ declare
     v_reaped int;
 begin
     v_reaped := queue._reap(1000);
+    perform queue._fire_due(null, 1000);
+    perform queue._run_tasks();
     if not exists (select from queue.wal_samples as w
                    where w.sampled_at > now() - interval '1 minute') then
         insert into queue.wal_samples (wal_lsn) values (pg_current_wal_lsn())
@@ -3445,6 +4175,140 @@ end
 $$;
 
 COMMENT ON FUNCTION queue.resume(queue text) IS 'Resume a paused queue.';
+
+CREATE FUNCTION queue.schedule(name text, queue text DEFAULT NULL::text, cron text DEFAULT NULL::text, every interval DEFAULT NULL::interval, payload jsonb DEFAULT '{}'::jsonb, timezone text DEFAULT 'UTC'::text, category text DEFAULT NULL::text, priority integer DEFAULT 0, max_attempts integer DEFAULT NULL::integer, missed text DEFAULT 'latest'::text, catch_up integer DEFAULT 100, enabled boolean DEFAULT true) RETURNS timestamp with time zone
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+declare
+    v_old record;
+    v_next timestamptz;
+    v_anchor timestamptz := date_trunc('second', now());
+    v_secs numeric;
+begin
+    perform queue._check_name(schedule.name, 'name');
+    select s.* into v_old from queue.schedules as s where s.name = schedule.name for update;
+    if v_old.name is null and schedule.name like 'andal.%' then
+        raise exception 'schedule names starting with "andal." are andal''s own (got %)',
+            schedule.name
+            using errcode = '22023', hint = 'Choose another name.';
+    end if;
+    if v_old.task is not null then
+        if schedule.queue is not null or schedule.payload <> '{}' or schedule.category is not null
+            or schedule.priority <> 0 or schedule.max_attempts is not null then
+            raise exception 'schedule % is andal''s own housekeeping: only its timing can change',
+                schedule.name
+                using errcode = '22023',
+                hint = 'Give only cron or every, timezone, missed and enabled.';
+        end if;
+    else
+        perform queue._check_name(schedule.queue, 'queue');
+        perform queue._check_name(schedule.category, 'category', false);
+        perform queue._check_priority(schedule.priority);
+        if schedule.max_attempts < 1 then
+            raise exception 'max_attempts must be at least 1 (got %)', schedule.max_attempts
+                using errcode = '22023';
+        end if;
+        if schedule.payload is null then
+            raise exception 'payload must not be null' using errcode = '22004';
+        end if;
+        perform queue._check_payload(schedule.payload
+            || jsonb_build_object('_schedule', schedule.name, '_tick', now()), 'payload',
+            coalesce((select q.payload_limit from queue.queues as q
+                      where q.queue = schedule.queue), 1048576));
+    end if;
+    if (schedule.cron is null) = (schedule.every is null) then
+        raise exception 'give exactly one of cron and every' using errcode = '22023',
+            hint = 'cron => ''*/5 * * * *'' or every => ''30 seconds''.';
+    end if;
+    if schedule.timezone is null then
+        raise exception 'timezone must not be null' using errcode = '22004';
+    end if;
+    begin
+        perform now() at time zone schedule.timezone;
+    exception when invalid_parameter_value then
+        raise exception 'time zone "%" is not known', schedule.timezone
+            using errcode = '22023', hint = 'Use a name of pg_timezone_names, such as Europe/Berlin.';
+    end;
+    if schedule.missed is null or schedule.missed not in ('latest', 'all') then
+        raise exception 'missed must be latest or all (got %)', schedule.missed
+            using errcode = '22023';
+    end if;
+    if schedule.catch_up is null or schedule.catch_up not between 1 and 10000 then
+        raise exception 'catch_up must be between 1 and 10000 (got %)', schedule.catch_up
+            using errcode = '22023';
+    end if;
+    if schedule.enabled is null then
+        raise exception 'enabled must not be null' using errcode = '22004';
+    end if;
+    if schedule.every is not null then
+        perform queue._check_interval(schedule.every, 'every', true, true, 'delay');
+        v_secs := extract(epoch from schedule.every);
+        if extract(month from schedule.every) <> 0 or extract(year from schedule.every) <> 0
+            or v_secs < 1 or v_secs <> trunc(v_secs) then
+            raise exception 'every must be whole seconds, at least 1, without months (got %)',
+                schedule.every
+                using errcode = '22023', hint = 'For calendar times use cron.';
+        end if;
+    end if;
+    if v_old.name is not null and v_old.every is not distinct from schedule.every
+        and v_old.cron is null then
+        v_anchor := v_old.anchor;  -- a period kept keeps its ticks' phase
+    end if;
+    -- a tick already fired stays fired: the next one is after it
+    v_next := queue._next_tick(schedule.cron, schedule.every, schedule.timezone, v_anchor,
+        greatest(now(), v_old.last_tick));
+    if v_next is null then
+        raise exception 'cron expression "%" never fires', schedule.cron using errcode = '22023';
+    end if;
+    if v_old.task is not null then
+        update queue.schedules as s
+        set cron = schedule.cron, every = schedule.every, timezone = schedule.timezone,
+            missed = schedule.missed, catch_up = schedule.catch_up,
+            enabled = schedule.enabled, anchor = v_anchor,
+            next_at = case when schedule.enabled then v_next end, updated_at = now()
+        where s.name = schedule.name;
+    else
+        insert into queue.schedules as s (
+            name, queue, cron, every, timezone, payload, category, priority, max_attempts,
+            missed, catch_up, enabled, anchor, next_at
+        ) values (
+            schedule.name, schedule.queue, schedule.cron, schedule.every, schedule.timezone,
+            schedule.payload, schedule.category, schedule.priority, schedule.max_attempts,
+            schedule.missed, schedule.catch_up, schedule.enabled, v_anchor,
+            case when schedule.enabled then v_next end
+        )
+        on conflict (name) do update set
+            queue = excluded.queue, cron = excluded.cron, every = excluded.every,
+            timezone = excluded.timezone, payload = excluded.payload,
+            category = excluded.category, priority = excluded.priority,
+            max_attempts = excluded.max_attempts, missed = excluded.missed,
+            catch_up = excluded.catch_up, enabled = excluded.enabled,
+            anchor = excluded.anchor, next_at = excluded.next_at, last_error = null,
+            updated_at = now();
+    end if;
+    return case when schedule.enabled then v_next end;
+end
+$$;
+
+COMMENT ON FUNCTION queue.schedule(name text, queue text, cron text, every interval, payload jsonb, timezone text, category text, priority integer, max_attempts integer, missed text, catch_up integer, enabled boolean) IS 'Create or update a named schedule (cron or every); one job per tick, exactly once.';
+
+CREATE FUNCTION queue.schedules() RETURNS TABLE(name text, queue text, cron text, every interval, timezone text, payload jsonb, category text, priority integer, missed text, catch_up integer, enabled boolean, builtin boolean, last_tick timestamp with time zone, last_fired_at timestamp with time zone, last_job_id bigint, next_at timestamp with time zone, last_error text)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+    return query
+    select s.name, s.queue, s.cron, s.every, s.timezone, s.payload, s.category, s.priority,
+        s.missed, s.catch_up, s.enabled, s.task is not null, s.last_tick, s.last_fired_at,
+        s.last_job_id, s.next_at, s.last_error
+    from queue.schedules as s
+    order by s.name;
+end
+$$;
+
+COMMENT ON FUNCTION queue.schedules() IS 'Every schedule (housekeeping included) with its last tick and next fire time.';
 
 CREATE FUNCTION queue.set_category_limit(category text, max_running integer) RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER
@@ -3865,6 +4729,30 @@ $$;
 
 COMMENT ON FUNCTION queue.status() IS 'Per queue: ready, scheduled, running, dead, oldest ready age.';
 
+CREATE FUNCTION queue.unschedule(name text) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+declare
+    v_task text;
+begin
+    perform queue._check_name(unschedule.name, 'name');
+    select s.task into v_task from queue.schedules as s where s.name = unschedule.name;
+    if v_task is not null then
+        raise exception 'schedule % is andal''s own housekeeping and cannot be removed',
+            unschedule.name
+            using errcode = '55000',
+            hint = 'Switch it off with queue.schedule(name => ..., every => ..., enabled => false).';
+    end if;
+    delete from queue.schedule_ticks as t where t.schedule = unschedule.name;
+    delete from queue.schedules as s where s.name = unschedule.name;
+    return found;
+end
+$$;
+
+COMMENT ON FUNCTION queue.unschedule(name text) IS 'Remove a named schedule; true when there was one.';
+
 CREATE FUNCTION queue.version() RETURNS text
     LANGUAGE sql IMMUTABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -4016,7 +4904,13 @@ CREATE TABLE queue.categories (
     category text NOT NULL,
     max_running integer DEFAULT 1 NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
-    CONSTRAINT categories_max_running_check CHECK ((max_running >= 0))
+    rate_starts integer,
+    rate_per interval,
+    rate_log timestamp with time zone[] DEFAULT '{}'::timestamp with time zone[] NOT NULL,
+    CONSTRAINT categories_max_running_check CHECK ((max_running >= 0)),
+    CONSTRAINT categories_rate_check CHECK (((rate_starts IS NULL) = (rate_per IS NULL))),
+    CONSTRAINT categories_rate_per_check CHECK ((rate_per > '00:00:00'::interval)),
+    CONSTRAINT categories_rate_starts_check CHECK (((rate_starts >= 1) AND (rate_starts <= 10000)))
 );
 
 ALTER TABLE queue.categories ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
@@ -4119,6 +5013,7 @@ CREATE TABLE queue.jobs (
     cache_version bigint,
     abort_requested_at timestamp with time zone,
     watched boolean DEFAULT false NOT NULL,
+    timeout interval,
     CONSTRAINT jobs_running_check CHECK (((status = 'pending'::text) OR ((token IS NOT NULL) AND (lease_expires_at IS NOT NULL)))),
     CONSTRAINT jobs_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'running'::text])))
 )
@@ -4138,7 +5033,8 @@ CREATE TABLE queue.lock_stats (
     backend integer NOT NULL,
     category_id bigint NOT NULL,
     attempts bigint DEFAULT 0 NOT NULL,
-    failures bigint DEFAULT 0 NOT NULL
+    failures bigint DEFAULT 0 NOT NULL,
+    rate_refusals bigint DEFAULT 0 NOT NULL
 );
 
 CREATE TABLE queue.results (
@@ -4146,6 +5042,41 @@ CREATE TABLE queue.results (
     queue text NOT NULL,
     result jsonb,
     completed_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+CREATE TABLE queue.schedule_ticks (
+    schedule text NOT NULL,
+    tick timestamp with time zone NOT NULL,
+    job_id bigint,
+    fired_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+CREATE TABLE queue.schedules (
+    name text NOT NULL,
+    queue text NOT NULL,
+    cron text,
+    every interval,
+    timezone text DEFAULT 'UTC'::text NOT NULL,
+    payload jsonb DEFAULT '{}'::jsonb NOT NULL,
+    category text,
+    priority integer DEFAULT 0 NOT NULL,
+    max_attempts integer,
+    missed text DEFAULT 'latest'::text NOT NULL,
+    catch_up integer DEFAULT 100 NOT NULL,
+    enabled boolean DEFAULT true NOT NULL,
+    task text,
+    anchor timestamp with time zone DEFAULT date_trunc('second'::text, now()) NOT NULL,
+    next_at timestamp with time zone,
+    last_tick timestamp with time zone,
+    last_fired_at timestamp with time zone,
+    last_job_id bigint,
+    last_error text,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT schedules_catch_up_check CHECK (((catch_up >= 1) AND (catch_up <= 10000))),
+    CONSTRAINT schedules_missed_check CHECK ((missed = ANY (ARRAY['latest'::text, 'all'::text]))),
+    CONSTRAINT schedules_name_check CHECK (((length(name) >= 1) AND (length(name) <= 128))),
+    CONSTRAINT schedules_when_check CHECK (((cron IS NULL) <> (every IS NULL)))
 );
 
 CREATE TABLE queue.schema_migrations (
@@ -4241,6 +5172,12 @@ ALTER TABLE ONLY queue.queues
 ALTER TABLE ONLY queue.results
     ADD CONSTRAINT results_pkey PRIMARY KEY (job_id);
 
+ALTER TABLE ONLY queue.schedule_ticks
+    ADD CONSTRAINT schedule_ticks_pkey PRIMARY KEY (schedule, tick);
+
+ALTER TABLE ONLY queue.schedules
+    ADD CONSTRAINT schedules_pkey PRIMARY KEY (name);
+
 ALTER TABLE ONLY queue.schema_migrations
     ADD CONSTRAINT schema_migrations_pkey PRIMARY KEY (version);
 
@@ -4290,6 +5227,12 @@ CREATE INDEX jobs_ready_queue_idx ON queue.jobs USING btree (queue, priority DES
 CREATE INDEX queues_paused_idx ON queue.queues USING btree (queue) WHERE paused;
 
 CREATE INDEX results_completed_idx ON queue.results USING btree (completed_at);
+
+CREATE INDEX schedule_ticks_fired_idx ON queue.schedule_ticks USING btree (fired_at);
+
+CREATE INDEX schedules_due_idx ON queue.schedules USING btree (next_at) WHERE ((task IS NULL) AND (next_at IS NOT NULL));
+
+CREATE INDEX schedules_due_queue_idx ON queue.schedules USING btree (queue, next_at) WHERE ((task IS NULL) AND (next_at IS NOT NULL));
 
 CREATE INDEX stat_minutes_minute_idx ON queue.stat_minutes USING btree (minute);
 
@@ -4438,7 +5381,25 @@ REVOKE ALL ON FUNCTION queue._check_result(result jsonb, argument text) FROM PUB
 
 REVOKE ALL ON FUNCTION queue._config(queue_name text) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION queue._configure_queue(queue text, max_attempts integer, lease interval, backoff text, backoff_base interval, backoff_cap interval, jitter real, notify boolean, payload_limit integer, keep_results boolean, cache_policy text, timeout interval, results_retention interval, dead_retention interval) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._cron_field(part text, field text, lo integer, hi integer, names text[]) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._cron_next(expr text, after timestamp with time zone, tz text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._cron_next_local(minutes integer[], hours integer[], days integer[], months integer[], weekdays integer[], days_restricted boolean, weekdays_restricted boolean, after timestamp without time zone, until timestamp without time zone) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._cron_parse(expr text, OUT minutes integer[], OUT hours integer[], OUT days integer[], OUT months integer[], OUT weekdays integer[], OUT days_restricted boolean, OUT weekdays_restricted boolean) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._enqueue(payload jsonb, queue text, category text, priority integer, delay interval, max_attempts integer, dedup_key text, cache_key text, cache_value jsonb, timeout interval) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._enqueue_many(payloads jsonb[], queue text, category text, priority integer, delay interval, max_attempts integer, dedup_keys text[], timeout interval) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION queue._error_entry(attempt integer, error text, worker text, retry_in interval) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._fire(schedule_name text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._fire_due(queues text[], lim integer) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._forget_unused() FROM PUBLIC;
 
@@ -4448,6 +5409,8 @@ REVOKE ALL ON FUNCTION queue._hist_bounds() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._hist_quantile(hist bigint[], q double precision) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION queue._latest_tick(cron text, every interval, tz text, anchor timestamp with time zone, since timestamp with time zone, at timestamp with time zone) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION queue._lease_lost(job_id bigint, token uuid) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._limits(OUT max_lease interval, OUT max_delay interval, OUT min_priority integer, OUT max_priority integer, OUT max_error_bytes integer, OUT max_result_bytes integer) FROM PUBLIC;
@@ -4455,6 +5418,8 @@ REVOKE ALL ON FUNCTION queue._limits(OUT max_lease interval, OUT max_delay inter
 REVOKE ALL ON FUNCTION queue._live_state(status text, available_at timestamp with time zone, attempt integer) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._lock_down() FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._next_tick(cron text, every interval, tz text, anchor timestamp with time zone, after timestamp with time zone) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._notify_names() FROM PUBLIC;
 
@@ -4464,7 +5429,15 @@ REVOKE ALL ON FUNCTION queue._reap(lim integer, queues text[]) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._record(queue_name text, category_name text, completed integer, retried integer, dead integer, run_ms double precision[], wait_ms double precision[]) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION queue._retention(lim integer) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._run_task(task text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._run_tasks() FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION queue._scan(queues text[], lim integer, exclude_categories text[], exclude_ids bigint[]) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._stats_rollup() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue.cancel(job_id bigint) FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.cancel(job_id bigint) TO andal_admin;
@@ -4472,6 +5445,10 @@ GRANT ALL ON FUNCTION queue.cancel(job_id bigint) TO andal_admin;
 REVOKE ALL ON FUNCTION queue.claim(worker text, queues text[], batch integer, lease interval) FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.claim(worker text, queues text[], batch integer, lease interval) TO andal_worker;
 GRANT ALL ON FUNCTION queue.claim(worker text, queues text[], batch integer, lease interval) TO andal_admin;
+
+REVOKE ALL ON FUNCTION queue.claim(worker text, queues text[], batch integer, lease interval, deadlines boolean) FROM PUBLIC;
+GRANT ALL ON FUNCTION queue.claim(worker text, queues text[], batch integer, lease interval, deadlines boolean) TO andal_worker;
+GRANT ALL ON FUNCTION queue.claim(worker text, queues text[], batch integer, lease interval, deadlines boolean) TO andal_admin;
 
 REVOKE ALL ON FUNCTION queue.complete(job_id bigint, token uuid, result jsonb) FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.complete(job_id bigint, token uuid, result jsonb) TO andal_worker;
@@ -4484,13 +5461,24 @@ GRANT ALL ON FUNCTION queue.complete_many(job_ids bigint[], tokens uuid[], resul
 REVOKE ALL ON FUNCTION queue.configure_queue(queue text, max_attempts integer, lease interval, backoff text, backoff_base interval, backoff_cap interval, jitter real, notify boolean, payload_limit integer, keep_results boolean, cache_policy text) FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.configure_queue(queue text, max_attempts integer, lease interval, backoff text, backoff_base interval, backoff_cap interval, jitter real, notify boolean, payload_limit integer, keep_results boolean, cache_policy text) TO andal_admin;
 
+REVOKE ALL ON FUNCTION queue.configure_queue(queue text, timeout interval, max_attempts integer, lease interval, backoff text, backoff_base interval, backoff_cap interval, jitter real, notify boolean, payload_limit integer, keep_results boolean, cache_policy text, results_retention interval, dead_retention interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION queue.configure_queue(queue text, timeout interval, max_attempts integer, lease interval, backoff text, backoff_base interval, backoff_cap interval, jitter real, notify boolean, payload_limit integer, keep_results boolean, cache_policy text, results_retention interval, dead_retention interval) TO andal_admin;
+
 REVOKE ALL ON FUNCTION queue.enqueue(payload jsonb, queue text, category text, priority integer, delay interval, max_attempts integer, dedup_key text, cache_key text, cache_value jsonb) FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.enqueue(payload jsonb, queue text, category text, priority integer, delay interval, max_attempts integer, dedup_key text, cache_key text, cache_value jsonb) TO andal_producer;
 GRANT ALL ON FUNCTION queue.enqueue(payload jsonb, queue text, category text, priority integer, delay interval, max_attempts integer, dedup_key text, cache_key text, cache_value jsonb) TO andal_admin;
 
+REVOKE ALL ON FUNCTION queue.enqueue(payload jsonb, timeout interval, queue text, category text, priority integer, delay interval, max_attempts integer, dedup_key text, cache_key text, cache_value jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION queue.enqueue(payload jsonb, timeout interval, queue text, category text, priority integer, delay interval, max_attempts integer, dedup_key text, cache_key text, cache_value jsonb) TO andal_producer;
+GRANT ALL ON FUNCTION queue.enqueue(payload jsonb, timeout interval, queue text, category text, priority integer, delay interval, max_attempts integer, dedup_key text, cache_key text, cache_value jsonb) TO andal_admin;
+
 REVOKE ALL ON FUNCTION queue.enqueue_many(payloads jsonb[], queue text, category text, priority integer, delay interval, max_attempts integer, dedup_keys text[]) FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.enqueue_many(payloads jsonb[], queue text, category text, priority integer, delay interval, max_attempts integer, dedup_keys text[]) TO andal_producer;
 GRANT ALL ON FUNCTION queue.enqueue_many(payloads jsonb[], queue text, category text, priority integer, delay interval, max_attempts integer, dedup_keys text[]) TO andal_admin;
+
+REVOKE ALL ON FUNCTION queue.enqueue_many(payloads jsonb[], timeout interval, queue text, category text, priority integer, delay interval, max_attempts integer, dedup_keys text[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION queue.enqueue_many(payloads jsonb[], timeout interval, queue text, category text, priority integer, delay interval, max_attempts integer, dedup_keys text[]) TO andal_producer;
+GRANT ALL ON FUNCTION queue.enqueue_many(payloads jsonb[], timeout interval, queue text, category text, priority integer, delay interval, max_attempts integer, dedup_keys text[]) TO andal_admin;
 
 REVOKE ALL ON FUNCTION queue.fail(job_id bigint, token uuid, error text, retry_in interval, retryable boolean) FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.fail(job_id bigint, token uuid, error text, retry_in interval, retryable boolean) TO andal_worker;
@@ -4547,6 +5535,14 @@ GRANT ALL ON FUNCTION queue.requeue_dead(job_id bigint) TO andal_admin;
 REVOKE ALL ON FUNCTION queue.resume(queue text) FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.resume(queue text) TO andal_admin;
 
+REVOKE ALL ON FUNCTION queue.schedule(name text, queue text, cron text, every interval, payload jsonb, timezone text, category text, priority integer, max_attempts integer, missed text, catch_up integer, enabled boolean) FROM PUBLIC;
+GRANT ALL ON FUNCTION queue.schedule(name text, queue text, cron text, every interval, payload jsonb, timezone text, category text, priority integer, max_attempts integer, missed text, catch_up integer, enabled boolean) TO andal_admin;
+
+REVOKE ALL ON FUNCTION queue.schedules() FROM PUBLIC;
+GRANT ALL ON FUNCTION queue.schedules() TO andal_admin;
+GRANT ALL ON FUNCTION queue.schedules() TO andal_worker;
+GRANT ALL ON FUNCTION queue.schedules() TO andal_monitor;
+
 REVOKE ALL ON FUNCTION queue.set_category_limit(category text, max_running integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.set_category_limit(category text, max_running integer) TO andal_admin;
 
@@ -4570,6 +5566,9 @@ REVOKE ALL ON FUNCTION queue.status() FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.status() TO andal_admin;
 GRANT ALL ON FUNCTION queue.status() TO andal_worker;
 GRANT ALL ON FUNCTION queue.status() TO andal_monitor;
+
+REVOKE ALL ON FUNCTION queue.unschedule(name text) FROM PUBLIC;
+GRANT ALL ON FUNCTION queue.unschedule(name text) TO andal_admin;
 
 REVOKE ALL ON FUNCTION queue.version() FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.version() TO andal_producer;
