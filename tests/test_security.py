@@ -296,6 +296,9 @@ CALLS = {
     "job_payload": "select queue.job_payload(job_id => 0)",
     "pause": "select queue.pause(queue => 'rm-paused')",
     "resume": "select queue.resume(queue => 'rm-paused')",
+    "schedule": "select queue.schedule(name => 'rm', queue => 'rm', every => '1 hour')",
+    "unschedule": "select queue.unschedule(name => 'rm-none')",
+    "schedules": "select * from queue.schedules()",
 }
 READ = {"job", "jobs_by"}
 PRODUCER = {"enqueue", "enqueue_many", "version", "shard_of", *READ}
@@ -314,9 +317,10 @@ WORKER = {
     "workers",
     "version",
     "shard_of",
+    "schedules",
     *READ,
 }
-MONITOR = {"status", "stats", "metrics", "workers", "version", *READ}
+MONITOR = {"status", "stats", "metrics", "workers", "version", "schedules", *READ}
 GRANTED = {
     "producer": PRODUCER,
     "worker": WORKER,

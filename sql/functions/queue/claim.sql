@@ -20,6 +20,9 @@
 --   out of the scan, so they never hide other jobs.
 -- * Must run in a READ COMMITTED transaction (the gate recounts after taking the lock).
 -- * Jobs of a paused queue (queue.pause) are never claimed, whatever `queues` says.
+-- * Due ticks of the claimed queues' schedules (queue.schedule) are fired first, in the
+--   claim's transaction: a schedule another session is firing is skipped (its row is
+--   locked), and a failing one is recorded in its last_error, never raised here.
 -- Cost: for one queue or every queue, when no lease of the scope has expired, no ready job
 -- of the scope has a category and no queue of the scope is paused, one statement selects
 -- and leases the jobs; otherwise the candidates are found (and the categorised ones gated)
@@ -110,6 +113,20 @@ begin
             current_setting('transaction_isolation')
             using errcode = '55000',
             hint = 'The category gate recounts running jobs after taking its lock.';
+    end if;
+
+    -- A schedule of the claimed queues is due: fire its ticks first, so their jobs can be
+    -- claimed now (one index probe when none is due).
+    if claim.queues is null then
+        if (select s.next_at from queue.schedules as s
+            where s.task is null and s.next_at <= now()
+            order by s.next_at limit 1) is not null then
+            perform queue._fire_due(null, 10);
+        end if;
+    elsif (select s.next_at from queue.schedules as s
+           where s.task is null and s.queue = any (claim.queues) and s.next_at <= now()
+           limit 1) is not null then
+        perform queue._fire_due(claim.queues, 10);
     end if;
 
     -- Direct path (every queue, or one queue): when no lease has expired and no ready job of

@@ -58,6 +58,8 @@ begin
               and d.payload_limit = 1048576 and not d.keep_results
               and d.cache_policy = 'invalidate'
               and not d.paused and d.history_retention is null
+              and d.timeout is null and d.results_retention = interval '7 days'
+              and d.dead_retention = interval '30 days'
             for update skip locked
         )
         returning 1
@@ -82,7 +84,8 @@ $$;
 -- queue.maintain: periodic housekeeping any worker may run (the driver does, each minute):
 -- takes back expired leases, samples the WAL position (at most once a minute) for
 -- queue.stats()' WAL bytes per job, prunes counters and samples older than a day, and forgets
--- queue and category rows that say nothing (queue._forget_unused).
+-- queue and category rows that say nothing (queue._forget_unused). It also fires the due
+-- ticks of every schedule and runs andal's own housekeeping schedules (queue.schedules()).
 -- Returns the number of leases taken back.
 create or replace function queue.maintain() returns int
 language plpgsql
@@ -93,6 +96,8 @@ declare
     v_reaped int;
 begin
     v_reaped := queue._reap(1000);
+    perform queue._fire_due(null, 1000);
+    perform queue._run_tasks();
     if not exists (select from queue.wal_samples as w
                    where w.sampled_at > now() - interval '1 minute') then
         insert into queue.wal_samples (wal_lsn) values (pg_current_wal_lsn())

@@ -9,6 +9,10 @@ create temp table matrix (fn text, producer boolean, worker boolean, admin boole
 insert into matrix values
     ('queue.enqueue(jsonb,text,text,integer,interval,integer,text,text,jsonb)', true, false, true),
     ('queue.enqueue_many(jsonb[],text,text,integer,interval,integer,text[])', true, false, true),
+    ('queue.schedule(text,text,text,interval,jsonb,text,text,integer,integer,text,integer,'
+        'boolean)', false, false, true),
+    ('queue.unschedule(text)', false, false, true),
+    ('queue.schedules()', false, true, true),
     ('queue.claim(text,text[],integer,interval)', false, true, true),
     ('queue.complete(bigint,uuid,jsonb)', false, true, true),
     ('queue.complete_many(bigint[],uuid[],jsonb[])', false, true, true),
@@ -42,7 +46,7 @@ insert into matrix values
 create temp table monitor_may (fn text);
 insert into monitor_may values
     ('queue.status()'), ('queue.stats()'), ('queue.metrics()'), ('queue.workers()'),
-    ('queue.version()'), ('queue.job(bigint)'), ('queue.jobs_by(text,text,bigint,integer)'),
+    ('queue.version()'), ('queue.job(bigint)'), ('queue.schedules()'), ('queue.jobs_by(text,text,bigint,integer)'),
     ('cache.stats(interval)');
 
 select is_empty(
