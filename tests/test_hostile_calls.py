@@ -422,8 +422,52 @@ def target(dsn: str) -> Iterator[tuple[psycopg.Connection, int, int]]:
         yield c, job, d_job
 
 
+def time_calls() -> list[Call]:
+    """Schedules, timeouts (and their overloads) and rate limits."""
+    out: list[Call] = []
+    sch = {"name": "'hs'", "queue": "'h'", "every": "'1 minute'"}
+    out += over("queue.schedule", sch, "name", NAME_BAD)
+    out += over("queue.schedule", sch, "queue", NAME_BAD)
+    out += over("queue.schedule", sch, "category", OPT_NAME_BAD)
+    out += over("queue.schedule", sch, "name", [("'andal.mine'", "22023")])
+    out += over("queue.schedule", sch, "every", each(
+        NEG + HUGE + BOUNDED_DELAY + NOT_POSITIVE + ["'1.5 seconds'", "'1 mon'"], "22023"))
+    out += over("queue.schedule", {**sch, "every": "null"}, "cron", each(
+        ["'* * * *'", "'60 * * * *'", "'0 0 30 2 *'", "'*/0 * * * *'", "'x y z w v'",
+         "'" + "* " * 200 + "'"], "22023"))  # fmt: skip
+    out += over("queue.schedule", sch, "cron", [("'* * * * *'", "22023")])  # both given
+    out += over("queue.schedule", sch, "timezone",
+                [("null", "22004"), ("'Mars/Base'", "22023"), ("''", "22023")])  # fmt: skip
+    out += over("queue.schedule", sch, "payload", [("null", "22004")] + each(NOT_OBJECT, "22023"))
+    out += over("queue.schedule", sch, "payload", each(OVERSIZED_OBJECT, "54000"))
+    out += over("queue.schedule", sch, "priority", [("null", "22004"), ("2147483647", "22023")])
+    out += over("queue.schedule", sch, "max_attempts", each(["0", "-1"], "22023"))
+    out += over("queue.schedule", sch, "missed", each(["null", "'some'", "''"], "22023"))
+    out += over("queue.schedule", sch, "catch_up", each(["0", "10001", "null"], "22023"))
+    out += over("queue.schedule", sch, "enabled", [("null", "22004")])
+    out += over("queue.schedule", {"name": "'andal.retention'", "every": "'1 hour'"}, "queue",
+                [("'h'", "22023")])  # fmt: skip
+    out += over("queue.unschedule", {"name": "'hs'"}, "name",
+                NAME_BAD + [("'andal.retention'", "55000")])  # fmt: skip
+    enq = {"payload": "'{}'", "queue": "'h'", "timeout": "'1 minute'"}
+    out += intervals("queue.enqueue", enq, "timeout", True, BOUNDED)
+    many = {"payloads": "array['{}']::jsonb[]", "queue": "'h'", "timeout": "'1 minute'"}
+    out += intervals("queue.enqueue_many", many, "timeout", True, BOUNDED)
+    conf = {"queue": "'h'", "timeout": "'1 minute'"}
+    out += intervals("queue.configure_queue", conf, "timeout", False, BOUNDED)
+    out += over("queue.configure_queue", conf, "results_retention",
+                each(NEG + HUGE + NOT_POSITIVE, "22023"))  # fmt: skip
+    out += over("queue.configure_queue", conf, "dead_retention",
+                each(NEG + HUGE + NOT_POSITIVE, "22023"))  # fmt: skip
+    dl = {"worker": "'w'", "queues": "'{h}'", "batch": "1", "lease": "null", "deadlines": "true"}
+    out += over("queue.claim", dl, "deadlines", [("null", "22004")])
+    return out
+
+
 def all_calls(job: int, dead: int) -> list[Call]:
-    return queue_calls(job, dead) + cache_calls(job) + read_only_calls(job, dead)
+    return (
+        queue_calls(job, dead) + cache_calls(job) + read_only_calls(job, dead) + time_calls()
+    )
 
 
 def test_hostile_calls_are_refused_and_change_nothing(

@@ -294,6 +294,9 @@ begin
     elsif v_job.token is distinct from _lease_lost.token then
         -- not who holds it now: any caller with any job id would learn it
         v_detail := format('job %s was claimed again (attempt %s)', job_id, v_job.attempt);
+    elsif v_job.timeout is not null
+        and v_job.lease_expires_at >= v_job.claimed_at + v_job.timeout then
+        v_detail := format('job %s ran past its timeout of %s', job_id, v_job.timeout);
     else
         v_detail := format('the lease of job %s expired at %s', job_id, v_job.lease_expires_at);
     end if;
@@ -379,7 +382,9 @@ $$;
 
 -- _reap: take back up to `lim` running jobs of `queues` (null: every queue) whose lease
 -- expired: the attempt is spent; the job is pending again at once, keeping its place (its
--- available_at), or dead-lettered when it has no attempt left. Skips rows another session
+-- available_at), or dead-lettered when it has no attempt left. A lease that ran to the
+-- attempt's deadline (claimed_at + timeout) is a timeout: the error history records reason
+-- timeout and the retry waits for the queue's backoff. Skips rows another session
 -- holds. Returns how many it took back.
 drop function if exists queue._reap(int);
 create or replace function queue._reap(lim int default 100, queues text[] default null)
@@ -391,6 +396,7 @@ declare
     v_job record;  -- not queue.jobs: queue.set_shards may replace the table mid-call
     v_count int := 0;
     v_error text;
+    v_timeout boolean;
     v_keys text[] := '{}'::text[];
     v_queues text[] := '{}'::text[];
     v_reasons text[] := '{}'::text[];
@@ -404,8 +410,20 @@ begin
         limit lim
         for update skip locked
     loop
-        v_error := format('lease expired (worker %s)', v_job.worker);
-        v_job.errors := v_job.errors || queue._error_entry(v_job.attempt, v_error, v_job.worker);
+        v_timeout := v_job.timeout is not null
+            and v_job.lease_expires_at >= v_job.claimed_at + v_job.timeout;
+        if v_timeout then
+            -- the attempt ran to its deadline: a failure with reason timeout, retried after
+            -- the queue's backoff (or dead-lettered) like any failure
+            v_error := format('timeout: the attempt ran past its timeout of %s (worker %s)',
+                v_job.timeout, v_job.worker);
+            v_job.errors := v_job.errors || (queue._error_entry(v_job.attempt, v_error,
+                v_job.worker) || '{"reason": "timeout"}');
+        else
+            v_error := format('lease expired (worker %s)', v_job.worker);
+            v_job.errors := v_job.errors
+                || queue._error_entry(v_job.attempt, v_error, v_job.worker);
+        end if;
         if v_job.cache_key is not null then
             v_keys := v_keys || v_job.cache_key;
             v_queues := v_queues || v_job.queue;
@@ -417,7 +435,10 @@ begin
         else
             update queue.jobs as j
             set status = 'pending', token = null, worker = null, claimed_at = null,
-                lease_expires_at = null, errors = v_job.errors
+                lease_expires_at = null, errors = v_job.errors,
+                available_at = case when v_timeout
+                    then now() + queue._backoff(queue._config(v_job.queue), v_job.attempt)
+                    else j.available_at end
             where j.id = v_job.id;
             if v_job.category is not null then
                 delete from queue.worker_locks as w where w.job_id = v_job.id;

@@ -7,7 +7,8 @@
 --   several listed queues shares its batch between them round-robin within a priority level
 --   (queue._scan), so one queue's backlog never starves another.
 -- * Each claimed job gets a fresh fencing token and a lease (the `lease` argument, else the
---   queue's lease); attempt counts the runs started, 1 on the first.
+--   queue's lease), never past its timeout (queue.enqueue's timeout, else the queue's): the
+--   attempt's deadline; attempt counts the runs started, 1 on the first.
 -- * Running jobs of the claimed queues (null: of every queue) whose lease expired are taken
 --   back first (pending again, or dead-lettered when out of attempts); queue.maintain()
 --   takes back every queue's. A claim of listed queues reads only their shards.
@@ -141,10 +142,10 @@ begin
             update queue.jobs as j
             set status = 'running', attempt = j.attempt + 1, token = gen_random_uuid(),
                 worker = claim.worker, claimed_at = now(),
-                lease_expires_at = now() + coalesce(
+                lease_expires_at = least(now() + coalesce(
                     claim.lease,
                     (select q.lease from queue.queues as q where q.queue = j.queue),
-                    interval '60 seconds')
+                    interval '60 seconds'), now() + j.timeout)
             where j.id = any (array(
                     select c.id from queue.jobs as c
                     where c.status = 'pending' and c.category is null
@@ -177,10 +178,10 @@ begin
             update queue.jobs as j
             set status = 'running', attempt = j.attempt + 1, token = gen_random_uuid(),
                 worker = claim.worker, claimed_at = now(),
-                lease_expires_at = now() + coalesce(
+                lease_expires_at = least(now() + coalesce(
                     claim.lease,
                     (select q.lease from queue.queues as q where q.queue = claim.queues[1]),
-                    interval '60 seconds')
+                    interval '60 seconds'), now() + j.timeout)
             where j.id = any (array(
                     select c.id from queue.jobs as c
                     where c.queue = claim.queues[1]
@@ -354,10 +355,10 @@ begin
         update queue.jobs as j
         set status = 'running', attempt = j.attempt + 1, token = gen_random_uuid(),
             worker = claim.worker, claimed_at = now(),
-            lease_expires_at = now() + coalesce(
+            lease_expires_at = least(now() + coalesce(
                 claim.lease,
                 (select q.lease from queue.queues as q where q.queue = j.queue),
-                interval '60 seconds')
+                interval '60 seconds'), now() + j.timeout)
         where j.id = any (v_take)
         returning j.id, j.queue, j.category, j.priority, j.payload, j.attempt, j.max_attempts,
             j.token, j.lease_expires_at, j.enqueued_at, j.cache_key, j.cache_version,

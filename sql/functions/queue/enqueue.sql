@@ -10,6 +10,96 @@
 -- Raises: 22004 null payload or queue; 22023 non-object payload, a delay or priority out of
 -- bounds (queue.config), max_attempts < 1, empty or over-long names, JSON null cache_value;
 -- 54000 payload over the queue's limit, cache_value over the cache's.
+-- The body of both forms of queue.enqueue (private); timeout null: the queue's.
+create or replace function queue._enqueue(
+    payload jsonb,
+    queue text,
+    category text,
+    priority int,
+    delay interval,
+    max_attempts int,
+    dedup_key text,
+    cache_key text,
+    cache_value jsonb,
+    timeout interval
+) returns bigint
+language plpgsql
+set search_path = pg_catalog, pg_temp
+as $$
+#variable_conflict use_column
+declare
+    v_cfg queue.queues;
+    v_id bigint;
+    v_inserted boolean := false;
+    v_version bigint;
+begin
+    perform queue._check_name(_enqueue.queue, 'queue');
+    perform queue._check_name(_enqueue.category, 'category', false);
+    perform queue._check_name(_enqueue.dedup_key, 'dedup_key', false, 512);
+    perform queue._check_name(_enqueue.cache_key, 'cache_key', false, 512);
+    perform queue._check_interval(_enqueue.delay, 'delay', bound => 'delay');
+    perform queue._check_priority(_enqueue.priority);
+    perform queue._check_interval(_enqueue.timeout, 'timeout', true, false, 'lease');
+    if _enqueue.max_attempts is not null and _enqueue.max_attempts < 1 then
+        raise exception 'max_attempts must be at least 1 (got %)', _enqueue.max_attempts
+            using errcode = '22023';
+    end if;
+    if _enqueue.cache_value is not null and _enqueue.cache_key is null then
+        raise exception 'cache_value needs a cache_key' using errcode = '22023';
+    end if;
+    if _enqueue.payload is null then
+        raise exception 'payload must not be null' using errcode = '22004';
+    end if;
+    -- every argument is checked before anything is written (no sequence advances for a
+    -- rejected call), and a cache_value also when a live job already holds the dedup key
+    if _enqueue.cache_value is not null then
+        perform cache._check_value(_enqueue.cache_value, 'cache_value');
+    end if;
+    v_cfg := queue._config(_enqueue.queue);
+    perform queue._check_payload(_enqueue.payload, 'payload', v_cfg.payload_limit);
+    if _enqueue.category is not null then
+        perform queue._category_id(_enqueue.category);
+    end if;
+
+    loop
+        insert into queue.jobs as j (
+            queue, category, priority, payload, max_attempts, available_at, dedup_key,
+            cache_key, timeout
+        ) values (
+            _enqueue.queue, _enqueue.category, _enqueue.priority, _enqueue.payload,
+            coalesce(_enqueue.max_attempts, v_cfg.max_attempts), now() + _enqueue.delay,
+            _enqueue.dedup_key, _enqueue.cache_key, coalesce(_enqueue.timeout, v_cfg.timeout)
+        )
+        on conflict (queue, dedup_key) where dedup_key is not null do nothing
+        returning j.id into v_id;
+        if v_id is not null then
+            v_inserted := true;
+            exit;
+        end if;
+        -- A live job holds the key; it may finish between the conflict and this read: retry.
+        select j.id into v_id from queue.jobs as j
+        where j.queue = _enqueue.queue and j.dedup_key = _enqueue.dedup_key;
+        exit when v_id is not null;
+    end loop;
+
+    if v_inserted then
+        if _enqueue.cache_key is not null then
+            if _enqueue.cache_value is not null then
+                v_version := cache._write_through(_enqueue.cache_key, _enqueue.cache_value);
+            else
+                v_version := cache._current_version(_enqueue.cache_key);
+            end if;
+            update queue.jobs as j set cache_version = v_version where j.id = v_id;
+        end if;
+        if v_cfg.notify and _enqueue.delay <= interval '0' then
+            perform pg_notify('andal_jobs',
+                case when queue._notify_names() then _enqueue.queue else '' end);
+        end if;
+    end if;
+    return v_id;
+end
+$$;
+
 create or replace function queue.enqueue(
     payload jsonb,
     queue text default 'default',
@@ -25,79 +115,51 @@ language plpgsql
 security definer
 set search_path = pg_catalog, pg_temp
 as $$
-#variable_conflict use_column
-declare
-    v_cfg queue.queues;
-    v_id bigint;
-    v_inserted boolean := false;
-    v_version bigint;
 begin
-    perform queue._check_name(enqueue.queue, 'queue');
-    perform queue._check_name(enqueue.category, 'category', false);
-    perform queue._check_name(enqueue.dedup_key, 'dedup_key', false, 512);
-    perform queue._check_name(enqueue.cache_key, 'cache_key', false, 512);
-    perform queue._check_interval(enqueue.delay, 'delay', bound => 'delay');
-    perform queue._check_priority(enqueue.priority);
-    if enqueue.max_attempts is not null and enqueue.max_attempts < 1 then
-        raise exception 'max_attempts must be at least 1 (got %)', enqueue.max_attempts
-            using errcode = '22023';
-    end if;
-    if enqueue.cache_value is not null and enqueue.cache_key is null then
-        raise exception 'cache_value needs a cache_key' using errcode = '22023';
-    end if;
-    if enqueue.payload is null then
-        raise exception 'payload must not be null' using errcode = '22004';
-    end if;
-    -- every argument is checked before anything is written (no sequence advances for a
-    -- rejected call), and a cache_value also when a live job already holds the dedup key
-    if enqueue.cache_value is not null then
-        perform cache._check_value(enqueue.cache_value, 'cache_value');
-    end if;
-    v_cfg := queue._config(enqueue.queue);
-    perform queue._check_payload(enqueue.payload, 'payload', v_cfg.payload_limit);
-    if enqueue.category is not null then
-        perform queue._category_id(enqueue.category);
-    end if;
-
-    loop
-        insert into queue.jobs as j (
-            queue, category, priority, payload, max_attempts, available_at, dedup_key,
-            cache_key
-        ) values (
-            enqueue.queue, enqueue.category, enqueue.priority, enqueue.payload,
-            coalesce(enqueue.max_attempts, v_cfg.max_attempts), now() + enqueue.delay,
-            enqueue.dedup_key, enqueue.cache_key
-        )
-        on conflict (queue, dedup_key) where dedup_key is not null do nothing
-        returning j.id into v_id;
-        if v_id is not null then
-            v_inserted := true;
-            exit;
-        end if;
-        -- A live job holds the key; it may finish between the conflict and this read: retry.
-        select j.id into v_id from queue.jobs as j
-        where j.queue = enqueue.queue and j.dedup_key = enqueue.dedup_key;
-        exit when v_id is not null;
-    end loop;
-
-    if v_inserted then
-        if enqueue.cache_key is not null then
-            if enqueue.cache_value is not null then
-                v_version := cache._write_through(enqueue.cache_key, enqueue.cache_value);
-            else
-                v_version := cache._current_version(enqueue.cache_key);
-            end if;
-            update queue.jobs as j set cache_version = v_version where j.id = v_id;
-        end if;
-        if v_cfg.notify and enqueue.delay <= interval '0' then
-            perform pg_notify('andal_jobs',
-                case when queue._notify_names() then enqueue.queue else '' end);
-        end if;
-    end if;
-    return v_id;
+    return queue._enqueue(payload, queue, category, priority, delay, max_attempts, dedup_key,
+        cache_key, cache_value, null);
 end
 $$;
 
+-- queue.enqueue with a timeout: the maximum run time of each attempt of this job (null: the
+-- queue's timeout, see queue.configure_queue). An attempt still running at claim time +
+-- timeout fails with reason timeout: its lease ends there (heartbeats cannot extend it),
+-- its token is fenced, and the job is retried after the queue's backoff or dead-lettered.
+-- Raises as queue.enqueue, and 22023 for a timeout <= 0 or over queue.config.max_lease.
+create or replace function queue.enqueue(
+    payload jsonb,
+    timeout interval,
+    queue text default 'default',
+    category text default null,
+    priority int default 0,
+    delay interval default '0',
+    max_attempts int default null,
+    dedup_key text default null,
+    cache_key text default null,
+    cache_value jsonb default null
+) returns bigint
+language plpgsql
+security definer
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    return queue._enqueue(payload, queue, category, priority, delay, max_attempts, dedup_key,
+        cache_key, cache_value, timeout);
+end
+$$;
+
+revoke all on function queue._enqueue(
+    jsonb, text, text, int, interval, int, text, text, jsonb, interval
+) from public;
+comment on function queue.enqueue(
+    jsonb, interval, text, text, int, interval, int, text, text, jsonb
+) is 'Add a job with a timeout (maximum run time of an attempt); returns its id.';
+revoke all on function queue.enqueue(
+    jsonb, interval, text, text, int, interval, int, text, text, jsonb
+) from public;
+grant execute on function queue.enqueue(
+    jsonb, interval, text, text, int, interval, int, text, text, jsonb
+) to andal_producer, andal_admin;
 comment on function queue.enqueue(jsonb, text, text, int, interval, int, text, text, jsonb) is
 'Add a job; returns its id (or the id of the live job with the same dedup_key).';
 revoke all on function queue.enqueue(jsonb, text, text, int, interval, int, text, text, jsonb)

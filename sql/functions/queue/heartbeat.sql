@@ -1,5 +1,6 @@
 -- queue.heartbeat: extend the lease of a claimed job; returns the new expiry.
--- The lease becomes now() + extend (default: the queue's lease); the gate slot follows it.
+-- The lease becomes now() + extend (default: the queue's lease), but never later than the
+-- attempt's deadline (claimed_at + the job's timeout); the gate slot follows it.
 -- Raises: 22004 null job_id or token; 22023 extend <= 0; AN001 lease lost (a stale worker
 -- learns here that it must stop).
 create or replace function queue.heartbeat(job_id bigint, token uuid, extend interval default null)
@@ -21,11 +22,11 @@ begin
     end if;
     perform queue._check_interval(heartbeat.extend, 'extend', true, false, 'lease');
     update queue.jobs as j
-    set lease_expires_at = now() + coalesce(
+    set lease_expires_at = least(now() + coalesce(
         heartbeat.extend,
         (select q.lease from queue.queues as q where q.queue = j.queue),
         interval '60 seconds'
-    )
+    ), j.claimed_at + j.timeout)
     -- By primary key, never a scan of the running jobs (as complete): a token is set only
     -- while a job runs, so token and unexpired lease say "running" without naming the
     -- status, which would let the planner read jobs_lease_idx on stale statistics.
@@ -40,7 +41,8 @@ end
 $$;
 
 -- queue.heartbeat_many: extend several leases at once; returns one row per input job with
--- the new expiry, or null where the lease was lost (never raises for that).
+-- the new expiry (never past the attempt's deadline), or null where the lease was lost
+-- (never raises for that).
 -- Raises: 22004 null arrays; 22023 arrays of different lengths or extend <= 0.
 create or replace function queue.heartbeat_many(
     job_ids bigint[], tokens uuid[], extend interval default null
@@ -79,11 +81,11 @@ begin
     ),
     extended as (
         update queue.jobs as j
-        set lease_expires_at = now() + coalesce(
+        set lease_expires_at = least(now() + coalesce(
             heartbeat_many.extend,
             (select q.lease from queue.queues as q where q.queue = j.queue),
             interval '60 seconds'
-        )
+        ), j.claimed_at + j.timeout)
         from locked as l where j.id = l.id
         returning j.id, j.token, j.lease_expires_at
     )

@@ -9,6 +9,13 @@ create temp table matrix (fn text, producer boolean, worker boolean, admin boole
 insert into matrix values
     ('queue.enqueue(jsonb,text,text,integer,interval,integer,text,text,jsonb)', true, false, true),
     ('queue.enqueue_many(jsonb[],text,text,integer,interval,integer,text[])', true, false, true),
+    ('queue.enqueue(jsonb,interval,text,text,integer,interval,integer,text,text,jsonb)', true,
+        false, true),
+    ('queue.enqueue_many(jsonb[],interval,text,text,integer,interval,integer,text[])', true,
+        false, true),
+    ('queue.claim(text,text[],integer,interval,boolean)', false, true, true),
+    ('queue.configure_queue(text,interval,integer,interval,text,interval,interval,real,'
+        'boolean,integer,boolean,text,interval,interval)', false, false, true),
     ('queue.schedule(text,text,text,interval,jsonb,text,text,integer,integer,text,integer,'
         'boolean)', false, false, true),
     ('queue.unschedule(text)', false, false, true),
