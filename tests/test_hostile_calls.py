@@ -430,8 +430,12 @@ def time_calls() -> list[Call]:
     out += over("queue.schedule", sch, "queue", NAME_BAD)
     out += over("queue.schedule", sch, "category", OPT_NAME_BAD)
     out += over("queue.schedule", sch, "name", [("'andal.mine'", "22023")])
-    out += over("queue.schedule", sch, "every", each(
-        NEG + HUGE + BOUNDED_DELAY + NOT_POSITIVE + ["'1.5 seconds'", "'1 mon'"], "22023"))
+    out += over(
+        "queue.schedule",
+        sch,
+        "every",
+        each(NEG + HUGE + BOUNDED_DELAY + NOT_POSITIVE + ["'1.5 seconds'", "'1 mon'"], "22023"),
+    )
     out += over("queue.schedule", {**sch, "every": "null"}, "cron", each(
         ["'* * * *'", "'60 * * * *'", "'0 0 30 2 *'", "'*/0 * * * *'", "'x y z w v'",
          "'" + "* " * 200 + "'"], "22023"))  # fmt: skip
@@ -465,9 +469,7 @@ def time_calls() -> list[Call]:
 
 
 def all_calls(job: int, dead: int) -> list[Call]:
-    return (
-        queue_calls(job, dead) + cache_calls(job) + read_only_calls(job, dead) + time_calls()
-    )
+    return queue_calls(job, dead) + cache_calls(job) + read_only_calls(job, dead) + time_calls()
 
 
 def test_hostile_calls_are_refused_and_change_nothing(
