@@ -299,6 +299,7 @@ CALLS = {
     "schedule": "select queue.schedule(name => 'rm', queue => 'rm', every => '1 hour')",
     "unschedule": "select queue.unschedule(name => 'rm-none')",
     "schedules": "select * from queue.schedules()",
+    "set_rate_limit": "select queue.set_rate_limit('rm', null, null)",
 }
 READ = {"job", "jobs_by"}
 PRODUCER = {"enqueue", "enqueue_many", "version", "shard_of", *READ}

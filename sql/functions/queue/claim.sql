@@ -19,6 +19,10 @@
 --   and is counted in queue.lock_stats. A row lock, not an advisory lock, so that no role
 --   without andal's grants can take it. Jobs of a full or paused category are left
 --   out of the scan, so they never hide other jobs.
+-- * Rate limit (queue.set_rate_limit): never more than rate_starts starts of a category in
+--   any window of rate_per, across all workers: checked and recorded under the same row
+--   lock; a claim that finds the window full leaves the category out (counted in
+--   queue.lock_stats.rate_refusals).
 -- * Must run in a READ COMMITTED transaction (the gate recounts after taking the lock).
 -- * Jobs of a paused queue (queue.pause) are never claimed, whatever `queues` says.
 -- * Due ticks of the claimed queues' schedules (queue.schedule) are fired first, in the
@@ -89,6 +93,13 @@ declare
     v_locked bigint[] := '{}'::bigint[];
     v_stat_ids bigint[] := '{}'::bigint[];
     v_stat_fail bigint[] := '{}'::bigint[];
+    v_stat_rate bigint[] := '{}'::bigint[];
+    v_rate int;
+    v_rate_left int;
+    v_rated bigint[] := '{}'::bigint[];
+    v_rated_left int[] := '{}'::int[];
+    v_rated_taken int[] := '{}'::int[];
+    v_r int;
 begin
     -- Validation inline, in plain expressions (no query): this is the hot path.
     if claim.worker is null or length(claim.worker) not between 1 and 128 then
@@ -296,12 +307,23 @@ begin
                     -- lock: any role that can connect can take any advisory key (and read
                     -- the held ones in pg_locks), but only andal's roles can lock this row.
                     -- The limit is re-read under the lock.
-                    select c.max_running into v_max from queue.categories as c
+                    -- (with the starts its rate limit leaves, if it has one)
+                    select c.max_running, c.rate_starts, c.rate_starts - (
+                            select count(*) from unnest(c.rate_log) as t (at)
+                            where t.at > now() - c.rate_per)
+                    into v_max, v_rate, v_rate_left
+                    from queue.categories as c
                     where c.id = v_cat_id
                     for no key update skip locked;
                     v_got := found;
                     v_stat_ids := v_stat_ids || v_cat_id;
                     v_stat_fail := v_stat_fail || (case when v_got then 0 else 1 end)::bigint;
+                    v_stat_rate := v_stat_rate || 0::bigint;
+                    if v_got and v_rate is not null then
+                        v_rated := v_rated || v_cat_id;
+                        v_rated_left := v_rated_left || v_rate_left;
+                        v_rated_taken := v_rated_taken || 0;
+                    end if;
                     if not v_got then
                         v_exclude := v_exclude || v_cat;
                         v_dropped := true;
@@ -314,6 +336,12 @@ begin
                 join queue.jobs as j on j.id = w.job_id
                 where w.category_id = v_cat_id
                   and (j.lease_expires_at > now() or j.id = any (v_take));
+                -- a rate limit: no more starts than the sliding window has left
+                v_r := array_position(v_rated, v_cat_id);
+                if v_r is not null and v_rated_left[v_r] < v_free then
+                    v_free := greatest(v_rated_left[v_r], 0);
+                    v_stat_rate[array_position(v_stat_ids, v_cat_id)] := 1;
+                end if;
                 with taken as (
                     insert into queue.worker_locks (job_id, category_id, worker)
                     select c.id, v_cat_id, claim.worker
@@ -325,6 +353,10 @@ begin
                 )
                 select array_agg(t.job_id) into v_taken from taken as t;
                 v_take := v_take || coalesce(v_taken, '{}');
+                if v_r is not null then
+                    v_rated_left[v_r] := v_rated_left[v_r] - coalesce(cardinality(v_taken), 0);
+                    v_rated_taken[v_r] := v_rated_taken[v_r] + coalesce(cardinality(v_taken), 0);
+                end if;
                 if coalesce(cardinality(v_taken), 0) >= v_free then
                     -- no slot left: its other candidates go back, the category is left out
                     v_exclude := v_exclude || v_cat;
@@ -342,11 +374,19 @@ begin
             exit when v_ids is null;
         end loop;
 
-        insert into queue.lock_stats as s (minute, backend, category_id, attempts, failures)
-        select date_trunc('minute', now()), pg_backend_pid(), u.cat_id, 1, u.f
-        from unnest(v_stat_ids, v_stat_fail) as u (cat_id, f)
+        insert into queue.lock_stats as s (
+            minute, backend, category_id, attempts, failures, rate_refusals
+        )
+        select date_trunc('minute', now()), pg_backend_pid(), u.cat_id, 1, u.f, u.r
+        from unnest(v_stat_ids, v_stat_fail, v_stat_rate) as u (cat_id, f, r)
         on conflict (minute, backend, category_id) do update
-        set attempts = s.attempts + 1, failures = s.failures + excluded.failures;
+        set attempts = s.attempts + 1, failures = s.failures + excluded.failures,
+            rate_refusals = s.rate_refusals + excluded.rate_refusals;
+        -- the starts of rate-limited categories join their window: its latest rate_starts
+        -- start times are all a later claim needs (still under the category's row lock)
+        if cardinality(v_rated) > 0 then
+            perform queue._rate_record(v_rated, v_rated_taken);
+        end if;
     end if;
 
     -- 3. Lease the jobs taken, in claim order.

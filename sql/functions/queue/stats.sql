@@ -104,13 +104,15 @@ $$;
 -- of completed jobs cannot be removed and claims slow down. Reading other roles' sessions
 -- needs a superuser owner or one granted pg_read_all_stats.
 -- paused: the queue is paused (queue.pause); the same on every row of the queue.
--- (Its result gained the column paused at the end: an install made before drops the old
--- definition once, as a new result type cannot be put in place.)
+-- rate_refusals: claims over the last hour that the category's rate limit held back
+-- (queue.set_rate_limit).
+-- (Its result gained the columns paused and rate_refusals at the end: an install made
+-- before drops the old definition once, as a new result type cannot be put in place.)
 do $drop$
 begin
     if exists (select from pg_catalog.pg_proc
                where oid = to_regprocedure('queue.stats()')
-                 and not 'paused' = any (coalesce(proargnames, '{}'))) then
+                 and not 'rate_refusals' = any (coalesce(proargnames, '{}'))) then
         drop function queue.stats();
     end if;
 end
@@ -146,7 +148,8 @@ returns table (
     wal_bytes_per_job double precision,
     held_xmin_age bigint,
     held_xmin_seconds double precision,
-    paused boolean
+    paused boolean,
+    rate_refusals bigint
 )
 language plpgsql stable
 security definer
@@ -240,7 +243,8 @@ begin
         from hist as h group by 1, 2
     ),
     locks as (
-        select c.category, sum(s.attempts)::bigint as attempts, sum(s.failures)::bigint as failures
+        select c.category, sum(s.attempts)::bigint as attempts, sum(s.failures)::bigint as failures,
+            sum(s.rate_refusals)::bigint as rate_refusals
         from queue.lock_stats as s join queue.categories as c on c.id = s.category_id
         where s.minute >= v_1h
         group by 1
@@ -261,7 +265,8 @@ begin
             coalesce(e.d1, 0) as d1, coalesce(e.d15, 0) as d15, coalesce(e.d60, 0) as d60,
             coalesce(e.run_count, 0) as run_count, coalesce(e.run_ms, 0) as run_ms,
             h.run_hist, h.wait_hist,
-            coalesce(lk.attempts, 0) as lock_attempts, coalesce(lk.failures, 0) as lock_failures
+            coalesce(lk.attempts, 0) as lock_attempts, coalesce(lk.failures, 0) as lock_failures,
+            coalesce(lk.rate_refusals, 0) as rate_refusals
         from keys as k
         left join live as l on l.queue = k.queue and l.category = k.category
         left join dl as d on d.queue = k.queue and d.category = k.category
@@ -290,7 +295,8 @@ begin
         select p.queue, nullif(p.category, '') as category, false as total,
             p.ready, p.scheduled, p.running, p.dead, p.oldest_ready,
             p.c1, p.c15, p.c60, p.r1, p.r15, p.r60, p.d1, p.d15, p.d60,
-            p.run_count, p.run_ms, p.run_hist, p.wait_hist, p.lock_attempts, p.lock_failures
+            p.run_count, p.run_ms, p.run_hist, p.wait_hist, p.lock_attempts, p.lock_failures,
+            p.rate_refusals
         from per_category as p where p.category <> ''
         union all
         -- one per queue: the sums, and the histograms summed bucket by bucket (grouped
@@ -298,7 +304,8 @@ begin
         select t.queue, null, true,
             t.ready, t.scheduled, t.running, t.dead, t.oldest_ready,
             t.c1, t.c15, t.c60, t.r1, t.r15, t.r60, t.d1, t.d15, t.d60,
-            t.run_count, t.run_ms, qh.run_hist, qh.wait_hist, t.lock_attempts, t.lock_failures
+            t.run_count, t.run_ms, qh.run_hist, qh.wait_hist, t.lock_attempts, t.lock_failures,
+            t.rate_refusals
         from (
             select p.queue,
                 sum(p.ready)::bigint as ready, sum(p.scheduled)::bigint as scheduled,
@@ -309,7 +316,8 @@ begin
                 sum(p.d1)::bigint as d1, sum(p.d15)::bigint as d15, sum(p.d60)::bigint as d60,
                 sum(p.run_count)::bigint as run_count, sum(p.run_ms) as run_ms,
                 sum(p.lock_attempts)::bigint as lock_attempts,
-                sum(p.lock_failures)::bigint as lock_failures
+                sum(p.lock_failures)::bigint as lock_failures,
+                sum(p.rate_refusals)::bigint as rate_refusals
             from per_category as p group by p.queue
         ) as t
         left join queue_hists as qh on qh.queue = t.queue
@@ -329,7 +337,8 @@ begin
         queue._hist_quantile(r.wait_hist, 0.99),
         case when r.total then v_wal end,
         coalesce(v_xmin_age, 0), coalesce(v_xmin_seconds, 0),
-        coalesce((select q.paused from queue.queues as q where q.queue = r.queue), false)
+        coalesce((select q.paused from queue.queues as q where q.queue = r.queue), false),
+        r.rate_refusals
     from rolled as r
     order by r.queue, r.category nulls first;
 end

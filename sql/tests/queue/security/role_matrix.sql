@@ -19,6 +19,7 @@ insert into matrix values
     ('queue.schedule(text,text,text,interval,jsonb,text,text,integer,integer,text,integer,'
         'boolean)', false, false, true),
     ('queue.unschedule(text)', false, false, true),
+    ('queue.set_rate_limit(text,integer,interval)', false, false, true),
     ('queue.schedules()', false, true, true),
     ('queue.claim(text,text[],integer,interval)', false, true, true),
     ('queue.complete(bigint,uuid,jsonb)', false, true, true),
