@@ -467,8 +467,8 @@ def time_calls() -> list[Call]:
     out += over("queue.claim", dl, "deadlines", [("null", "22004")])
     rate = {"category": "'hr'", "starts": "10", "per": "'1 second'"}
     out += over("queue.set_rate_limit", rate, "category", NAME_BAD)
-    out += over("queue.set_rate_limit", rate, "starts",
-                [("null", "22004"), ("0", "22023"), ("10001", "22023"), ("-1", "22023")])  # fmt: skip
+    starts = [("null", "22004"), ("0", "22023"), ("10001", "22023"), ("-1", "22023")]
+    out += over("queue.set_rate_limit", rate, "starts", starts)
     out += intervals("queue.set_rate_limit", rate, "per", True, BOUNDED_DELAY)
     out += over("queue.set_rate_limit", rate, "per", [("null", "22004")])
     return out
