@@ -2461,6 +2461,26 @@ CREATE FUNCTION queue._prom_label(value text) RETURNS text
     select '"' || replace(replace(replace(value, '\', '\\'), '"', '\"'), e'\n', '\n') || '"'
 $$;
 
+CREATE FUNCTION queue._rate_record(category_ids bigint[], taken integer[]) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
+    AS $$
+begin
+    update queue.categories as c
+    set rate_log = array(
+        select t.at from (
+            select x.at from unnest(c.rate_log) as x (at)
+            union all
+            select now() from generate_series(1, u.n)
+        ) as t
+        order by t.at desc
+        limit c.rate_starts)
+    from unnest(category_ids, taken) as u (id, n)
+    where c.id = u.id and u.n > 0 and c.rate_starts is not null;
+end
+$$;
+
 CREATE FUNCTION queue._reap(lim integer DEFAULT 100, queues text[] DEFAULT NULL::text[]) RETURNS integer
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -2933,6 +2953,13 @@ declare
     v_locked bigint[] := '{}'::bigint[];
     v_stat_ids bigint[] := '{}'::bigint[];
     v_stat_fail bigint[] := '{}'::bigint[];
+    v_stat_rate bigint[] := '{}'::bigint[];
+    v_rate int;
+    v_rate_left int;
+    v_rated bigint[] := '{}'::bigint[];
+    v_rated_left int[] := '{}'::int[];
+    v_rated_taken int[] := '{}'::int[];
+    v_r int;
 begin
     -- Validation inline, in plain expressions (no query): this is the hot path.
     if claim.worker is null or length(claim.worker) not between 1 and 128 then
@@ -3140,12 +3167,23 @@ begin
                     -- lock: any role that can connect can take any advisory key (and read
                     -- the held ones in pg_locks), but only andal's roles can lock this row.
                     -- The limit is re-read under the lock.
-                    select c.max_running into v_max from queue.categories as c
+                    -- (with the starts its rate limit leaves, if it has one)
+                    select c.max_running, c.rate_starts, c.rate_starts - (
+                            select count(*) from unnest(c.rate_log) as t (at)
+                            where t.at > now() - c.rate_per)
+                    into v_max, v_rate, v_rate_left
+                    from queue.categories as c
                     where c.id = v_cat_id
                     for no key update skip locked;
                     v_got := found;
                     v_stat_ids := v_stat_ids || v_cat_id;
                     v_stat_fail := v_stat_fail || (case when v_got then 0 else 1 end)::bigint;
+                    v_stat_rate := v_stat_rate || 0::bigint;
+                    if v_got and v_rate is not null then
+                        v_rated := v_rated || v_cat_id;
+                        v_rated_left := v_rated_left || v_rate_left;
+                        v_rated_taken := v_rated_taken || 0;
+                    end if;
                     if not v_got then
                         v_exclude := v_exclude || v_cat;
                         v_dropped := true;
@@ -3158,6 +3196,12 @@ begin
                 join queue.jobs as j on j.id = w.job_id
                 where w.category_id = v_cat_id
                   and (j.lease_expires_at > now() or j.id = any (v_take));
+                -- a rate limit: no more starts than the sliding window has left
+                v_r := array_position(v_rated, v_cat_id);
+                if v_r is not null and v_rated_left[v_r] < v_free then
+                    v_free := greatest(v_rated_left[v_r], 0);
+                    v_stat_rate[array_position(v_stat_ids, v_cat_id)] := 1;
+                end if;
                 with taken as (
                     insert into queue.worker_locks (job_id, category_id, worker)
                     select c.id, v_cat_id, claim.worker
@@ -3169,6 +3213,10 @@ begin
                 )
                 select array_agg(t.job_id) into v_taken from taken as t;
                 v_take := v_take || coalesce(v_taken, '{}');
+                if v_r is not null then
+                    v_rated_left[v_r] := v_rated_left[v_r] - coalesce(cardinality(v_taken), 0);
+                    v_rated_taken[v_r] := v_rated_taken[v_r] + coalesce(cardinality(v_taken), 0);
+                end if;
                 if coalesce(cardinality(v_taken), 0) >= v_free then
                     -- no slot left: its other candidates go back, the category is left out
                     v_exclude := v_exclude || v_cat;
@@ -3186,11 +3234,19 @@ begin
             exit when v_ids is null;
         end loop;
 
-        insert into queue.lock_stats as s (minute, backend, category_id, attempts, failures)
-        select date_trunc('minute', now()), pg_backend_pid(), u.cat_id, 1, u.f
-        from unnest(v_stat_ids, v_stat_fail) as u (cat_id, f)
+        insert into queue.lock_stats as s (
+            minute, backend, category_id, attempts, failures, rate_refusals
+        )
+        select date_trunc('minute', now()), pg_backend_pid(), u.cat_id, 1, u.f, u.r
+        from unnest(v_stat_ids, v_stat_fail, v_stat_rate) as u (cat_id, f, r)
         on conflict (minute, backend, category_id) do update
-        set attempts = s.attempts + 1, failures = s.failures + excluded.failures;
+        set attempts = s.attempts + 1, failures = s.failures + excluded.failures,
+            rate_refusals = s.rate_refusals + excluded.rate_refusals;
+        -- the starts of rate-limited categories join their window: its latest rate_starts
+        -- start times are all a later claim needs (still under the category's row lock)
+        if cardinality(v_rated) > 0 then
+            perform queue._rate_record(v_rated, v_rated_taken);
+        end if;
     end if;
 
     -- 3. Lease the jobs taken, in claim order.
@@ -4332,6 +4388,33 @@ $$;
 
 COMMENT ON FUNCTION queue.set_category_limit(category text, max_running integer) IS 'At most max_running running jobs of a category (0 pauses it).';
 
+CREATE FUNCTION queue.set_rate_limit(category text, starts integer, per interval) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+begin
+    perform queue._check_name(set_rate_limit.category, 'category');
+    if (set_rate_limit.starts is null) <> (set_rate_limit.per is null) then
+        raise exception 'give both starts and per, or neither (to remove the limit)'
+            using errcode = '22004';
+    end if;
+    if set_rate_limit.starts not between 1 and 10000 then
+        raise exception 'starts must be between 1 and 10000 (got %)', set_rate_limit.starts
+            using errcode = '22023';
+    end if;
+    perform queue._check_interval(set_rate_limit.per, 'per', true, false, 'delay');
+    insert into queue.categories as c (category, rate_starts, rate_per)
+    values (set_rate_limit.category, set_rate_limit.starts, set_rate_limit.per)
+    on conflict (category) do update
+    set rate_starts = excluded.rate_starts, rate_per = excluded.rate_per,
+        rate_log = case when excluded.rate_starts is null then '{}'
+            else c.rate_log[1:excluded.rate_starts] end;
+end
+$$;
+
+COMMENT ON FUNCTION queue.set_rate_limit(category text, starts integer, per interval) IS 'At most starts starts of a category''s jobs in any window of per (null, null: no limit).';
+
 CREATE FUNCTION queue.set_shards(shards integer) RETURNS bigint
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -4510,7 +4593,7 @@ $$;
 
 COMMENT ON FUNCTION queue.shards() IS 'The live table''s shards: one row per partition with its live job count.';
 
-CREATE FUNCTION queue.stats() RETURNS TABLE(queue text, category text, ready bigint, scheduled bigint, running bigint, dead bigint, oldest_ready_age interval, avg_run_ms double precision, p95_run_ms double precision, completed_1m bigint, completed_15m bigint, completed_1h bigint, retried_1m bigint, retried_15m bigint, retried_1h bigint, dead_1m bigint, dead_15m bigint, dead_1h bigint, failure_rate double precision, retries_per_job double precision, lock_attempts bigint, lock_failures bigint, contention_ratio double precision, pickup_p50_ms double precision, pickup_p95_ms double precision, pickup_p99_ms double precision, wal_bytes_per_job double precision, held_xmin_age bigint, held_xmin_seconds double precision, paused boolean)
+CREATE FUNCTION queue.stats() RETURNS TABLE(queue text, category text, ready bigint, scheduled bigint, running bigint, dead bigint, oldest_ready_age interval, avg_run_ms double precision, p95_run_ms double precision, completed_1m bigint, completed_15m bigint, completed_1h bigint, retried_1m bigint, retried_15m bigint, retried_1h bigint, dead_1m bigint, dead_15m bigint, dead_1h bigint, failure_rate double precision, retries_per_job double precision, lock_attempts bigint, lock_failures bigint, contention_ratio double precision, pickup_p50_ms double precision, pickup_p95_ms double precision, pickup_p99_ms double precision, wal_bytes_per_job double precision, held_xmin_age bigint, held_xmin_seconds double precision, paused boolean, rate_refusals bigint)
     LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -4602,7 +4685,8 @@ begin
         from hist as h group by 1, 2
     ),
     locks as (
-        select c.category, sum(s.attempts)::bigint as attempts, sum(s.failures)::bigint as failures
+        select c.category, sum(s.attempts)::bigint as attempts, sum(s.failures)::bigint as failures,
+            sum(s.rate_refusals)::bigint as rate_refusals
         from queue.lock_stats as s join queue.categories as c on c.id = s.category_id
         where s.minute >= v_1h
         group by 1
@@ -4623,7 +4707,8 @@ begin
             coalesce(e.d1, 0) as d1, coalesce(e.d15, 0) as d15, coalesce(e.d60, 0) as d60,
             coalesce(e.run_count, 0) as run_count, coalesce(e.run_ms, 0) as run_ms,
             h.run_hist, h.wait_hist,
-            coalesce(lk.attempts, 0) as lock_attempts, coalesce(lk.failures, 0) as lock_failures
+            coalesce(lk.attempts, 0) as lock_attempts, coalesce(lk.failures, 0) as lock_failures,
+            coalesce(lk.rate_refusals, 0) as rate_refusals
         from keys as k
         left join live as l on l.queue = k.queue and l.category = k.category
         left join dl as d on d.queue = k.queue and d.category = k.category
@@ -4652,7 +4737,8 @@ begin
         select p.queue, nullif(p.category, '') as category, false as total,
             p.ready, p.scheduled, p.running, p.dead, p.oldest_ready,
             p.c1, p.c15, p.c60, p.r1, p.r15, p.r60, p.d1, p.d15, p.d60,
-            p.run_count, p.run_ms, p.run_hist, p.wait_hist, p.lock_attempts, p.lock_failures
+            p.run_count, p.run_ms, p.run_hist, p.wait_hist, p.lock_attempts, p.lock_failures,
+            p.rate_refusals
         from per_category as p where p.category <> ''
         union all
         -- one per queue: the sums, and the histograms summed bucket by bucket (grouped
@@ -4660,7 +4746,8 @@ begin
         select t.queue, null, true,
             t.ready, t.scheduled, t.running, t.dead, t.oldest_ready,
             t.c1, t.c15, t.c60, t.r1, t.r15, t.r60, t.d1, t.d15, t.d60,
-            t.run_count, t.run_ms, qh.run_hist, qh.wait_hist, t.lock_attempts, t.lock_failures
+            t.run_count, t.run_ms, qh.run_hist, qh.wait_hist, t.lock_attempts, t.lock_failures,
+            t.rate_refusals
         from (
             select p.queue,
                 sum(p.ready)::bigint as ready, sum(p.scheduled)::bigint as scheduled,
@@ -4671,7 +4758,8 @@ begin
                 sum(p.d1)::bigint as d1, sum(p.d15)::bigint as d15, sum(p.d60)::bigint as d60,
                 sum(p.run_count)::bigint as run_count, sum(p.run_ms) as run_ms,
                 sum(p.lock_attempts)::bigint as lock_attempts,
-                sum(p.lock_failures)::bigint as lock_failures
+                sum(p.lock_failures)::bigint as lock_failures,
+                sum(p.rate_refusals)::bigint as rate_refusals
             from per_category as p group by p.queue
         ) as t
         left join queue_hists as qh on qh.queue = t.queue
@@ -4691,7 +4779,8 @@ begin
         queue._hist_quantile(r.wait_hist, 0.99),
         case when r.total then v_wal end,
         coalesce(v_xmin_age, 0), coalesce(v_xmin_seconds, 0),
-        coalesce((select q.paused from queue.queues as q where q.queue = r.queue), false)
+        coalesce((select q.paused from queue.queues as q where q.queue = r.queue), false),
+        r.rate_refusals
     from rolled as r
     order by r.queue, r.category nulls first;
 end
@@ -5425,6 +5514,8 @@ REVOKE ALL ON FUNCTION queue._notify_names() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._prom_label(value text) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION queue._rate_record(category_ids bigint[], taken integer[]) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION queue._reap(lim integer, queues text[]) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._record(queue_name text, category_name text, completed integer, retried integer, dead integer, run_ms double precision[], wait_ms double precision[]) FROM PUBLIC;
@@ -5545,6 +5636,9 @@ GRANT ALL ON FUNCTION queue.schedules() TO andal_monitor;
 
 REVOKE ALL ON FUNCTION queue.set_category_limit(category text, max_running integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.set_category_limit(category text, max_running integer) TO andal_admin;
+
+REVOKE ALL ON FUNCTION queue.set_rate_limit(category text, starts integer, per interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION queue.set_rate_limit(category text, starts integer, per interval) TO andal_admin;
 
 REVOKE ALL ON FUNCTION queue.set_shards(shards integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.set_shards(shards integer) TO andal_admin;
