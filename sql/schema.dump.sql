@@ -4253,9 +4253,11 @@ ALTER TABLE ONLY queue.wal_samples
 ALTER TABLE ONLY queue.worker_locks
     ADD CONSTRAINT worker_locks_pkey PRIMARY KEY (job_id);
 
-CREATE INDEX "history_job_idx@history_default" ON queue.history_default USING btree (job_id);
+CREATE INDEX log_at_idx ON cache.log USING brin (at);
 
-CREATE INDEX "history_queue_idx@history_default" ON queue.history_default USING btree (queue, job_id);
+CREATE INDEX read_stats_minute_idx ON cache.read_stats USING btree (minute);
+
+CREATE INDEX view_sources_source_idx ON cache.view_sources USING btree (source);
 
 CREATE INDEX categories_paused_idx ON queue.categories USING btree (id) WHERE (max_running = 0);
 
@@ -4265,7 +4267,13 @@ CREATE INDEX dead_letters_queue_idx ON queue.dead_letters USING btree (queue, di
 
 CREATE INDEX history_job_idx ON ONLY queue.history USING btree (job_id);
 
+CREATE INDEX history_default_job_id_idx ON queue.history_default USING btree (job_id);
+
 CREATE INDEX history_queue_idx ON ONLY queue.history USING btree (queue, job_id);
+
+CREATE INDEX history_default_queue_job_id_idx ON queue.history_default USING btree (queue, job_id);
+
+CREATE UNIQUE INDEX jobs_dedup_idx ON queue.jobs USING btree (queue, dedup_key) WHERE (dedup_key IS NOT NULL);
 
 CREATE INDEX jobs_gated_idx ON queue.jobs USING btree (priority DESC, available_at, id) WHERE ((status = 'pending'::text) AND (category IS NOT NULL));
 
@@ -4279,25 +4287,17 @@ CREATE INDEX jobs_ready_idx ON queue.jobs USING btree (priority DESC, available_
 
 CREATE INDEX jobs_ready_queue_idx ON queue.jobs USING btree (queue, priority DESC, available_at, id) WHERE ((status = 'pending'::text) AND (category IS NULL));
 
-CREATE INDEX log_at_idx ON cache.log USING brin (at);
-
 CREATE INDEX queues_paused_idx ON queue.queues USING btree (queue) WHERE paused;
-
-CREATE INDEX read_stats_minute_idx ON cache.read_stats USING btree (minute);
 
 CREATE INDEX results_completed_idx ON queue.results USING btree (completed_at);
 
 CREATE INDEX stat_minutes_minute_idx ON queue.stat_minutes USING btree (minute);
 
-CREATE INDEX view_sources_source_idx ON cache.view_sources USING btree (source);
-
 CREATE INDEX worker_locks_category_idx ON queue.worker_locks USING btree (category_id);
 
-CREATE UNIQUE INDEX jobs_dedup_idx ON queue.jobs USING btree (queue, dedup_key) WHERE (dedup_key IS NOT NULL);
+ALTER INDEX queue.history_job_idx ATTACH PARTITION queue.history_default_job_id_idx;
 
-ALTER INDEX queue.history_job_idx ATTACH PARTITION queue."history_job_idx@history_default";
-
-ALTER INDEX queue.history_queue_idx ATTACH PARTITION queue."history_queue_idx@history_default";
+ALTER INDEX queue.history_queue_idx ATTACH PARTITION queue.history_default_queue_job_id_idx;
 
 ALTER TABLE ONLY cache.view_sources
     ADD CONSTRAINT view_sources_view_fkey FOREIGN KEY (view) REFERENCES cache.views(view) ON DELETE CASCADE;
