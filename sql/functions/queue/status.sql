@@ -34,13 +34,6 @@ as $$
     order by n.queue
 $$;
 
--- queue.version: the installed andal release.
-create or replace function queue.version() returns text
-language sql immutable
-security definer
-set search_path = pg_catalog, pg_temp
-as $$ select '0.1.0'::text $$;
-
 -- _forget_unused: delete the queue and category rows that say nothing: a queue row equal to
 -- the defaults (a missing row means the defaults), and a category of the default limit (1)
 -- that no running job holds and no recent try-lock counted, made over a day ago. Names any
@@ -64,6 +57,7 @@ begin
               and d.backoff_cap = interval '1 hour' and d.jitter = 0 and d.notify
               and d.payload_limit = 1048576 and not d.keep_results
               and d.cache_policy = 'invalidate'
+              and not d.paused and d.history_retention is null
             for update skip locked
         )
         returning 1
@@ -113,12 +107,9 @@ end
 $$;
 
 comment on function queue.status() is 'Per queue: ready, scheduled, running, dead, oldest ready age.';
-comment on function queue.version() is 'The installed andal release.';
 comment on function queue.maintain() is 'Housekeeping: take back expired leases, prune counters.';
 revoke all on function queue.status() from public;
-revoke all on function queue.version() from public;
 revoke all on function queue.maintain() from public;
 revoke all on function queue._forget_unused() from public;
-grant execute on function queue.status() to andal_admin, andal_worker;
-grant execute on function queue.version() to andal_producer, andal_worker, andal_admin;
+grant execute on function queue.status() to andal_admin, andal_worker, andal_monitor;
 grant execute on function queue.maintain() to andal_worker, andal_admin;
