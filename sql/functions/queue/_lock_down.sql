@@ -29,6 +29,7 @@ $$;
 
 -- The functions that notify read andal.notify_names inline (on unless this function turned
 -- it off), not through a helper: a call would cost every enqueue a function call.
+drop function if exists queue._notify_names();
 
 comment on function queue._lock_down() is
 'Revoke CONNECT and TEMPORARY from PUBLIC on this database; notifications without names.';
