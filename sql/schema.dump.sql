@@ -142,7 +142,8 @@ begin
     insert into cache.log (seq, xid, key, op, reason)
     values (v_version, v_xid, _apply.key, op, left(_apply.reason, 200));
     perform pg_notify('andal_cache',
-        case when queue._notify_names() then v_xid::text else '' end);
+        case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
+            then v_xid::text else '' end);
     return v_version;
 end
 $$;
@@ -1279,9 +1280,12 @@ begin
     if v_category is not null then
         delete from queue.worker_locks as w where w.job_id = _bury.job_id;
     end if;
-    perform pg_notify('andal_ops', case when queue._notify_names() then json_build_object(
-        'event', 'dead', 'job_id', _bury.job_id, 'queue', v_queue, 'reason', _bury.reason
-    )::text else '{"event":"dead"}' end);
+    -- no names on a locked-down install (andal.notify_names = off, see queue._lock_down)
+    perform pg_notify('andal_ops',
+        case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
+            then json_build_object('event', 'dead', 'job_id', _bury.job_id, 'queue', v_queue,
+                'reason', _bury.reason)::text
+            else '{"event":"dead"}' end);
 end
 $$;
 
@@ -1783,13 +1787,6 @@ end
 $$;
 
 COMMENT ON FUNCTION queue._lock_down() IS 'Revoke CONNECT and TEMPORARY from PUBLIC on this database; notifications without names.';
-
-CREATE FUNCTION queue._notify_names() RETURNS boolean
-    LANGUAGE sql STABLE
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$ select coalesce(current_setting('andal.notify_names', true), '') <> 'off' $$;
-
-COMMENT ON FUNCTION queue._notify_names() IS 'Private: whether notifications may carry names (andal.notify_names).';
 
 CREATE FUNCTION queue._prom_label(value text) RETURNS text
     LANGUAGE sql IMMUTABLE
@@ -2666,7 +2663,9 @@ begin
     perform queue._check_name(enqueue.dedup_key, 'dedup_key', false, 512);
     perform queue._check_name(enqueue.cache_key, 'cache_key', false, 512);
     perform queue._check_interval(enqueue.delay, 'delay', bound => 'delay');
-    perform queue._check_priority(enqueue.priority);
+    if enqueue.priority is null or enqueue.priority <> 0 then
+        perform queue._check_priority(enqueue.priority);  -- 0 is always allowed
+    end if;
     if enqueue.max_attempts is not null and enqueue.max_attempts < 1 then
         raise exception 'max_attempts must be at least 1 (got %)', enqueue.max_attempts
             using errcode = '22023';
@@ -2720,7 +2719,8 @@ begin
         end if;
         if v_cfg.notify and enqueue.delay <= interval '0' then
             perform pg_notify('andal_jobs',
-                case when queue._notify_names() then enqueue.queue else '' end);
+                case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
+                    then enqueue.queue else '' end);
         end if;
     end if;
     return v_id;
@@ -2747,7 +2747,9 @@ begin
     perform queue._check_name(enqueue_many.queue, 'queue');
     perform queue._check_name(enqueue_many.category, 'category', false);
     perform queue._check_interval(enqueue_many.delay, 'delay', bound => 'delay');
-    perform queue._check_priority(enqueue_many.priority);
+    if enqueue_many.priority is null or enqueue_many.priority <> 0 then
+        perform queue._check_priority(enqueue_many.priority);  -- 0 is always allowed
+    end if;
     if enqueue_many.max_attempts is not null and enqueue_many.max_attempts < 1 then
         raise exception 'max_attempts must be at least 1 (got %)', enqueue_many.max_attempts
             using errcode = '22023';
@@ -2824,7 +2826,8 @@ begin
 
     if v_inserted and v_cfg.notify and enqueue_many.delay <= interval '0' then
         perform pg_notify('andal_jobs',
-            case when queue._notify_names() then enqueue_many.queue else '' end);
+            case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
+                then enqueue_many.queue else '' end);
     end if;
 end
 $$;
@@ -3374,7 +3377,8 @@ begin
     end if;
     if release.delay <= interval '0' and (queue._config(v_job.queue)).notify then
         perform pg_notify('andal_jobs',
-            case when queue._notify_names() then v_job.queue else '' end);
+            case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
+                then v_job.queue else '' end);
     end if;
 end
 $$;
@@ -3418,7 +3422,8 @@ begin
     end if;
     if (queue._config(v_dead.queue)).notify then
         perform pg_notify('andal_jobs',
-            case when queue._notify_names() then v_dead.queue else '' end);
+            case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
+                then v_dead.queue else '' end);
     end if;
     return v_dead.job_id;
 end
@@ -4095,6 +4100,7 @@ CREATE TABLE queue.install_state (
     id boolean DEFAULT true NOT NULL,
     functions_digest text NOT NULL,
     installed_at timestamp with time zone DEFAULT now() NOT NULL,
+    role_prefix text DEFAULT 'andal'::text NOT NULL,
     CONSTRAINT install_state_single CHECK (id)
 );
 
@@ -4455,8 +4461,6 @@ REVOKE ALL ON FUNCTION queue._limits(OUT max_lease interval, OUT max_delay inter
 REVOKE ALL ON FUNCTION queue._live_state(status text, available_at timestamp with time zone, attempt integer) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._lock_down() FROM PUBLIC;
-
-REVOKE ALL ON FUNCTION queue._notify_names() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._prom_label(value text) FROM PUBLIC;
 
