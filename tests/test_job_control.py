@@ -2,12 +2,16 @@
 
 * Pause: a paused queue's jobs stay pending however many workers claim, and resume releases
   them.
+* Abort: queue.cancel of a running job reaches the worker's session (notification, then
+  heartbeat), the job ends cancelled when the worker acknowledges, and the worker's late
+  complete is fenced.
 * Fairness: a worker serving two queues does not drain one queue's backlog before starting
   the other's jobs.
 """
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -78,6 +82,47 @@ def test_paused_queue_stays_pending_across_concurrent_claims(
             ).fetchall()
         }
     assert taken == paused, "resume releases every paused job"
+
+
+# --- abort ------------------------------------------------------------------------------------
+
+
+def test_cancel_of_a_running_job_reaches_its_worker(
+    dsn: str, conn: psycopg.Connection, clean: None
+) -> None:
+    job = conn.execute("select queue.enqueue('{}', queue => 'long')").fetchone()[0]
+    with psycopg.connect(dsn, autocommit=True) as worker:
+        worker.execute("listen andal_abort")
+        claimed = worker.execute(
+            "select job_id, token from queue.claim(worker => 'w-abort', queues => '{long}')"
+        ).fetchone()
+        assert claimed is not None and claimed[0] == job
+        token = claimed[1]
+        # another session, the operator's
+        conn.execute("select queue.cancel(job_id => %s)", (job,))
+        notes = list(worker.notifies(timeout=10, stop_after=1))
+        assert [json.loads(n.payload) for n in notes] == [{"job_id": job, "worker": "w-abort"}]
+        beat = worker.execute(
+            "select lease_expires_at, abort_requested from queue.heartbeat("
+            "job_id => %s, token => %s, report_abort => true)",
+            (job, token),
+        ).fetchone()
+        assert beat is not None and beat[1] is True
+        assert worker.execute(
+            "select queue.fail(job_id => %s, token => %s, error => 'aborted')", (job, token)
+        ).fetchone() == ("cancelled",)
+        try:
+            worker.execute("select queue.complete(job_id => %s, token => %s)", (job, token))
+            raise AssertionError("a late complete succeeded")
+        except psycopg.Error as exc:
+            assert exc.diag.sqlstate == "AN001"
+    assert conn.execute(
+        "select state, attempts from queue.job(job_id => %s)", (job,)
+    ).fetchone() == (
+        "cancelled",
+        1,
+    )
+    assert conn.execute("select count(*) from queue.jobs").fetchone() == (0,), "never retried"
 
 
 # --- fairness ----------------------------------------------------------------------------

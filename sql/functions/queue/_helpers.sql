@@ -164,6 +164,9 @@ begin
     elsif v_job.token is distinct from _lease_lost.token then
         v_detail := format('job %s was claimed again by %s at attempt %s',
             job_id, v_job.worker, v_job.attempt);
+    elsif v_job.abort_requested_at is not null and v_job.lease_expires_at > now() then
+        v_detail := format('an abort of job %s was requested at %s: end the attempt with '
+            'queue.fail, the job ends cancelled', job_id, v_job.abort_requested_at);
     else
         v_detail := format('the lease of job %s expired at %s', job_id, v_job.lease_expires_at);
     end if;
@@ -225,7 +228,8 @@ $$;
 
 -- _reap: take back up to `lim` running jobs of `queues` (null: every queue) whose lease
 -- expired: the attempt is spent; the job is pending again at once, keeping its place (its
--- available_at), or dead-lettered when it has no attempt left. Skips rows another session
+-- available_at), or dead-lettered when it has no attempt left, or cancelled when its abort
+-- was requested. Skips rows another session
 -- holds. Returns how many it took back.
 drop function if exists queue._reap(int);
 create or replace function queue._reap(lim int default 100, queues text[] default null)
@@ -256,7 +260,15 @@ begin
             v_keys := v_keys || v_job.cache_key;
             v_queues := v_queues || v_job.queue;
             v_reasons := v_reasons
-                || case when v_job.attempt >= v_job.max_attempts then 'dead' else 'retry' end;
+                || case when v_job.attempt >= v_job.max_attempts
+                             or v_job.abort_requested_at is not null then 'dead'
+                        else 'retry' end;
+        end if;
+        if v_job.abort_requested_at is not null then
+            -- aborted and never acknowledged: fenced now, cancelled, not retried
+            perform queue._bury(v_job.id, 'cancelled', 'aborted: ' || v_error, v_job.errors);
+            v_count := v_count + 1;
+            continue;
         end if;
         if v_job.attempt >= v_job.max_attempts then
             perform queue._bury(v_job.id, 'exhausted', v_error, v_job.errors);

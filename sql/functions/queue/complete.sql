@@ -3,7 +3,8 @@
 -- its gate slot is freed; its cache key is invalidated (or rewritten with the result, by the
 -- queue's cache_policy) in the same transaction (C8, C10).
 -- Raises: 22004 null job_id or token; AN001 (lease lost) when the token is not the job's
--- current, unexpired lease — nothing is changed then.
+-- current, unexpired lease, or an abort of the job was requested (queue.cancel: the abort
+-- wins; end the attempt with queue.fail) — nothing is changed then.
 -- Cost: one statement deletes the job, counts it in this backend's statistics row of the
 -- minute (queue._record's upsert, inlined) and reads the queue's policy; a gated job's slot,
 -- a kept result and a cache key take one more statement each.
@@ -34,7 +35,7 @@ begin
     with gone as (
         delete from queue.jobs as j
         where j.id = complete.job_id and j.token = complete.token
-          and j.lease_expires_at > now()
+          and j.lease_expires_at > now() and j.abort_requested_at is null
         returning j.id, j.queue, j.category, j.cache_key,
             date_part('epoch', now() - j.claimed_at) * 1000 as run_ms,
             width_bucket(date_part('epoch', now() - j.claimed_at) * 1000,
@@ -86,8 +87,8 @@ end
 $$;
 
 -- queue.complete_many: complete several claimed jobs at once. Never raises for a lost lease:
--- returns one row per input job with completed = false where the lease was lost (that job
--- is left untouched). Rows are locked in id order, so concurrent batches never deadlock.
+-- returns one row per input job with completed = false where the lease was lost or an abort
+-- was requested (that job is left untouched). Rows are locked in id order, so concurrent batches never deadlock.
 -- Raises: 22004 null arrays; 22023 arrays of different lengths.
 -- Cost: one statement locks and deletes the jobs (by primary key), frees their gate slots,
 -- keeps their results and counts them in the statistics (one upsert per queue and category
@@ -134,7 +135,7 @@ begin
         -- stale statistics). A job has one token, so it matches at most one pair.
         select j.id, j.queue, i.n from input as i
         join queue.jobs as j on j.id = i.id and j.token = i.tok
-        where j.lease_expires_at > now()
+        where j.lease_expires_at > now() and j.abort_requested_at is null
         order by j.id
         for update of j
     ),

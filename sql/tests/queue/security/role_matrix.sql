@@ -36,7 +36,9 @@ insert into matrix values
     ('queue.jobs_by(text,text,bigint,integer)', true, true, true),
     ('queue.job_payload(bigint)', false, false, true),
     ('queue.pause(text)', false, false, true),
-    ('queue.resume(text)', false, false, true);
+    ('queue.resume(text)', false, false, true),
+    ('queue.heartbeat(bigint,uuid,boolean,interval)', false, true, true),
+    ('queue.heartbeat_many(bigint[],uuid[],boolean,interval)', false, true, true);
 
 -- andal_monitor only reads: statistics, workers and job lookups, nothing that writes.
 create temp table monitor_may (fn text);
