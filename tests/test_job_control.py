@@ -5,6 +5,10 @@
 * Abort: queue.cancel of a running job reaches the worker's session (notification, then
   heartbeat), the job ends cancelled when the worker acknowledges, and the worker's late
   complete is fenced.
+* Wait: Client.wait returns a job's final state and result as soon as another session ends
+  it (woken by NOTIFY andal_done), and times out on a job that stays live.
+* History: with a short retention, old partitions are dropped whole and the table's size
+  stays flat across a 200,000-job churn.
 * Fairness: a worker serving two queues does not drain one queue's backlog before starting
   the other's jobs.
 """
@@ -18,6 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import psycopg
+import pytest
 from conftest import wait_for
 from workers.inproc import running
 
@@ -123,6 +128,108 @@ def test_cancel_of_a_running_job_reaches_its_worker(
         1,
     )
     assert conn.execute("select count(*) from queue.jobs").fetchone() == (0,), "never retried"
+
+
+# --- wait -------------------------------------------------------------------------------------
+
+
+def test_client_wait_returns_the_final_state_and_result(
+    dsn: str, conn: psycopg.Connection, clean: None
+) -> None:
+    conn.execute("select queue.set_history(queue => 'w', retention => '1 hour')")
+    client = andal.Client(dsn)
+    job = client.enqueue({}, "w")
+    assert job is not None
+    got: list[Any] = []
+    waiter = threading.Thread(target=lambda: got.append(client.wait(job, timeout=60, poll=30)))
+    waiter.start()
+    # the waiter is listening once its session watches the job
+    wait_for(
+        lambda: (
+            conn.execute("select watched from queue.jobs where id = %s", (job,)).fetchone()
+            == (True,)
+        ),
+        what="the waiter watches the job",
+    )
+    claimed = conn.execute("select job_id, token from queue.claim('w', queues => '{w}')").fetchone()
+    assert claimed is not None
+    conn.execute("select queue.complete(%s, %s, result => '{\"answer\": 42}')", claimed)
+    waiter.join(timeout=20)  # poll is 30 s: only the notification can wake it this soon
+    assert not waiter.is_alive(), "the waiter was not woken by the completion"
+    info = got[0]
+    assert (info.state, info.result, info.job_id) == ("completed", {"answer": 42}, job)
+
+    live = client.enqueue({}, "w")
+    assert live is not None
+    with pytest.raises(TimeoutError):
+        client.wait(live, timeout=0.2)
+    assert client.wait(987654321, timeout=1) is None  # andal never had it
+
+
+# --- history -----------------------------------------------------------------------------
+
+
+def history_size(conn: psycopg.Connection) -> tuple[int, int, int]:
+    """(bytes, rows, partitions) of queue.history, every partition and index included."""
+    row = conn.execute(
+        "select coalesce(sum(pg_total_relation_size(relid)), 0)::bigint,"
+        " (select count(*) from queue.history), count(*) filter (where isleaf)"
+        " from pg_partition_tree('queue.history')"
+    ).fetchone()
+    assert row is not None
+    return row
+
+
+def churn(conn: psycopg.Connection, queue: str, n: int) -> None:
+    """n jobs through enqueue, claim and complete_many, 1,000 at a time; housekeeping after
+    each batch (as often as the test's one-second partitions need)."""
+    for _ in range(n // 1000):
+        enqueue(conn, queue, 1000)
+        conn.execute(
+            "with c as (select array_agg(job_id) as ids, array_agg(token) as toks"
+            " from queue.claim('churn', queues => array[%s], batch => 1000))"
+            " select count(*) from c, queue.complete_many(c.ids, c.toks)",
+            (queue,),
+        )
+        conn.execute("select queue.maintain()")
+
+
+def test_history_retention_keeps_the_table_flat(
+    dsn: str, conn: psycopg.Connection, clean: None
+) -> None:
+    """5 rounds of 40,000 jobs with one second of history in one-second partitions. After
+    each round the test waits (on the database clock) until the round's rows have expired
+    and their partitions' ranges have passed: the next round's housekeeping drops them
+    whole, so the table holds one round at most, whatever the number of rounds."""
+    # a history without partitions (earlier tests' would take the first rows: a row goes to
+    # the partition that covers its expiry, whatever width that partition has)
+    for (name,) in conn.execute(
+        "select relid::regclass::text from pg_partition_tree('queue.history')"
+        " where isleaf and relid <> 'queue.history_default'::regclass"
+    ).fetchall():
+        conn.execute(f"drop table {name}")
+    conn.execute("select queue.configure_history(partition_width => '1 second')")
+    conn.execute("select queue.set_history(queue => 'churn', retention => '1 second')")
+    sizes: list[tuple[int, int, int]] = []
+    for _ in range(5):
+        churn(conn, "churn", 40_000)
+        sizes.append(history_size(conn))
+        expired = conn.execute("select clock_timestamp() + interval '2.1 seconds'").fetchone()
+        wait_for(
+            lambda at=expired: conn.execute("select clock_timestamp() > %s", at).fetchone()
+            == (True,),
+            what="the round's history to expire",
+        )
+    conn.execute("select queue.maintain()")
+    final = history_size(conn)
+    first = sizes[0]
+    assert first[1] > 0, "history was written"
+    for size, rows, parts in sizes[1:]:
+        assert rows <= 40_000, "rows of an earlier round were kept"
+        assert size <= 1.5 * first[0], f"history grew: {sizes}"
+        assert parts <= first[2] + 5, f"partitions piled up: {sizes}"
+    assert final[1] == 0, "every expired row went with its partition"
+    assert conn.execute("select count(*) from queue.history_default").fetchone() == (0,)
 
 
 # --- fairness ----------------------------------------------------------------------------

@@ -302,9 +302,12 @@ CALLS = {
     "job_payload": "select queue.job_payload(job_id => 0)",
     "pause": "select queue.pause(queue => 'rm-paused')",
     "resume": "select queue.resume(queue => 'rm-paused')",
+    "set_history": "select queue.set_history(queue => 'rm-kept', retention => null)",
+    "configure_history": "select queue.configure_history(partition_width => '1 hour')",
+    "watch": "select queue.watch(job_id => 0)",
 }
 READ = {"job", "jobs_by"}
-PRODUCER = {"enqueue", "enqueue_many", "version", "shard_of", *READ}
+PRODUCER = {"enqueue", "enqueue_many", "version", "shard_of", "watch", *READ}
 WORKER = {
     "claim",
     "complete",
@@ -322,6 +325,7 @@ WORKER = {
     "workers",
     "version",
     "shard_of",
+    "watch",
     *READ,
 }
 MONITOR = {"status", "stats", "metrics", "workers", "version", *READ}

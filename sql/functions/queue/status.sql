@@ -43,7 +43,8 @@ as $$ select '0.1.0'::text $$;
 
 -- queue.maintain: periodic housekeeping any worker may run (the driver does, each minute):
 -- takes back expired leases, samples the WAL position (at most once a minute) for
--- queue.stats()' WAL bytes per job, and prunes counters and samples older than a day.
+-- queue.stats()' WAL bytes per job, prunes counters and samples older than a day, and rolls
+-- the job history (drops its expired partitions, creates those needed ahead).
 -- Returns the number of leases taken back.
 create or replace function queue.maintain() returns int
 language plpgsql
@@ -62,6 +63,7 @@ begin
         delete from queue.stat_minutes as s where s.minute < now() - interval '1 day';
         delete from queue.wal_samples as w where w.sampled_at < now() - interval '1 day';
     end if;
+    perform queue._history_roll();
     return v_reaped;
 end
 $$;
