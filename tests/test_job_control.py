@@ -216,8 +216,9 @@ def test_history_retention_keeps_the_table_flat(
         sizes.append(history_size(conn))
         expired = conn.execute("select clock_timestamp() + interval '2.1 seconds'").fetchone()
         wait_for(
-            lambda at=expired: conn.execute("select clock_timestamp() > %s", at).fetchone()
-            == (True,),
+            lambda at=expired: (
+                conn.execute("select clock_timestamp() > %s", at).fetchone() == (True,)
+            ),
             what="the round's history to expire",
         )
     conn.execute("select queue.maintain()")

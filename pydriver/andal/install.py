@@ -15,29 +15,19 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import psycopg
+
+from .sources import SqlNotFound, sql_dir, sql_version
 
 #: Session advisory lock that serialises installs (the bytes of "andal").
 INSTALL_LOCK = 0x616E64616C
 
-
-def sql_dir() -> Path:
-    """Where the SQL sources live: ``$ANDAL_SQL_DIR`` or the repository's ``sql/``."""
-    env = os.environ.get("ANDAL_SQL_DIR")
-    if env:
-        return Path(env)
-    here = Path(__file__).resolve()
-    for parent in here.parents:
-        candidate = parent / "sql"
-        if (candidate / "schema").is_dir():
-            return candidate
-    candidate = here.parent / "sql"  # packaged copy
-    if (candidate / "schema").is_dir():
-        return candidate
-    raise FileNotFoundError("andal SQL sources not found; set ANDAL_SQL_DIR")
+__all__ = ["SqlNotFound", "install", "main", "sql_dir", "sql_version"]
 
 
 def migrations(root: Path | None = None) -> list[tuple[str, Path]]:
@@ -63,9 +53,11 @@ def install(
     root: Path | None = None,
     log: Callable[[str], None] | None = None,
     shards: int | None = None,
+    lock_down: bool = False,
 ) -> list[str]:
     """Apply pending migrations and the function definitions, then the shard layout when
-    ``shards`` is given. Returns what was done."""
+    ``shards`` is given; ``lock_down``: then ``queue._lock_down()`` (no CONNECT or TEMPORARY
+    for PUBLIC, notifications without names). Returns what was done."""
     root = root or sql_dir()
     log = log or (lambda _msg: None)
     done: list[str] = []
@@ -86,10 +78,10 @@ def install(
                 done.append(f"migration {path.name}")
             files = function_files(root)
             digest = functions_digest(files)
-            current = conn.execute(
+            state = conn.execute(
                 "select functions_digest from queue.install_state where id"
             ).fetchone()
-            if current is None or current[0] != digest:
+            if state is None or state[0] != digest:
                 log(f"applying {len(files)} function files")
                 with conn.transaction():
                     conn.execute("set local check_function_bodies = off")
@@ -107,10 +99,13 @@ def install(
                 if current != shards:
                     log(f"sharding queue.jobs: {current} -> {shards} shards")
                     with conn.transaction():
-                        moved = conn.execute(
+                        row = conn.execute(
                             "select queue.set_shards(shards => %s)", (shards,)
-                        ).fetchone()[0]
+                        ).fetchone()
+                    moved = row[0] if row else 0
                     done.append(f"shards {current} -> {shards} ({moved} live jobs moved)")
+            if lock_down:
+                done += [r[0] for r in conn.execute("select queue._lock_down()").fetchall()]
         finally:
             conn.execute("select pg_advisory_unlock(%s)", (INSTALL_LOCK,))
     return done
@@ -121,7 +116,7 @@ def _env_shards() -> int | None:
     return int(value) if value else None
 
 
-def _applied(conn: psycopg.Connection) -> set[str]:
+def _applied(conn: psycopg.Connection[Any]) -> set[str]:
     exists = conn.execute("select to_regclass('queue.schema_migrations') is not null").fetchone()
     if not exists or not exists[0]:
         return set()
@@ -136,8 +131,17 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m andal.install")
     p.add_argument("dsn", nargs="?", default=os.environ.get("DATABASE_URL", ""))
     p.add_argument("--shards", type=int, default=_env_shards())
+    p.add_argument("--lock-down", action="store_true", help="see queue._lock_down()")
     args = p.parse_args(argv)
-    for step in install(args.dsn, log=print, shards=args.shards) or ["already up to date"]:
+    if not args.dsn:
+        print("andal install: no database: pass a DSN or set DATABASE_URL", file=sys.stderr)
+        return 2
+    try:
+        steps = install(args.dsn, log=print, shards=args.shards, lock_down=args.lock_down)
+    except SqlNotFound as exc:
+        print(f"andal install: {exc}", file=sys.stderr)
+        return 4
+    for step in steps or ["already up to date"]:
         print(step)
     return 0
 

@@ -4,9 +4,11 @@
 -- its result is kept in queue.results only when the queue's keep_results is on;
 -- its gate slot is freed; its cache key is invalidated (or rewritten with the result, by the
 -- queue's cache_policy) in the same transaction (C8, C10).
--- Raises: 22004 null job_id or token; AN001 (lease lost) when the token is not the job's
--- current, unexpired lease, or an abort of the job was requested (queue.cancel: the abort
--- wins; end the attempt with queue.fail) — nothing is changed then.
+-- Raises: 22004 null job_id or token; 54000 a result to keep (results or history) over
+-- queue.config.max_result_bytes (complete it without a result, or fail it); AN001 (lease
+-- lost) when the token is not the job's current, unexpired lease, or an abort of the job was
+-- requested (queue.cancel: the abort wins; end the attempt with queue.fail) — nothing is
+-- changed then.
 -- Cost: one statement deletes the job, counts it in this backend's statistics row of the
 -- minute (queue._record's upsert, inlined) and reads the queue's policy; a gated job's slot,
 -- a kept result and a cache key take one more statement each.
@@ -91,18 +93,21 @@ begin
         ) values (
             v_id, v_queue, v_category, v_job.priority, 'completed', v_job.payload,
             v_job.attempt, v_job.max_attempts, v_job.enqueued_at,
-            v_job.claimed_at, v_job.worker, complete.result, v_job.errors,
+            v_job.claimed_at, v_job.worker, queue._check_result(complete.result, 'result'),
+            v_job.errors,
             now() + v_history
         );
     end if;
     if v_job.watched then
-        perform pg_notify('andal_done', v_id::text);
+        perform pg_notify('andal_done',
+            case when queue._notify_names() then v_id::text else '' end);
     end if;
     if v_category is not null then
         delete from queue.worker_locks as w where w.job_id = v_id;
     end if;
     if v_keep then
-        insert into queue.results (job_id, queue, result) values (v_id, v_queue, complete.result);
+        insert into queue.results (job_id, queue, result)
+        values (v_id, v_queue, queue._check_result(complete.result, 'result'));
     end if;
     if v_cache_key is not null then
         perform cache._job_done(v_cache_key, coalesce(v_policy, 'invalidate'), complete.result,
@@ -191,7 +196,9 @@ begin
         -- the queues that keep results are read once (usually none), not once per job; in
         -- key order, so on an index
         insert into queue.results (job_id, queue, result)
-        select g.id, g.queue, complete_many.results[g.n] from gone as g
+        select g.id, g.queue,
+            queue._check_result(complete_many.results[g.n], format('results[%s]', g.n))
+        from gone as g
         where g.queue = any (array(
             select q.queue from queue.queues as q where q.keep_results order by q.queue))
     ),
@@ -257,7 +264,8 @@ begin
             'job_id', g.id, 'queue', g.queue, 'category', g.category, 'priority', g.priority,
             'payload', g.payload, 'attempt', g.attempt, 'max_attempts', g.max_attempts,
             'enqueued_at', g.enqueued_at, 'started_at', g.claimed_at, 'worker', g.worker,
-            'result', complete_many.results[g.n], 'errors', g.errors))
+            'result', queue._check_result(complete_many.results[g.n], format('results[%s]', g.n)),
+            'errors', g.errors))
         filter (where g.queue = any (array(
             select q.queue from queue.queues as q where q.history_retention is not null
             order by q.queue))),
@@ -280,7 +288,8 @@ begin
         );
     end if;
     for v_i in 1 .. coalesce(cardinality(v_watched), 0) loop
-        perform pg_notify('andal_done', v_watched[v_i]::text);
+        perform pg_notify('andal_done',
+            case when queue._notify_names() then v_watched[v_i]::text else '' end);
     end loop;
 
     for v_i in 1 .. coalesce(cardinality(v_keys), 0) loop

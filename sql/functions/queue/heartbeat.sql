@@ -23,7 +23,7 @@ set jit = off
 as $$
 #variable_conflict use_column
 begin
-    perform queue._check_interval(_heartbeat.extend, 'extend', true, false);
+    perform queue._check_interval(_heartbeat.extend, 'extend', true, false, 'lease');
     return query
     with input as (
         select i.id, i.tok, i.n
@@ -49,10 +49,12 @@ begin
                 interval '60 seconds')
             end
         from locked as l where j.id = l.id
-        returning j.id, j.lease_expires_at, j.abort_requested_at is not null as abort_requested
+        returning j.id, j.token, j.lease_expires_at,
+            j.abort_requested_at is not null as abort_requested
     )
+    -- by id and token: a wrong token beside the job's right one in the same call is lost
     select i.id, e.lease_expires_at, e.abort_requested
-    from input as i left join extended as e on e.id = i.id
+    from input as i left join extended as e on e.id = i.id and e.token = i.tok
     order by i.n;
 end
 $$;

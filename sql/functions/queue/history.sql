@@ -139,9 +139,7 @@ set search_path = pg_catalog, pg_temp
 as $$
 #variable_conflict use_column
 begin
-    if configure_history.partition_width is null then
-        raise exception 'partition_width must not be null' using errcode = '22004';
-    end if;
+    perform queue._check_interval(configure_history.partition_width, 'partition_width', true);
     if configure_history.partition_width < interval '1 second' then
         raise exception 'partition_width must be at least 1 second (got %)',
             configure_history.partition_width using errcode = '22023';

@@ -21,7 +21,7 @@ begin
     if release.job_id is null or release.token is null then
         raise exception 'job_id and token must not be null' using errcode = '22004';
     end if;
-    perform queue._check_interval(release.delay, 'delay');
+    perform queue._check_interval(release.delay, 'delay', bound => 'delay');
     if exists (select from queue.jobs as j
                where j.id = release.job_id and j.token = release.token
                  and j.lease_expires_at > now() and j.abort_requested_at is not null) then
@@ -44,7 +44,8 @@ begin
         delete from queue.worker_locks as w where w.job_id = v_job.id;
     end if;
     if release.delay <= interval '0' and (queue._config(v_job.queue)).notify then
-        perform pg_notify('andal_jobs', v_job.queue);
+        perform pg_notify('andal_jobs',
+            case when queue._notify_names() then v_job.queue else '' end);
     end if;
 end
 $$;
