@@ -51,11 +51,8 @@ def drain(dsn: str, n: int, batch: int, history: bool) -> tuple[float, float]:
     with psycopg.connect(dsn, autocommit=True) as c:
         wal = one(c, "select pg_current_wal_lsn() - %s::pg_lsn", (lsn0,))
         left = one(c, "select count(*) from queue.jobs")
-        kept = one(
-            c,
-            "select case when to_regclass('queue.history') is null then 0"
-            " else (select count(*) from queue.history) end",
-        )
+        has_history = one(c, "select to_regclass('queue.history') is not null")
+        kept = one(c, "select count(*) from queue.history") if has_history else 0
     if left or kept != (n if history else 0):
         raise RuntimeError(f"drain incomplete: {left} left, {kept} in history")
     return batch * r.tps, float(wal) / n
@@ -66,6 +63,7 @@ def main() -> None:
     p.add_argument("--jobs", type=int, default=20_000)
     p.add_argument("--reps", type=int, default=3)
     p.add_argument("--off-only", action="store_true", help="history off only")
+    p.add_argument("--batch", type=int, action="append", help="batch sizes (default 1 and 100)")
     args = p.parse_args()
     modes = (False,) if args.off_only else (False, True)
     with psycopg.connect(ADMIN_DSN, autocommit=True) as c:
@@ -74,7 +72,7 @@ def main() -> None:
     dsn = dsn_for(DB)
     try:
         systems.setup("andal", dsn)
-        for batch in (1, 100):
+        for batch in args.batch or [1, 100]:
             got: dict[bool, list[tuple[float, float]]] = {False: [], True: []}
             for rep in range(args.reps):
                 for history in modes:
