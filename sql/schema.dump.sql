@@ -1734,6 +1734,35 @@ $$;
 
 COMMENT ON FUNCTION queue._heartbeat(job_ids bigint[], tokens uuid[], extend interval) IS 'Private: extend leases (not of jobs whose abort was requested); report aborts.';
 
+CREATE FUNCTION queue._heartbeat_one(job_id bigint, token uuid, extend interval) RETURNS TABLE(lease_expires_at timestamp with time zone, abort_requested boolean)
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
+    SET jit TO 'off'
+    AS $$
+#variable_conflict use_column
+begin
+    perform queue._check_interval(_heartbeat_one.extend, 'extend', true, false, 'lease');
+    return query
+    update queue.jobs as j
+    set lease_expires_at = case
+        when j.abort_requested_at is not null then j.lease_expires_at
+        else now() + coalesce(
+            _heartbeat_one.extend,
+            (select q.lease from queue.queues as q where q.queue = j.queue),
+            interval '60 seconds')
+        end
+    -- By primary key, never a scan of the running jobs (as complete): a token is set only
+    -- while a job runs, so token and unexpired lease say "running" without naming the
+    -- status, which would let the planner read jobs_lease_idx on stale statistics.
+    where j.id = _heartbeat_one.job_id and j.token = _heartbeat_one.token
+      and j.lease_expires_at > now()
+    returning j.lease_expires_at, j.abort_requested_at is not null;
+end
+$$;
+
+COMMENT ON FUNCTION queue._heartbeat_one(job_id bigint, token uuid, extend interval) IS 'Private: extend one lease (not of a job whose abort was requested); report an abort.';
+
 CREATE FUNCTION queue._hist_bounds() RETURNS double precision[]
     LANGUAGE sql IMMUTABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -1798,6 +1827,14 @@ declare
     v_hi timestamptz;
     v_name text;
 begin
+    -- nothing kept and nothing to drop (the usual install): no lock, no write
+    if not exists (select from queue.queues as q where q.history_retention is not null)
+        and not exists (select from pg_inherits as i
+                        where i.inhparent = 'queue.history'::regclass
+                          and i.inhrelid <> 'queue.history_default'::regclass)
+        and not exists (select from queue.history_default) then
+        return 0;
+    end if;
     insert into queue.history_settings as s (id) values (true) on conflict (id) do nothing;
     select s.partition_width into v_width from queue.history_settings as s
     where s.id for update skip locked;
@@ -1820,8 +1857,8 @@ begin
         begin
             execute format('drop table %s', v_part.name);
             v_dropped := v_dropped + 1;
-        exception when lock_not_available then
-            exit;  -- busy: next time
+        exception when lock_not_available or object_in_use then
+            exit;  -- busy (another session, or a query of this one still reads it): next time
         end;
     end loop;
     delete from queue.history_default as d where d.keep_until <= now();
@@ -3229,7 +3266,7 @@ begin
         raise exception 'job_id and token must not be null' using errcode = '22004';
     end if;
     select h.lease_expires_at into v_expires
-    from queue._heartbeat(array[heartbeat.job_id], array[heartbeat.token], heartbeat.extend) as h;
+    from queue._heartbeat_one(heartbeat.job_id, heartbeat.token, heartbeat.extend) as h;
     if v_expires is null then
         perform queue._lease_lost(heartbeat.job_id, heartbeat.token);
     end if;
@@ -3254,7 +3291,7 @@ begin
         raise exception 'job_id, token and report_abort must not be null' using errcode = '22004';
     end if;
     select h.lease_expires_at, h.abort_requested into v_expires, v_abort
-    from queue._heartbeat(array[heartbeat.job_id], array[heartbeat.token], heartbeat.extend) as h;
+    from queue._heartbeat_one(heartbeat.job_id, heartbeat.token, heartbeat.extend) as h;
     if v_expires is null then
         perform queue._lease_lost(heartbeat.job_id, heartbeat.token);
     end if;
@@ -4809,6 +4846,8 @@ REVOKE ALL ON FUNCTION queue._forget_unused() FROM PUBLIC;
 REVOKE ALL ON FUNCTION queue._gated_scan(queues text[], lim integer, exclude_categories text[], exclude_ids bigint[]) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._heartbeat(job_ids bigint[], tokens uuid[], extend interval) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._heartbeat_one(job_id bigint, token uuid, extend interval) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._hist_bounds() FROM PUBLIC;
 

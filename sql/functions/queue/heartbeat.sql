@@ -1,6 +1,7 @@
 -- Heartbeats: queue.heartbeat and queue.heartbeat_many extend leases; their overloads with
--- report_abort also say whether an abort was requested (queue.cancel of a running job). All
--- four are thin wrappers of one private body, queue._heartbeat.
+-- report_abort also say whether an abort was requested (queue.cancel of a running job). The
+-- two overloads of each are thin wrappers of one private body: queue._heartbeat_one (one job,
+-- by primary key) and queue._heartbeat (many).
 --
 -- A job whose abort was requested keeps its lease but is no longer extended: its worker is
 -- expected to stop and end the attempt (queue.fail or queue.release: the job ends
@@ -59,6 +60,38 @@ begin
 end
 $$;
 
+-- _heartbeat_one: extend the lease of one job when (job_id, token) is its current,
+-- unexpired lease (not when an abort was requested); returns the expiry and whether an
+-- abort was requested, or nulls when the lease was lost. One statement, by primary key.
+-- Raises: 22023 extend <= 0 or past max_lease.
+create or replace function queue._heartbeat_one(job_id bigint, token uuid, extend interval)
+returns table (lease_expires_at timestamptz, abort_requested boolean)
+language plpgsql
+set search_path = pg_catalog, pg_temp
+set enable_seqscan = off
+set jit = off
+as $$
+#variable_conflict use_column
+begin
+    perform queue._check_interval(_heartbeat_one.extend, 'extend', true, false, 'lease');
+    return query
+    update queue.jobs as j
+    set lease_expires_at = case
+        when j.abort_requested_at is not null then j.lease_expires_at
+        else now() + coalesce(
+            _heartbeat_one.extend,
+            (select q.lease from queue.queues as q where q.queue = j.queue),
+            interval '60 seconds')
+        end
+    -- By primary key, never a scan of the running jobs (as complete): a token is set only
+    -- while a job runs, so token and unexpired lease say "running" without naming the
+    -- status, which would let the planner read jobs_lease_idx on stale statistics.
+    where j.id = _heartbeat_one.job_id and j.token = _heartbeat_one.token
+      and j.lease_expires_at > now()
+    returning j.lease_expires_at, j.abort_requested_at is not null;
+end
+$$;
+
 -- queue.heartbeat: extend the lease of a claimed job; returns the new expiry.
 -- The lease becomes now() + extend (default: the queue's lease); the gate slot follows it.
 -- A job whose abort was requested is not extended (the expiry returned is unchanged): use
@@ -81,7 +114,7 @@ begin
         raise exception 'job_id and token must not be null' using errcode = '22004';
     end if;
     select h.lease_expires_at into v_expires
-    from queue._heartbeat(array[heartbeat.job_id], array[heartbeat.token], heartbeat.extend) as h;
+    from queue._heartbeat_one(heartbeat.job_id, heartbeat.token, heartbeat.extend) as h;
     if v_expires is null then
         perform queue._lease_lost(heartbeat.job_id, heartbeat.token);
     end if;
@@ -111,7 +144,7 @@ begin
         raise exception 'job_id, token and report_abort must not be null' using errcode = '22004';
     end if;
     select h.lease_expires_at, h.abort_requested into v_expires, v_abort
-    from queue._heartbeat(array[heartbeat.job_id], array[heartbeat.token], heartbeat.extend) as h;
+    from queue._heartbeat_one(heartbeat.job_id, heartbeat.token, heartbeat.extend) as h;
     if v_expires is null then
         perform queue._lease_lost(heartbeat.job_id, heartbeat.token);
     end if;
@@ -177,6 +210,8 @@ begin
 end
 $$;
 
+comment on function queue._heartbeat_one(bigint, uuid, interval) is
+'Private: extend one lease (not of a job whose abort was requested); report an abort.';
 comment on function queue._heartbeat(bigint[], uuid[], interval) is
 'Private: extend leases (not of jobs whose abort was requested); report aborts.';
 comment on function queue.heartbeat(bigint, uuid, interval) is
@@ -187,6 +222,7 @@ comment on function queue.heartbeat_many(bigint[], uuid[], interval) is
 'Extend several leases; null expiry where the lease was lost.';
 comment on function queue.heartbeat_many(bigint[], uuid[], boolean, interval) is
 'Extend several leases and report requested aborts; null where the lease was lost.';
+revoke all on function queue._heartbeat_one(bigint, uuid, interval) from public;
 revoke all on function queue._heartbeat(bigint[], uuid[], interval) from public;
 revoke all on function queue.heartbeat(bigint, uuid, interval) from public;
 revoke all on function queue.heartbeat(bigint, uuid, boolean, interval) from public;

@@ -39,6 +39,14 @@ declare
     v_hi timestamptz;
     v_name text;
 begin
+    -- nothing kept and nothing to drop (the usual install): no lock, no write
+    if not exists (select from queue.queues as q where q.history_retention is not null)
+        and not exists (select from pg_inherits as i
+                        where i.inhparent = 'queue.history'::regclass
+                          and i.inhrelid <> 'queue.history_default'::regclass)
+        and not exists (select from queue.history_default) then
+        return 0;
+    end if;
     insert into queue.history_settings as s (id) values (true) on conflict (id) do nothing;
     select s.partition_width into v_width from queue.history_settings as s
     where s.id for update skip locked;
@@ -61,8 +69,8 @@ begin
         begin
             execute format('drop table %s', v_part.name);
             v_dropped := v_dropped + 1;
-        exception when lock_not_available then
-            exit;  -- busy: next time
+        exception when lock_not_available or object_in_use then
+            exit;  -- busy (another session, or a query of this one still reads it): next time
         end;
     end loop;
     delete from queue.history_default as d where d.keep_until <= now();
