@@ -4,7 +4,7 @@
   them.
 * Abort: queue.cancel of a running job reaches the worker's session (notification, then
   heartbeat), the job ends cancelled when the worker acknowledges, and the worker's late
-  complete is fenced.
+  complete is fenced; a cancel and a complete racing end the job once.
 * Wait: Client.wait returns a job's final state and result as soon as another session ends
   it (woken by NOTIFY andal_done), and times out on a job that stays live.
 * History: with a short retention, old partitions are dropped whole and the table's size
@@ -129,6 +129,81 @@ def test_cancel_of_a_running_job_reaches_its_worker(
         1,
     )
     assert conn.execute("select count(*) from queue.jobs").fetchone() == (0,), "never retried"
+
+
+def test_abort_and_complete_racing_end_the_job_once(
+    dsn: str, conn: psycopg.Connection, clean: None
+) -> None:
+    """A cancel whose transaction is open while the worker completes: the complete waits for
+    it and, re-checking the row, gets AN001 (the abort won); the job ends cancelled once the
+    worker acknowledges. The other way round, a complete not yet committed makes the cancel
+    wait, and the cancel then finds the job gone (42704)."""
+    job = conn.execute("select queue.enqueue('{}', queue => 'race')").fetchone()[0]
+    token = conn.execute(
+        "select token from queue.claim(worker => 'w', queues => '{race}')"
+    ).fetchone()[0]
+    outcome: list[str | None] = []
+    with psycopg.connect(dsn) as operator, psycopg.connect(dsn, autocommit=True) as worker:
+        operator.execute("select queue.cancel(job_id => %s)", (job,))  # open transaction
+
+        def complete() -> None:
+            try:
+                worker.execute("select queue.complete(%s, %s)", (job, token))
+                outcome.append(None)
+            except psycopg.Error as exc:
+                outcome.append(exc.diag.sqlstate)
+
+        t = threading.Thread(target=complete)
+        t.start()
+        wait_for(
+            lambda: (
+                conn.execute(
+                    "select count(*) from pg_stat_activity where datname = current_database()"
+                    " and wait_event_type = 'Lock'"
+                    " and query like 'select queue.complete%%'"
+                ).fetchone()
+                == (1,)
+            ),
+            what="the complete to wait for the cancel's row lock",
+        )
+        operator.commit()
+        t.join(timeout=20)
+        assert outcome == ["AN001"]
+        assert worker.execute(
+            "select queue.fail(%s, %s, error => 'aborted')", (job, token)
+        ).fetchone() == ("cancelled",)
+
+    job = conn.execute("select queue.enqueue('{}', queue => 'race')").fetchone()[0]
+    token = conn.execute(
+        "select token from queue.claim(worker => 'w', queues => '{race}')"
+    ).fetchone()[0]
+    with psycopg.connect(dsn) as worker, psycopg.connect(dsn, autocommit=True) as operator:
+        worker.execute("select queue.complete(%s, %s)", (job, token))  # open transaction
+        got: list[str | None] = []
+
+        def cancel() -> None:
+            try:
+                operator.execute("select queue.cancel(job_id => %s)", (job,))
+                got.append(None)
+            except psycopg.Error as exc:
+                got.append(exc.diag.sqlstate)
+
+        t = threading.Thread(target=cancel)
+        t.start()
+        wait_for(
+            lambda: (
+                conn.execute(
+                    "select count(*) from pg_stat_activity where datname = current_database()"
+                    " and wait_event_type = 'Lock'"
+                    " and query like 'select queue.cancel%%'"
+                ).fetchone()
+                == (1,)
+            ),
+            what="the cancel to wait for the complete's row lock",
+        )
+        worker.commit()
+        t.join(timeout=20)
+        assert got == ["42704"], "the job had completed"
 
 
 # --- wait -------------------------------------------------------------------------------------
