@@ -2471,7 +2471,8 @@ begin
     -- tell which, and what its probes saw may have changed since).
 
     -- Paused queues are left out: a claim of every queue becomes one of the queues with
-    -- pending jobs that are not paused (queue._unpaused_queues).
+    -- pending jobs that are not paused (queue._unpaused_queues; expired leases of queues
+    -- with running jobs only are then taken back by their own claims or queue.maintain).
     if (select p.queue from queue.queues as p where p.paused limit 1) is not null then
         claim.queues := queue._unpaused_queues(claim.queues);
         if cardinality(claim.queues) = 0 then
