@@ -26,6 +26,7 @@ from __future__ import annotations
 from .cache import REFRESH_QUEUE, Cache, Lookup, refresh_handler, register_refresh
 from .client import Client, configure_queue, enqueue, enqueue_many, set_category_limit
 from .errors import AndalError, LeaseLost, NotInstalled
+from .jobs import JobInfo
 from .sources import sql_version
 from .worker import Fail, Handler, Job, Registry, Retry, Worker
 
@@ -54,6 +55,7 @@ __all__ = [
     "Fail",
     "Handler",
     "Job",
+    "JobInfo",
     "LeaseLost",
     "Lookup",
     "NotInstalled",

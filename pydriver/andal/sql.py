@@ -229,6 +229,10 @@ RESUME = "select queue.resume(queue => %(queue)s::text)"
 #: One job as andal remembers it (no row: andal does not remember the job).
 JOB = "select * from queue.job(job_id => %(job_id)s::bigint)"
 
+#: Waiting for jobs: a NOTIFY on this channel (payload: the job id) when a watched job ends.
+LISTEN_DONE = "listen andal_done"
+WATCH = "select queue.watch(job_id => %(job_id)s::bigint)"
+
 #: Withdraw a pending or scheduled job, or ask a running job to stop.
 CANCEL = "select queue.cancel(job_id => %(job_id)s::bigint)"
 

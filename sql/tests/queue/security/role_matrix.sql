@@ -36,7 +36,12 @@ insert into matrix values
     ('queue.jobs_by(text,text,bigint,integer)', true, true, true),
     ('queue.job_payload(bigint)', false, false, true),
     ('queue.pause(text)', false, false, true),
-    ('queue.resume(text)', false, false, true);
+    ('queue.resume(text)', false, false, true),
+    ('queue.heartbeat(bigint,uuid,boolean,interval)', false, true, true),
+    ('queue.heartbeat_many(bigint[],uuid[],boolean,interval)', false, true, true),
+    ('queue.set_history(text,interval)', false, false, true),
+    ('queue.configure_history(interval)', false, false, true),
+    ('queue.watch(bigint)', true, true, true);
 
 -- andal_monitor only reads: statistics, workers and job lookups, nothing that writes.
 create temp table monitor_may (fn text);
