@@ -32,9 +32,15 @@ LOGINS = {
     "producer": f"andal_t_producer_{SUFFIX}",
     "worker": f"andal_t_worker_{SUFFIX}",
     "admin": f"andal_t_admin_{SUFFIX}",
+    "reader": f"andal_t_reader_{SUFFIX}",
     "nobody": f"andal_t_nobody_{SUFFIX}",
 }
-MEMBER_OF = {"producer": "andal_producer", "worker": "andal_worker", "admin": "andal_admin"}
+MEMBER_OF = {
+    "producer": "andal_producer",
+    "worker": "andal_worker",
+    "admin": "andal_admin",
+    "reader": "andal_reader",
+}
 
 
 @pytest.fixture(scope="module")
@@ -278,6 +284,8 @@ CALLS = {
     "cancel": "select queue.cancel(0)",
     "requeue_dead": "select queue.requeue_dead(0)",
     "purge_dead": "select queue.purge_dead('100 years')",
+    "purge_dead_jobs": "select queue.purge_dead_jobs('{0}')",
+    "stats_by_minute": "select * from queue.stats_by_minute()",
     "list_dead": "select * from queue.list_dead()",
     "configure_queue": "select * from queue.configure_queue('rm')",
     "set_category_limit": "select queue.set_category_limit('rm', 1)",
@@ -297,12 +305,20 @@ WORKER = {
     "maintain",
     "status",
     "stats",
+    "stats_by_minute",
     "metrics",
     "workers",
     "version",
     "shard_of",
 }
-GRANTED = {"producer": PRODUCER, "worker": WORKER, "admin": set(CALLS), "nobody": set()}
+READER = {"status", "stats", "stats_by_minute", "metrics", "workers", "version", "list_dead"}
+GRANTED = {
+    "producer": PRODUCER,
+    "worker": WORKER,
+    "admin": set(CALLS),
+    "reader": READER,
+    "nobody": set(),
+}
 
 
 def test_matrix_covers_every_public_function(dsn: str) -> None:
@@ -317,7 +333,7 @@ def test_matrix_covers_every_public_function(dsn: str) -> None:
     assert names == set(CALLS)
 
 
-@pytest.mark.parametrize("kind", ["producer", "worker", "admin", "nobody"])
+@pytest.mark.parametrize("kind", ["producer", "worker", "admin", "reader", "nobody"])
 def test_each_role_calls_exactly_its_functions(
     dsn: str, roles: dict[str, str], clean: None, kind: str
 ) -> None:
@@ -337,7 +353,7 @@ def test_each_role_calls_exactly_its_functions(
 
 
 def test_andal_roles_cannot_log_in(dsn: str) -> None:
-    for role in ("andal_producer", "andal_worker", "andal_admin"):
+    for role in ("andal_producer", "andal_worker", "andal_admin", "andal_reader"):
         with pytest.raises(psycopg.OperationalError, match="not permitted to log in"):
             psycopg.connect(make_conninfo(dsn, user=role)).close()
 

@@ -400,5 +400,5 @@ from public;
 revoke all on function queue._prom_label(text) from public;
 revoke all on function queue.stats() from public;
 revoke all on function queue.metrics() from public;
-grant execute on function queue.stats() to andal_admin, andal_worker;
-grant execute on function queue.metrics() to andal_admin, andal_worker;
+grant execute on function queue.stats() to andal_admin, andal_worker, andal_reader;
+grant execute on function queue.metrics() to andal_admin, andal_worker, andal_reader;

@@ -72,6 +72,6 @@ comment on function queue.maintain() is 'Housekeeping: take back expired leases,
 revoke all on function queue.status() from public;
 revoke all on function queue.version() from public;
 revoke all on function queue.maintain() from public;
-grant execute on function queue.status() to andal_admin, andal_worker;
-grant execute on function queue.version() to andal_producer, andal_worker, andal_admin;
+grant execute on function queue.status() to andal_admin, andal_worker, andal_reader;
+grant execute on function queue.version() to andal_producer, andal_worker, andal_admin, andal_reader;
 grant execute on function queue.maintain() to andal_worker, andal_admin;

@@ -21,10 +21,12 @@ insert into matrix values
     ('queue.stats()', false, true, true),
     ('queue.metrics()', false, true, true),
     ('queue.workers()', false, true, true),
+    ('queue.stats_by_minute(interval)', false, true, true),
     ('queue.version()', true, true, true),
     ('queue.cancel(bigint)', false, false, true),
     ('queue.requeue_dead(bigint)', false, false, true),
     ('queue.purge_dead(interval)', false, false, true),
+    ('queue.purge_dead_jobs(bigint[])', false, false, true),
     ('queue.list_dead(text,integer)', false, false, true),
     ('queue.configure_queue(text,integer,interval,text,interval,interval,real,boolean,integer,'
         'boolean,text)', false, false, true),
