@@ -1,11 +1,15 @@
 -- queue.stats_by_minute: per queue and minute of the last `span` (the current minute
 -- included), the attempts that ended: completed, retried (failed, retry scheduled) and dead.
 -- Every minute of the span is a row, zeros included, for every queue with an ended attempt in
--- the span; for charts of throughput and failure rate. Reads the per-minute counters that
+-- the span; failure_rate is (retried + dead) / ended, null in a minute with none (as in
+-- queue.stats()). For charts of throughput and failure rate. Reads the per-minute counters that
 -- queue.stats() reads, which queue.maintain() keeps for a day.
 -- Raises: 22004 null span; 22023 a span that is not positive or longer than 1 day.
 create or replace function queue.stats_by_minute(span interval default '1 hour')
-returns table (queue text, minute timestamptz, completed bigint, retried bigint, dead bigint)
+returns table (
+    queue text, minute timestamptz, completed bigint, retried bigint, dead bigint,
+    failure_rate double precision
+)
 language plpgsql stable
 security definer
 set search_path = pg_catalog, pg_temp
@@ -29,7 +33,8 @@ begin
         group by 1, 2
     )
     select q.queue, g.minute, coalesce(m.completed, 0), coalesce(m.retried, 0),
-        coalesce(m.dead, 0)
+        coalesce(m.dead, 0),
+        (m.retried + m.dead)::double precision / nullif(m.completed + m.retried + m.dead, 0)
     from (select distinct m.queue from m) as q
     cross join generate_series(v_from, date_trunc('minute', now()), interval '1 minute') as g (
         minute

@@ -2,7 +2,7 @@
 -- attempts of each minute summed over backends and categories.
 begin;
 \ir ../_fixtures.psql
-select plan(5);
+select plan(6);
 
 truncate queue.stat_minutes;
 insert into queue.stat_minutes (minute, backend, queue, category, completed, retried, dead,
@@ -20,6 +20,12 @@ select results_eq(
        where minute = date_trunc('minute', now()) $$,
     $$ values (5::bigint, 1::bigint, 1::bigint) $$,
     'the current minute sums backends and categories');
+select results_eq(
+    $$ select failure_rate from queue.stats_by_minute(span => interval '1 hour')
+       where minute in (date_trunc('minute', now()), date_trunc('minute', now()) - interval '1 minute')
+       order by minute $$,
+    $$ values (null::double precision), (2.0 / 7) $$,
+    'failure rate: (retried + dead) / ended, null in a minute without any');
 select is((select sum(completed) from queue.stats_by_minute(span => interval '1 hour')),
     12::numeric, 'older minutes count, a minute outside the span does not');
 select is((select count(*) from queue.stats_by_minute(span => interval '1 hour')
