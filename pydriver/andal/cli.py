@@ -941,6 +941,12 @@ def parser() -> argparse.ArgumentParser:
     s = dead.add_parser("purge", help="delete dead letters older than SECONDS")
     s.add_argument("--older-than", type=float, required=True, metavar="SECONDS")
     s.set_defaults(func=cmd_dead_purge)
+
+    from .web import command as web  # argparse only: the web libraries load when it runs
+
+    s = sub.add_parser("web", help="serve the dashboard to a browser (docs/web.md)")
+    web.add_arguments(s)
+    s.set_defaults(func=web.run)
     return p
 
 
