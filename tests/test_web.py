@@ -1,0 +1,203 @@
+"""`andal web` in a real browser: Debian's headless Chromium, driven by Selenium, against the
+server run as a real process on a database with jobs in every state.
+
+Each page is loaded and its figures compared with what the SQL functions return; a dead letter
+is requeued and two are purged through the page; a job enqueued from SQL shows on the
+overview without a reload; a payload holding a script and HTML shows as text. Screenshots of
+each page go to .andal/screenshots/ (or $ANDAL_SCREENSHOTS), not committed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import psycopg
+import pytest
+from webapp import IMG_ERROR, SCREENSHOTS, SCRIPT_PAYLOAD, andal_web, chromium, seed
+
+from andal.web import fmt
+
+pytest.importorskip("selenium")
+pytest.importorskip("starlette")
+
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+
+#: Every cell of the overview's queue table, read in one script run (the table is replaced by
+#: live updates, so reading cell by cell could straddle two versions).
+QUEUE_CELLS = """
+const out = {};
+document.querySelectorAll('#queues tbody tr').forEach(tr => {
+  const row = {};
+  tr.querySelectorAll('[data-col]').forEach(td => { row[td.dataset.col] = td.textContent.trim(); });
+  out[tr.dataset.queue] = row;
+});
+return out;
+"""
+
+
+@pytest.fixture(scope="module")
+def ids(dsn: str) -> dict[str, Any]:
+    with psycopg.connect(dsn, autocommit=True) as c:
+        return seed(c)
+
+
+@pytest.fixture(scope="module")
+def base(dsn: str, ids: dict[str, Any]) -> Iterator[str]:
+    with andal_web(dsn) as server:
+        yield server.base
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    driver = chromium()
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def shot(browser: Any, name: str) -> None:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    browser.save_screenshot(str(SCREENSHOTS / f"{name}.png"))
+
+
+def stats(dsn: str) -> dict[tuple[str, str | None], dict[str, Any]]:
+    with psycopg.connect(dsn) as c, c.cursor(row_factory=psycopg.rows.dict_row) as cur:
+        rows = cur.execute("select * from queue.stats()").fetchall()
+    return {(r["queue"], r["category"]): r for r in rows}
+
+
+def test_overview_shows_what_queue_stats_returns(browser: Any, base: str, dsn: str) -> None:
+    browser.get(base + "/")
+    shown = browser.execute_script(QUEUE_CELLS)
+    expected = stats(dsn)
+    assert set(shown) == {q for q, cat in expected if cat is None} == {"mail", "hooks"}
+    for queue, cells in shown.items():
+        row = expected[(queue, None)]
+        for col in ("ready", "scheduled", "running", "dead", "completed_1h"):
+            assert cells[col] == fmt.count(row[col]), (queue, col)
+        assert cells["failure_rate"] == fmt.pct(row["failure_rate"])
+        assert cells["pickup_p95"] == fmt.ms(row["pickup_p95_ms"])
+    assert shown["mail"]["ready"] == "3" and shown["hooks"]["dead"] == "4"
+    acme = browser.find_element(By.CSS_SELECTOR, '#categories tr[data-category="acme"]')
+    attempts = acme.find_element(By.CSS_SELECTOR, '[data-col="lock_attempts"]').text
+    assert attempts == fmt.count(expected[("hooks", "acme")]["lock_attempts"])
+    with psycopg.connect(dsn) as c:
+        ratio = c.execute("select value from cache.stats() where metric = 'hit_ratio'")
+        ratio = ratio.fetchone()[0]
+        workers = c.execute("select count(*) from queue.workers()").fetchone()[0]
+    hit = browser.find_element(By.CSS_SELECTOR, '#cache [data-col="hit_ratio"]').text
+    assert hit == fmt.pct(ratio) == "70.0%"
+    assert browser.find_element(By.CSS_SELECTOR, '[data-figure="workers"]').text == str(workers)
+    # one throughput chart per queue, drawn from queue.stats_by_minute()
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#queues svg.spark.ok polyline")) == 2
+    shot(browser, "overview")
+
+
+def test_a_job_enqueued_from_sql_shows_without_a_reload(browser: Any, base: str, dsn: str) -> None:
+    browser.get(base + "/")
+    browser.execute_script("window.__same_page = true")
+    assert not browser.find_elements(By.CSS_SELECTOR, 'tr[data-queue="live-q"]')
+    with psycopg.connect(dsn, autocommit=True) as c:
+        c.execute("select queue.enqueue(payload => '{}', queue => 'live-q')")
+    WebDriverWait(browser, 20, poll_frequency=0.1).until(
+        lambda d: d.execute_script(QUEUE_CELLS).get("live-q", {}).get("ready") == "1"
+    )
+    assert browser.execute_script("return window.__same_page") is True  # not reloaded
+
+
+def test_queue_page_shows_its_figures(browser: Any, base: str, dsn: str) -> None:
+    browser.get(base + "/queues/hooks")
+    total = stats(dsn)[("hooks", None)]
+    for key in ("ready", "scheduled", "running", "dead"):
+        figure = browser.find_element(By.CSS_SELECTOR, f'[data-figure="{key}"]').text
+        assert figure == fmt.count(total[key]), key
+    assert browser.find_elements(By.CSS_SELECTOR, '#categories tr[data-category="acme"]')
+    listed = {
+        e.get_attribute("data-job")
+        for e in browser.find_elements(By.CSS_SELECTOR, "#dead tbody tr")
+    }
+    with psycopg.connect(dsn) as c:
+        dead = {
+            str(r[0]) for r in c.execute("select job_id from queue.list_dead(queue => 'hooks')")
+        }
+    assert listed == dead
+    shot(browser, "queue")
+
+
+def test_workers_page_shows_queue_workers(browser: Any, base: str, dsn: str) -> None:
+    browser.get(base + "/workers")
+    with psycopg.connect(dsn) as c:
+        expected = {w: str(n) for w, n in c.execute("select worker, running from queue.workers()")}
+    shown = {
+        tr.get_attribute("data-worker"): tr.find_element(
+            By.CSS_SELECTOR, '[data-col="running"]'
+        ).text
+        for tr in browser.find_elements(By.CSS_SELECTOR, "#workers tbody tr")
+    }
+    assert shown == expected and shown["w1"] == "1"
+    shot(browser, "workers")
+
+
+def test_dead_letters_page_lists_and_filters(browser: Any, base: str, dsn: str) -> None:
+    browser.get(base + "/dead")
+    rows = browser.find_elements(By.CSS_SELECTOR, "#dead tbody tr")
+    with psycopg.connect(dsn) as c:
+        newest_first = [str(r[0]) for r in c.execute("select job_id from queue.list_dead()")]
+    assert [r.get_attribute("data-job") for r in rows] == newest_first
+    assert IMG_ERROR in browser.find_element(By.CSS_SELECTOR, "#dead").text  # text, not markup
+    shot(browser, "dead-letters")
+    browser.get(base + "/dead?reason=cancelled")
+    rows = browser.find_elements(By.CSS_SELECTOR, "#dead tbody tr")
+    assert [r.find_elements(By.TAG_NAME, "td")[4].text for r in rows] == ["cancelled"]
+
+
+def test_job_page_shows_a_script_payload_as_text(
+    browser: Any, base: str, ids: dict[str, Any]
+) -> None:
+    browser.get(f"{base}/jobs/{ids['script']}")
+    payload = browser.find_element(By.ID, "payload").text
+    assert SCRIPT_PAYLOAD["html"] in payload
+    assert not browser.find_elements(By.ID, "bold")  # the <b> is not an element
+    assert IMG_ERROR in browser.find_element(By.ID, "errors").text.replace('\\"', '"')
+    assert not browser.find_elements(By.CSS_SELECTOR, "main img, main script")
+    assert browser.execute_script("return window.__pwned") is None
+    assert browser.find_element(By.CSS_SELECTOR, '[data-field="state"]').text.startswith("dead")
+    shot(browser, "job")
+
+
+def test_requeue_a_dead_letter_through_the_page(
+    browser: Any, base: str, dsn: str, ids: dict[str, Any]
+) -> None:
+    job = ids["exhausted"]
+    browser.get(base + "/dead")
+    browser.find_element(
+        By.CSS_SELECTOR, f'tr[data-job="{job}"] button[data-action="requeue"]'
+    ).click()
+    notice = WebDriverWait(browser, 10).until(lambda d: d.find_element(By.ID, "notice"))
+    assert notice.text == "requeued 1 dead letter(s)"
+    with psycopg.connect(dsn) as c:
+        assert c.execute("select status from queue.jobs where id = %s", (job,)).fetchone() == (
+            "pending",
+        )
+        assert not c.execute("select from queue.dead_letters where job_id = %s", (job,)).fetchone()
+    assert not browser.find_elements(By.CSS_SELECTOR, f'tr[data-job="{job}"]')
+
+
+def test_purge_selected_dead_letters(
+    browser: Any, base: str, dsn: str, ids: dict[str, Any]
+) -> None:
+    chosen = [ids["non_retryable"], ids["cancelled"]]
+    browser.get(base + "/dead")
+    for job in chosen:
+        browser.find_element(By.CSS_SELECTOR, f'tr[data-job="{job}"] input[name="ids"]').click()
+    browser.find_element(By.CSS_SELECTOR, 'button[data-action="purge-selected"]').click()
+    WebDriverWait(browser, 10).until(lambda d: d.switch_to.alert).accept()  # "Delete for good?"
+    notice = WebDriverWait(browser, 10).until(lambda d: d.find_element(By.ID, "notice"))
+    assert notice.text == "purged 2 dead letter(s)"
+    with psycopg.connect(dsn) as c:
+        left = {r[0] for r in c.execute("select job_id from queue.dead_letters")}
+    assert left == {ids["script"]}
+    shot(browser, "dead-letters-after-purge")
