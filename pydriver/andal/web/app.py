@@ -269,7 +269,10 @@ def create_app(settings: Settings, db: Database | None = None) -> Starlette:
     return Starlette(
         routes=routes,
         lifespan=lifespan,
-        middleware=[Middleware(security.AccessMiddleware, access=settings.access)],
+        middleware=[
+            Middleware(security.PrefixMiddleware, root=web.root),
+            Middleware(security.AccessMiddleware, access=settings.access),
+        ],
         exception_handlers={
             psycopg.OperationalError: _unavailable,
             PoolTimeout: _unavailable,

@@ -75,6 +75,25 @@ class AccessMiddleware:
         )
 
 
+class PrefixMiddleware:
+    """Serves the app under ``root`` too: a request for ``root/x`` is handled as ``/x``, so a
+    proxy may pass the prefix on or strip it."""
+
+    def __init__(self, app: ASGIApp, root: str) -> None:
+        self.app = app
+        self.root = root
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = scope.get("path", "")
+        if (
+            self.root
+            and scope["type"] == "http"
+            and (path == self.root or path.startswith(self.root + "/"))
+        ):
+            scope = dict(scope, path=path[len(self.root) :] or "/")
+        await self.app(scope, receive, send)
+
+
 class Signer:
     """HMAC-SHA256 signatures of short cookie values with the server's secret."""
 
