@@ -163,10 +163,7 @@ def test_the_database_refuses_an_action_of_a_read_only_login(
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
             db.act(queries.REQUEUE_DEAD, {"job_id": ids["non_retryable"]})
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
-            db.read(
-                queries.PURGE_DEAD_JOBS.replace("select", "select * from (select", 1) + ") x",
-                {"job_ids": [ids["non_retryable"]]},
-            )
+            db.read(queries.PURGE_DEAD_JOBS, {"job_ids": [ids["non_retryable"]]})
     finally:
         db.close()
     assert dead_state(dsn) == before
