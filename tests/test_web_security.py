@@ -131,6 +131,33 @@ def test_a_post_without_the_csrf_token_is_refused(
     status, _ = browser.post("/dead/requeue", {"one": job, "csrf": token})
     assert status == 303
     assert job not in {j for j, _ in dead_state(dsn)}
+    # again: the database refuses (the job is live now) and the page says so, with the code
+    assert browser.post("/dead/requeue", {"one": job, "csrf": token})[0] == 303
+    status, html = browser.get("/dead")
+    assert f"requeued 0 dead letter(s); refused: job {job}: job {job} is live, not dead" in html
+    assert "SQLSTATE 55000" in html
+    assert "SQLSTATE 55000" not in browser.get("/dead")[1]  # a notice shows once
+
+
+def test_read_only_flag_offers_no_action(dsn: str, ids: dict[str, Any]) -> None:
+    before = dead_state(dsn)
+    with andal_web(dsn, "--read-only") as server:
+        browser = Browser(server.base)
+        status, html = browser.get("/dead")
+        assert status == 200 and 'data-action="purge"' not in html
+        status, body = browser.post("/dead/purge", {"ids": [ids["script"]], "csrf": browser.csrf()})
+        assert status == 403 and "read-only" in body
+    assert dead_state(dsn) == before
+
+
+def test_an_unreachable_database_exits_3() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "andal.cli", "--dsn", "postgresql://postgres@127.0.0.1:1/x", "web"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 3 and "cannot connect to the database" in result.stderr
 
 
 def test_an_action_by_a_read_only_role_is_refused(
