@@ -249,6 +249,14 @@ def test_payloads_are_escaped_in_the_html(admin_web: str, ids: dict[str, Any]) -
     assert SCRIPT_PAYLOAD["html"] not in html
 
 
+def test_pages_forbid_framing_and_foreign_scripts(admin_web: str) -> None:
+    with urllib.request.urlopen(admin_web + "/dead", timeout=10) as r:
+        csp = r.headers["Content-Security-Policy"]
+        assert "script-src 'self'" in csp and "frame-ancestors 'none'" in csp
+        assert r.headers["X-Frame-Options"] == "DENY"
+        assert r.headers["X-Content-Type-Options"] == "nosniff"
+
+
 def test_token_and_basic_auth(dsn: str, ids: dict[str, Any]) -> None:
     with andal_web(dsn, "--auth-token", "s3cret", "--basic-auth", "ops:pa:ss") as server:
         assert get(server.base + "/")[0] == 401

@@ -270,6 +270,7 @@ def create_app(settings: Settings, db: Database | None = None) -> Starlette:
         routes=routes,
         lifespan=lifespan,
         middleware=[
+            Middleware(security.HeadersMiddleware),
             Middleware(security.PrefixMiddleware, root=web.root),
             Middleware(security.AccessMiddleware, access=settings.access),
         ],
