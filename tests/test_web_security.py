@@ -1,10 +1,10 @@
 """`andal web`'s guards, over plain HTTP against the server run as a real process.
 
 * A POST without the CSRF token (or with a wrong one) is refused and changes nothing.
-* An action on a dashboard whose login may only read (a member of andal_reader) is refused
+* An action on a dashboard whose login may only read (a member of andal_monitor) is refused
   and changes nothing; the database refuses it too (that login cannot take andal_admin).
 * Optional bearer-token and basic auth; --root-path prefixes every link; the server refuses
-  to start on a database without andal or a login that may not read as andal_reader.
+  to start on a database without andal or a login that may not read as andal_monitor.
 * Payloads are escaped in the HTML itself.
 """
 
@@ -86,7 +86,7 @@ def logins(dsn: str) -> Iterator[dict[str, str]]:
     """A login that may only read, and one that is an admin but not a reader."""
     with psycopg.connect(dsn, autocommit=True) as c:
         c.execute(f'create role "{READER_LOGIN}" login')
-        c.execute(f'grant andal_reader to "{READER_LOGIN}"')
+        c.execute(f'grant andal_monitor to "{READER_LOGIN}"')
         c.execute(f'create role "{ADMIN_ONLY_LOGIN}" login')
         c.execute(f'grant andal_admin to "{ADMIN_ONLY_LOGIN}"')
     try:
@@ -175,6 +175,9 @@ def test_an_action_by_a_read_only_role_is_refused(
         for path, form in (("/dead/requeue", {"one": job}), ("/dead/purge", {"ids": [job]})):
             status, body = browser.post(path, {**form, "csrf": token})
             assert status == 403 and "read-only" in body
+        status, html = browser.get(f"/jobs/{ids['script']}")  # payloads are for admins
+        assert status == 200 and "__pwned = 1" not in html
+        assert "payloads are for andal_admin" in html
     assert dead_state(dsn) == before
 
 
@@ -196,12 +199,12 @@ def test_the_database_refuses_an_action_of_a_read_only_login(
     assert dead_state(dsn) == before
 
 
-def test_reads_run_as_andal_reader_whatever_the_login(dsn: str, ids: dict[str, Any]) -> None:
-    """A superuser login still reads as andal_reader: a write in a read transaction fails."""
+def test_reads_run_as_andal_monitor_whatever_the_login(dsn: str, ids: dict[str, Any]) -> None:
+    """A superuser login still reads as andal_monitor: a write in a read transaction fails."""
     db = Database(dsn)
     db.open()
     try:
-        assert db.can_act and db.read_one("select current_user") == "andal_reader"
+        assert db.can_act and db.read_one("select current_user") == "andal_monitor"
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
             db.read(queries.PURGE_DEAD_JOBS, {"job_ids": [ids["script"]]})
     finally:
@@ -209,7 +212,7 @@ def test_reads_run_as_andal_reader_whatever_the_login(dsn: str, ids: dict[str, A
     assert ids["script"] in {j for j, _ in dead_state(dsn)}
 
 
-def test_a_login_that_may_not_read_as_andal_reader_is_refused_at_start(
+def test_a_login_that_may_not_read_as_andal_monitor_is_refused_at_start(
     dsn: str, logins: dict[str, str]
 ) -> None:
     result = subprocess.run(
@@ -219,7 +222,7 @@ def test_a_login_that_may_not_read_as_andal_reader_is_refused_at_start(
         timeout=60,
     )
     assert result.returncode == 4, result.stderr
-    assert "grant andal_reader to" in result.stderr and "Traceback" not in result.stderr
+    assert "grant andal_monitor to" in result.stderr and "Traceback" not in result.stderr
 
 
 def test_a_database_without_andal_is_refused_at_start() -> None:

@@ -122,14 +122,14 @@ def seed(conn: psycopg.Connection) -> dict[str, Any]:
     enq = "select queue.enqueue(payload => %s::jsonb, queue => %s, category => %s,"
     enq += " delay => %s::interval, max_attempts => %s)"
     ids: dict[str, Any] = {}
-    ids["ready"] = [one(enq, f'{{"n": {i}}}', "mail", None, "0", 5) for i in range(3)]
-    ids["scheduled"] = one(enq, '{"later": true}', "mail", None, "1 hour", 5)
     for _ in range(2):  # two completed
         one(enq, '{"done": true}', "mail", None, "0", 5)
         job, token = conn.execute(
             "select job_id, token from queue.claim(worker => 'w0', queues => '{mail}')"
         ).fetchone()
         conn.execute("select queue.complete(job_id => %s, token => %s)", (job, token))
+    ids["ready"] = [one(enq, f'{{"n": {i}}}', "mail", None, "0", 5) for i in range(3)]
+    ids["scheduled"] = one(enq, '{"later": true}', "mail", None, "1 hour", 5)
     ids["retry"] = one(enq, '{"flaky": true}', "mail", None, "0", 5)
     ids["exhausted"] = one(enq, '{"bad": 1}', "hooks", "acme", "0", 1)
     ids["non_retryable"] = one(enq, '{"bad": 2}', "hooks", None, "0", 5)

@@ -9,6 +9,7 @@ login may act as andal_admin; the database checks the grants once more.
 from __future__ import annotations
 
 import re
+import urllib.parse
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -71,7 +72,6 @@ class Web:
             can_act=self.db.can_act,
             version=self.db.version,
             refresh_ms=int(self.settings.refresh * 1000),
-            has=self.db.functions,
             notice=notice,
             path=request.url.path,
             **context,
@@ -84,7 +84,7 @@ class Web:
 
     def fragment(self, template: str, **context: Any) -> Response:
         html = self.env.get_template(template).render(
-            root=self.root, has=self.db.functions, can_act=self.db.can_act, **context
+            root=self.root, can_act=self.db.can_act, **context
         )
         return HTMLResponse(html, headers={"Cache-Control": "no-store"})
 
@@ -105,28 +105,32 @@ class Web:
 
     async def queue(self, request: Request) -> Response:
         name = request.path_params["name"]
-        data = await run_in_threadpool(pages.queue, self.db, name)
-        status = 200 if data["total"] or data["dead"] else 404
+        q = request.query_params
+        data = await run_in_threadpool(
+            pages.queue, self.db, name, q.get("state") or None, _int(q.get("before"))
+        )
+        status = 200 if data["total"] or data["jobs"] else 404
         return self.render(request, "queue.html", status, nav="queues", **data)
 
     async def job(self, request: Request) -> Response:
         job_id = _int(request.path_params["job_id"])
-        dead = await run_in_threadpool(pages.dead_job, self.db, job_id) if job_id else None
-        status = 200 if dead else 404
-        return self.render(request, "job.html", status, nav="job", job_id=job_id, dead=dead)
+        if job_id is None:
+            return self.render(request, "job.html", 404, nav="job", job_id=None, job=None)
+        data = await run_in_threadpool(pages.job, self.db, job_id)
+        status = 200 if data["job"] else 404
+        return self.render(request, "job.html", status, nav="job", job_id=job_id, **data)
 
     async def find_job(self, request: Request) -> Response:
-        job_id = _int(request.query_params.get("id", ""))
+        job_id = _int(request.query_params.get("id", "").strip())
         if job_id is None:
             return self.back("/", "a job id is a whole number")
         return RedirectResponse(f"{self.root}/jobs/{job_id}", status_code=303)
 
     async def dead(self, request: Request) -> Response:
         q = request.query_params
-        page = max(_int(q.get("page", "1")) or 1, 1)
-        reason = q.get("reason") or None
+        state = "cancelled" if q.get("state") == "cancelled" else "dead"
         data = await run_in_threadpool(
-            pages.dead_letters, self.db, q.get("queue") or None, reason, page
+            pages.dead_letters, self.db, q.get("queue") or None, state, _int(q.get("before"))
         )
         return self.render(request, "dead.html", nav="dead", **data)
 
@@ -182,8 +186,26 @@ class Web:
             return refused
         job_id = request.path_params["job_id"]
         done, errors = await run_in_threadpool(self._each, queries.CANCEL, [job_id])
-        text = (f"cancelled job {job_id}" if done else "") + _errors(errors)
-        return self.back(f"/jobs/{job_id}", text.strip("; "))
+        text = f"cancelled job {job_id}" if done else "refused: " + "; ".join(errors)
+        return self.back(f"/jobs/{job_id}", text)
+
+    async def pause(self, request: Request) -> Response:
+        return await self._queue_action(request, queries.PAUSE, "paused")
+
+    async def resume(self, request: Request) -> Response:
+        return await self._queue_action(request, queries.RESUME, "resumed")
+
+    async def _queue_action(self, request: Request, statement: str, done: str) -> Response:
+        form, refused = await self._action_form(request)
+        if refused:
+            return refused
+        name = request.path_params["name"]
+        try:
+            await run_in_threadpool(self.db.act, statement, {"queue": name})
+            text = f"{done} queue {name}"
+        except psycopg.Error as exc:
+            text = "refused: " + _refusal(exc)
+        return self.back(f"/queues/{urllib.parse.quote(name, safe='')}", text)
 
     def _each(self, statement: str, ids: list[int]) -> tuple[list[int], list[str]]:
         """One action per id, each in its own transaction: one refusal spoils no other."""
@@ -258,6 +280,8 @@ def create_app(settings: Settings, db: Database | None = None) -> Starlette:
         get("/jobs", web.find_job),
         get("/jobs/{job_id}", web.job),
         post("/jobs/{job_id:int}/cancel", web.cancel),
+        post("/queues/{name}/pause", web.pause),
+        post("/queues/{name}/resume", web.resume),
         get("/dead", web.dead),
         post("/dead/requeue", web.requeue),
         post("/dead/purge", web.purge),
@@ -276,9 +300,15 @@ def create_app(settings: Settings, db: Database | None = None) -> Starlette:
         ],
         exception_handlers={
             psycopg.OperationalError: _unavailable,
+            psycopg.errors.InvalidParameterValue: _bad_request,
             PoolTimeout: _unavailable,
         },
     )
+
+
+async def _bad_request(request: Request, exc: Exception) -> Response:
+    diag = getattr(exc, "diag", None)
+    return PlainTextResponse(f"bad request: {diag.message_primary if diag else exc}\n", 400)
 
 
 async def _unavailable(request: Request, exc: Exception) -> Response:

@@ -1,9 +1,10 @@
-"""The dashboard's connections: reads as andal_reader, actions as andal_admin.
+"""The dashboard's connections: reads as andal_monitor, actions as andal_admin.
 
 Reads and actions each run in one short transaction that starts with ``SET LOCAL ROLE``, so
-PostgreSQL enforces the grants: a read transaction can execute only what andal_reader was
-granted, whatever the login role could do otherwise. Actions use ``--admin-dsn`` when given,
-else the same login; they are offered only when that login is a member of andal_admin.
+PostgreSQL enforces the grants: a read transaction can execute only what andal_monitor was
+granted, whatever the login role could do otherwise. Actions (and the one read kept for
+admins, a job's payload) use ``--admin-dsn`` when given, else the same login; they are
+offered only when that login is a member of andal_admin.
 """
 
 from __future__ import annotations
@@ -19,9 +20,6 @@ from psycopg_pool import ConnectionPool
 
 from . import queries
 
-#: Functions the dashboard uses when the install has them.
-OPTIONAL = ("job", "jobs_by", "pause", "resume", "stats_by_minute", "purge_dead_jobs")
-
 #: The dashboard's sessions: not 'andal <worker>', so queue.workers() does not list them.
 APPLICATION_NAME = "andal-web"
 
@@ -35,7 +33,6 @@ class Database:
     dsn: str
     admin_dsn: str | None = None
     can_act: bool = False
-    functions: frozenset[str] = frozenset()
     version: str = ""
     _pools: list[ConnectionPool] = field(default_factory=list)
 
@@ -67,13 +64,11 @@ class Database:
             with psycopg.connect(self.dsn, autocommit=True, connect_timeout=5) as conn:
                 if not _one(conn, queries.INSTALLED):
                     raise SetupError("andal is not installed in this database; run `andal install`")
-                if not _one(conn, queries.MEMBER_OF, {"role": "andal_reader"}):
+                if not _one(conn, queries.MEMBER_OF, {"role": queries.READER}):
                     raise SetupError(
-                        "the login role may not read as andal_reader: run `andal install`"
-                        " (it creates the role), then `grant andal_reader to <login role>`"
+                        f"the login role may not read as {queries.READER}: run `andal install`"
+                        f" (it creates the role), then `grant {queries.READER} to <login role>`"
                     )
-                names = _one(conn, queries.FUNCTIONS, {"names": list(OPTIONAL)}) or []
-                self.functions = frozenset(names)
                 self.can_act = self.admin_dsn is None and _is_admin(conn)
             if self.admin_dsn:
                 with psycopg.connect(self.admin_dsn, autocommit=True, connect_timeout=5) as conn:
@@ -91,7 +86,7 @@ class Database:
             yield conn
 
     def read(self, statement: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
-        """Rows of one read statement, as andal_reader."""
+        """Rows of one read statement, as andal_monitor."""
         with self._session(self.reader, queries.READ_ROLE) as conn:
             cur = conn.cursor(row_factory=dict_row)
             return cur.execute(statement, params).fetchall()
@@ -110,8 +105,9 @@ class Database:
             return row[0] if row else None
 
     def act(self, statement: str, params: Mapping[str, Any] | None = None) -> Any:
-        """One action, as andal_admin, in its own transaction; the first column of its row.
-        Raises psycopg.Error when the database refuses (nothing is changed then)."""
+        """One action (or an admin's read), as andal_admin, in its own transaction; the first
+        column of its row. Raises psycopg.Error when the database refuses (nothing is changed
+        then)."""
         with self._session(self.admin, queries.ADMIN_ROLE) as conn:
             row = conn.execute(statement, params).fetchone()
             return row[0] if row else None

@@ -1,7 +1,7 @@
 """What each page shows: the rows of the SQL functions, grouped for the templates.
 
 Nothing here decides a queue fact: figures come as the functions return them (counts,
-ratios, quantiles); this module only groups rows by queue and picks a page of a list.
+ratios, quantiles, a job's state); this module only groups rows by queue and cuts pages.
 """
 
 from __future__ import annotations
@@ -9,12 +9,14 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
+import psycopg
+
 from . import charts, queries
 from .db import Database
 
 PAGE_SIZE = 50
-#: How many dead letters a filtered list scans at most (queue.list_dead's lim).
-SCAN_LIMIT = 10000
+#: The states of queue.job(), in a job's order of life.
+STATES = ("scheduled", "pending", "running", "failed", "completed", "dead", "cancelled")
 
 
 def overview(db: Database) -> dict[str, Any]:
@@ -27,16 +29,11 @@ def overview(db: Database) -> dict[str, Any]:
         ]
     )
     series = _series(by_minute)
-    queues = [dict(r) for r in stats if r["category"] is None]
-    for q in queues:
-        minutes = series.get(q["queue"], [])
-        q["throughput"] = charts.spark([m["completed"] for m in minutes])
-        q["failures"] = charts.spark([m["failure_rate"] for m in minutes], peak=1.0)
-    categories = [r for r in stats if r["category"] is not None]
+    queues = [_charted(dict(r), series) for r in stats if r["category"] is None]
     held = stats[0] if stats else None
     return {
         "queues": queues,
-        "categories": categories,
+        "categories": [r for r in stats if r["category"] is not None],
         "held_xmin_age": held["held_xmin_age"] if held else None,
         "held_xmin_seconds": held["held_xmin_seconds"] if held else None,
         "workers": len(workers),
@@ -52,6 +49,13 @@ def _series(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
     return out
 
 
+def _charted(row: dict[str, Any], series: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    minutes = series.get(row["queue"], [])
+    row["throughput"] = charts.spark([m["completed"] for m in minutes])
+    row["failures"] = charts.spark([m["failure_rate"] for m in minutes], peak=1.0)
+    return row
+
+
 def cache_figures(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """cache.stats() rows: the unlabelled figures by name, and the hit ratio per pool."""
     plain = {r["metric"]: r["value"] for r in rows if not r["labels"]}
@@ -63,59 +67,57 @@ def cache_figures(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return {"plain": plain, "hit_ratios": ratios}
 
 
-def queue(db: Database, name: str) -> dict[str, Any]:
-    stats, by_minute, dead = db.read_many(
-        [
-            (queries.STATS, None),
-            (queries.BY_MINUTE, {"span": "1 hour"}),
-            (
-                queries.LIST_DEAD,
-                {"queue": name, "lim": 10, "reason": None, "page": 10, "offset": 0},
-            ),
-        ]
+def _page(db: Database, queue: str | None, state: str | None, before: int | None) -> dict[str, Any]:
+    """One page of queue.jobs_by(), and the ``before`` of the next page (None: the last)."""
+    rows = db.read(
+        queries.JOBS_BY, {"queue": queue, "state": state, "before": before, "lim": PAGE_SIZE + 1}
+    )
+    more = len(rows) > PAGE_SIZE
+    rows = rows[:PAGE_SIZE]
+    return {"jobs": rows, "next_before": rows[-1]["job_id"] if more else None}
+
+
+def queue(db: Database, name: str, state: str | None, before: int | None) -> dict[str, Any]:
+    stats, by_minute = db.read_many(
+        [(queries.STATS, None), (queries.BY_MINUTE, {"span": "1 hour"})]
     )
     rows = [r for r in stats if r["queue"] == name]
-    total = next((r for r in rows if r["category"] is None), None)
-    minutes = _series(by_minute).get(name, [])
+    total = next((dict(r) for r in rows if r["category"] is None), None)
     return {
         "name": name,
-        "total": total,
+        "total": _charted(total, _series(by_minute)) if total else None,
         "categories": [r for r in rows if r["category"] is not None],
-        "throughput": charts.spark([m["completed"] for m in minutes]),
-        "failures": charts.spark([m["failure_rate"] for m in minutes], peak=1.0),
-        "dead": dead,
+        "state": state or "",
+        "states": STATES,
+        "before": before,
+        **_page(db, name, state, before),
     }
 
 
 def dead_letters(
-    db: Database, queue_name: str | None, reason: str | None, page: int
+    db: Database, queue_name: str | None, state: str, before: int | None
 ) -> dict[str, Any]:
-    offset = (page - 1) * PAGE_SIZE
-    lim = SCAN_LIMIT if reason else offset + PAGE_SIZE + 1
-    rows = db.read(
-        queries.LIST_DEAD,
-        {
-            "queue": queue_name,
-            "lim": min(lim, SCAN_LIMIT),
-            "reason": reason,
-            "page": PAGE_SIZE + 1,
-            "offset": offset,
-        },
-    )
     return {
-        "rows": rows[:PAGE_SIZE],
-        "more": len(rows) > PAGE_SIZE,
-        "page": page,
         "queue": queue_name or "",
-        "reason": reason or "",
-        "reasons": ("exhausted", "non_retryable", "cancelled"),
+        "state": state,
+        "states": ("dead", "cancelled"),
+        "before": before,
+        **_page(db, queue_name, state, before),
     }
 
 
-def dead_job(db: Database, job_id: int) -> dict[str, Any] | None:
-    """A dead letter by id, among the newest SCAN_LIMIT (queue.list_dead)."""
-    rows = db.read(queries.DEAD_JOB, {"lim": SCAN_LIMIT, "job_id": job_id})
-    return rows[0] if rows else None
+def job(db: Database, job_id: int) -> dict[str, Any]:
+    """queue.job()'s row (None: andal does not remember the job) and, for a dashboard that
+    may act, the payload (queue.job_payload() is for admins)."""
+    rows = db.read(queries.JOB, {"job_id": job_id})
+    found = rows[0] if rows else None
+    payload = None
+    if found and db.can_act:
+        try:
+            payload = db.act(queries.PAYLOAD, {"job_id": job_id})
+        except psycopg.errors.InsufficientPrivilege:
+            payload = None
+    return {"job": found, "payload": payload}
 
 
 def workers(db: Database) -> dict[str, Any]:

@@ -8,7 +8,9 @@ checks every grant whatever the login role may otherwise do.
 
 from __future__ import annotations
 
-READ_ROLE = "set local role andal_reader"
+#: The role that may only read (statistics, workers, job lookups; no payload).
+READER = "andal_monitor"
+READ_ROLE = f"set local role {READER}"
 ADMIN_ROLE = "set local role andal_admin"
 
 #: Whether the login role may take ``role`` (false when the role does not exist).
@@ -20,12 +22,6 @@ MEMBER_OF = (
 #: Whether andal is installed: the schema and its live table exist.
 INSTALLED = "select to_regnamespace('queue') is not null and to_regclass('queue.jobs') is not null"
 
-#: Which optional public functions this database has (names in schema ``queue``).
-FUNCTIONS = (
-    "select array_agg(distinct p.proname::text) from pg_catalog.pg_proc as p"
-    " where p.pronamespace = 'queue'::regnamespace and p.proname = any(%(names)s::text[])"
-)
-
 VERSION = "select queue.version()"
 
 #: queue.stats(): one row per queue (category null) and per queue and category.
@@ -36,7 +32,7 @@ STATS = (
     " s.retried_1h, s.dead_1h, s.failure_rate, s.retries_per_job,"
     " s.lock_attempts, s.lock_failures, s.contention_ratio,"
     " s.pickup_p50_ms, s.pickup_p95_ms, s.pickup_p99_ms, s.wal_bytes_per_job,"
-    " s.held_xmin_age, s.held_xmin_seconds"
+    " s.held_xmin_age, s.held_xmin_seconds, s.paused"
     " from queue.stats() as s order by s.queue, s.category nulls first"
 )
 
@@ -56,26 +52,28 @@ WORKERS = (
 #: cache.stats() rows: (metric, labels, value).
 CACHE_STATS = "select c.metric, c.labels, c.value from cache.stats() as c"
 
-#: The newest dead letters (of one queue, of one reason), one page of them.
-LIST_DEAD = (
-    "select d.job_id, d.queue, d.category, d.priority, jsonb_pretty(d.payload) as payload,"
-    " d.attempt, d.max_attempts, d.enqueued_at, d.died_at, d.reason, d.last_error,"
-    " jsonb_pretty(d.errors) as errors"
-    " from queue.list_dead(queue => %(queue)s::text, lim => %(lim)s::int) as d"
-    " where %(reason)s::text is null or d.reason = %(reason)s::text"
-    " order by d.died_at desc, d.job_id desc limit %(page)s::int offset %(offset)s::int"
+_JOB_COLUMNS = (
+    "j.job_id, j.state, j.queue, j.category, j.priority, j.attempts, j.max_attempts,"
+    " j.enqueued_at, j.available_at, j.started_at, j.finished_at, j.worker,"
+    " extract(epoch from j.lease_expires_at - now())::float8 as lease_left_s,"
+    " j.abort_requested_at, jsonb_pretty(j.result) as result, j.errors,"
+    " j.errors -> -1 ->> 'error' as last_error, j.kept_until"
 )
 
-#: One dead letter by id, among the newest ``lim`` (before queue.job() exists).
-DEAD_JOB = (
-    "select d.job_id, d.queue, d.category, d.priority, jsonb_pretty(d.payload) as payload,"
-    " d.attempt, d.max_attempts, d.enqueued_at, d.died_at, d.reason, d.last_error,"
-    " jsonb_pretty(d.errors) as errors"
-    " from queue.list_dead(queue => null, lim => %(lim)s::int) as d"
-    " where d.job_id = %(job_id)s::bigint"
+#: One job in any state andal remembers (no row otherwise). No payload: see PAYLOAD.
+JOB = f"select {_JOB_COLUMNS} from queue.job(job_id => %(job_id)s::bigint) as j"
+
+#: A page of jobs of a queue (null: all) in a state (null: all), newest first; keyset paged.
+JOBS_BY = (
+    f"select {_JOB_COLUMNS} from queue.jobs_by(queue => %(queue)s::text,"
+    " state => %(state)s::text, before => %(before)s::bigint, lim => %(lim)s::int) as j"
 )
+
+#: A job's payload, indented (admins only: run as andal_admin).
+PAYLOAD = "select jsonb_pretty(queue.job_payload(job_id => %(job_id)s::bigint))"
 
 REQUEUE_DEAD = "select queue.requeue_dead(job_id => %(job_id)s::bigint)"
 PURGE_DEAD_JOBS = "select queue.purge_dead_jobs(job_ids => %(job_ids)s::bigint[])"
-PURGE_DEAD = "select queue.purge_dead(older_than => %(older_than)s::interval)"
 CANCEL = "select queue.cancel(job_id => %(job_id)s::bigint)"
+PAUSE = "select queue.pause(queue => %(queue)s::text)"
+RESUME = "select queue.resume(queue => %(queue)s::text)"
