@@ -7,8 +7,9 @@ exactly its part of the API.
   The caller puts that schema before pg_catalog. Calls through the whole API as granted roles
   then run none of them (andal's functions pin ``search_path``). A control shows the trap is
   armed: unqualified SQL on the caller's path does hit it.
-* The call matrix: LOGIN roles that are members of andal_producer, andal_worker, andal_admin
-  (and one of none) call every public function; not granted means SQLSTATE 42501.
+* The call matrix: LOGIN roles that are members of andal_producer, andal_worker, andal_admin,
+  andal_monitor (and one of none) call every public function; not granted means SQLSTATE
+  42501.
 """
 
 from __future__ import annotations
@@ -32,14 +33,14 @@ LOGINS = {
     "producer": f"andal_t_producer_{SUFFIX}",
     "worker": f"andal_t_worker_{SUFFIX}",
     "admin": f"andal_t_admin_{SUFFIX}",
-    "reader": f"andal_t_reader_{SUFFIX}",
+    "monitor": f"andal_t_monitor_{SUFFIX}",
     "nobody": f"andal_t_nobody_{SUFFIX}",
 }
 MEMBER_OF = {
     "producer": "andal_producer",
     "worker": "andal_worker",
     "admin": "andal_admin",
-    "reader": "andal_reader",
+    "monitor": "andal_monitor",
 }
 
 
@@ -292,8 +293,14 @@ CALLS = {
     "shards": "select * from queue.shards()",
     "shard_of": "select queue.shard_of('rm')",
     "set_shards": "select queue.set_shards(shards => 0)",  # 22023 when allowed: no change
+    "job": "select * from queue.job(job_id => 0)",
+    "jobs_by": "select * from queue.jobs_by(queue => 'rm')",
+    "job_payload": "select queue.job_payload(job_id => 0)",
+    "pause": "select queue.pause(queue => 'rm-paused')",
+    "resume": "select queue.resume(queue => 'rm-paused')",
 }
-PRODUCER = {"enqueue", "enqueue_many", "version", "shard_of"}
+READ = {"job", "jobs_by"}
+PRODUCER = {"enqueue", "enqueue_many", "version", "shard_of", *READ}
 WORKER = {
     "claim",
     "complete",
@@ -310,13 +317,14 @@ WORKER = {
     "workers",
     "version",
     "shard_of",
+    *READ,
 }
-READER = {"status", "stats", "stats_by_minute", "metrics", "workers", "version", "list_dead"}
+MONITOR = {"status", "stats", "stats_by_minute", "metrics", "workers", "version", *READ}
 GRANTED = {
     "producer": PRODUCER,
     "worker": WORKER,
     "admin": set(CALLS),
-    "reader": READER,
+    "monitor": MONITOR,
     "nobody": set(),
 }
 
@@ -333,7 +341,7 @@ def test_matrix_covers_every_public_function(dsn: str) -> None:
     assert names == set(CALLS)
 
 
-@pytest.mark.parametrize("kind", ["producer", "worker", "admin", "reader", "nobody"])
+@pytest.mark.parametrize("kind", ["producer", "worker", "admin", "monitor", "nobody"])
 def test_each_role_calls_exactly_its_functions(
     dsn: str, roles: dict[str, str], clean: None, kind: str
 ) -> None:
@@ -353,14 +361,14 @@ def test_each_role_calls_exactly_its_functions(
 
 
 def test_andal_roles_cannot_log_in(dsn: str) -> None:
-    for role in ("andal_producer", "andal_worker", "andal_admin", "andal_reader"):
+    for role in ("andal_producer", "andal_worker", "andal_admin", "andal_monitor"):
         with pytest.raises(psycopg.OperationalError, match="not permitted to log in"):
             psycopg.connect(make_conninfo(dsn, user=role)).close()
 
 
 def test_no_direct_table_access_for_the_roles(dsn: str, roles: dict[str, str]) -> None:
     """The API is the functions: the roles (and PUBLIC) cannot read or write the tables."""
-    for kind in ("producer", "worker", "nobody"):
+    for kind in ("producer", "worker", "monitor", "nobody"):
         with connect_as(dsn, roles[kind]) as c:
             for sql in (
                 "select count(*) from queue.jobs",

@@ -1,7 +1,8 @@
 """The ``andal`` command: install, run a worker, enqueue, look at the queues and dead letters.
 
 Exit codes: 0 ok; 1 the database refused the request; 2 bad usage; 3 the database cannot be
-reached; 4 andal is not installed in the database; 5 the handler module cannot be loaded.
+reached; 4 andal is not installed in the database (or its SQL sources are missing); 5 the
+handler module cannot be loaded.
 
 ``--dsn`` may be given several times (several andal databases, docs/multi-db.md): ``install``
 installs in each, ``worker`` runs one worker pool over all of them, ``enqueue`` routes the job
@@ -27,13 +28,15 @@ from typing import Any
 
 import psycopg
 
-from . import client, logs, sql
+from . import __version__, client, logs, sql
 from .errors import NotInstalled
-from .install import install
+from .install import SqlNotFound, install, sql_dir
 from .worker import Registry, Worker, database_labels, is_connection_error
 
 EXIT_SQL, EXIT_USAGE, EXIT_CONNECT, EXIT_NOT_INSTALLED, EXIT_MODULE = 1, 2, 3, 4, 5
 NOT_INSTALLED = "andal is not installed in this database; run `andal install`"
+#: Commands that act on one database.
+ONE_DATABASE = ("dead", "job", "cancel", "pause", "resume")
 
 
 class CliError(Exception):
@@ -92,6 +95,7 @@ def print_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]
 
 
 def cmd_install(args: argparse.Namespace) -> int:
+    sql_dir()  # SqlNotFound (exit 4) before any database is touched
     several = len(args.dsns) > 1
     for dsn, label in zip(args.dsns, database_labels(args.dsns), strict=True):
         if several:
@@ -268,7 +272,8 @@ _STAT_KEYS = (
     "avg_run_ms", "p95_run_ms", "completed_1m", "completed_15m", "completed_1h",
     "retried_1m", "retried_15m", "retried_1h", "dead_1m", "dead_15m", "dead_1h",
     "failure_rate", "retries_per_job", "lock_attempts", "lock_failures", "contention_ratio",
-    "pickup_p50_ms", "pickup_p95_ms", "pickup_p99_ms", "wal_bytes_per_job", "minute_elapsed_s",
+    "pickup_p50_ms", "pickup_p95_ms", "pickup_p99_ms", "wal_bytes_per_job", "paused",
+    "minute_elapsed_s",
 )  # fmt: skip
 _WORKER_KEYS = (
     "worker", "running", "queues", "oldest_claim_age", "next_lease_expiry", "connections",
@@ -304,7 +309,7 @@ def take_snapshot(conn: psycopg.Connection) -> Snapshot:
     known = {q["queue"] for q in queues}
     queues += [r for r in totals.values() if r["queue"] not in known]
     categories = [r for r in stats if r["category"] is not None]
-    has_workers, has_cache = conn.execute(sql.HAS_FUNCTIONS).fetchone()
+    has_workers, has_cache = conn.execute(sql.HAS_FUNCTIONS).fetchone() or (False, False)
     workers = _read_workers(conn, has_workers)
     cache = None
     if has_cache:
@@ -459,7 +464,7 @@ def render(snap: Snapshot, interval: float | None = None, note: str | None = Non
         age = _seconds(r["oldest_ready_age"])
         fail = r["failure_rate"]
         q.add_row(
-            r["queue"],
+            Text(r["queue"]).append("  paused", style="bold yellow") if r["paused"] else r["queue"],
             fmt_count(r["ready"]),
             fmt_count(r["scheduled"]),
             fmt_count(r["running"]),
@@ -848,6 +853,7 @@ def parser() -> argparse.ArgumentParser:
             " 4 andal not installed, 5 handler module not loadable"
         ),
     )
+    p.add_argument("--version", action="version", version=f"andal {__version__}")
     p.add_argument(
         "--dsn",
         action="append",
@@ -942,6 +948,10 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--older-than", type=float, required=True, metavar="SECONDS")
     s.set_defaults(func=cmd_dead_purge)
 
+    from .cli_jobs import add_commands
+
+    add_commands(sub, connect, CliError)
+
     from .web import command as web  # argparse only: the web libraries load when it runs
 
     s = sub.add_parser("web", help="serve the dashboard to a browser (docs/web.md)")
@@ -960,8 +970,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if len(set(given)) != len(given):
         print("andal: --dsn: the same database is given twice", file=sys.stderr)
         return EXIT_USAGE
-    if len(given) > 1 and args.command == "dead":
-        print("andal: `andal dead` works on one database: give one --dsn", file=sys.stderr)
+    if len(given) > 1 and args.command in ONE_DATABASE:
+        print(
+            f"andal: `andal {args.command}` works on one database: give one --dsn", file=sys.stderr
+        )
         return EXIT_USAGE
     # every database given; ``dsn`` is the first (the only one, mostly)
     args.dsns, args.dsn = given, given[0]
@@ -972,6 +984,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.code
     except NotInstalled:
         print(f"andal: {NOT_INSTALLED}", file=sys.stderr)
+        return EXIT_NOT_INSTALLED
+    except SqlNotFound as exc:
+        print(f"andal: {one_line(exc)}", file=sys.stderr)
         return EXIT_NOT_INSTALLED
     except psycopg.Error as exc:
         if is_connection_error(exc):

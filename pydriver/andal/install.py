@@ -15,29 +15,19 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import psycopg
+
+from .sources import SqlNotFound, sql_dir, sql_version
 
 #: Session advisory lock that serialises installs (the bytes of "andal").
 INSTALL_LOCK = 0x616E64616C
 
-
-def sql_dir() -> Path:
-    """Where the SQL sources live: ``$ANDAL_SQL_DIR`` or the repository's ``sql/``."""
-    env = os.environ.get("ANDAL_SQL_DIR")
-    if env:
-        return Path(env)
-    here = Path(__file__).resolve()
-    for parent in here.parents:
-        candidate = parent / "sql"
-        if (candidate / "schema").is_dir():
-            return candidate
-    candidate = here.parent / "sql"  # packaged copy
-    if (candidate / "schema").is_dir():
-        return candidate
-    raise FileNotFoundError("andal SQL sources not found; set ANDAL_SQL_DIR")
+__all__ = ["SqlNotFound", "install", "main", "sql_dir", "sql_version"]
 
 
 def migrations(root: Path | None = None) -> list[tuple[str, Path]]:
@@ -86,10 +76,10 @@ def install(
                 done.append(f"migration {path.name}")
             files = function_files(root)
             digest = functions_digest(files)
-            current = conn.execute(
+            state = conn.execute(
                 "select functions_digest from queue.install_state where id"
             ).fetchone()
-            if current is None or current[0] != digest:
+            if state is None or state[0] != digest:
                 log(f"applying {len(files)} function files")
                 with conn.transaction():
                     conn.execute("set local check_function_bodies = off")
@@ -107,9 +97,10 @@ def install(
                 if current != shards:
                     log(f"sharding queue.jobs: {current} -> {shards} shards")
                     with conn.transaction():
-                        moved = conn.execute(
+                        row = conn.execute(
                             "select queue.set_shards(shards => %s)", (shards,)
-                        ).fetchone()[0]
+                        ).fetchone()
+                    moved = row[0] if row else 0
                     done.append(f"shards {current} -> {shards} ({moved} live jobs moved)")
         finally:
             conn.execute("select pg_advisory_unlock(%s)", (INSTALL_LOCK,))
@@ -121,7 +112,7 @@ def _env_shards() -> int | None:
     return int(value) if value else None
 
 
-def _applied(conn: psycopg.Connection) -> set[str]:
+def _applied(conn: psycopg.Connection[Any]) -> set[str]:
     exists = conn.execute("select to_regclass('queue.schema_migrations') is not null").fetchone()
     if not exists or not exists[0]:
         return set()
@@ -137,7 +128,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("dsn", nargs="?", default=os.environ.get("DATABASE_URL", ""))
     p.add_argument("--shards", type=int, default=_env_shards())
     args = p.parse_args(argv)
-    for step in install(args.dsn, log=print, shards=args.shards) or ["already up to date"]:
+    if not args.dsn:
+        print("andal install: no database: pass a DSN or set DATABASE_URL", file=sys.stderr)
+        return 2
+    try:
+        steps = install(args.dsn, log=print, shards=args.shards)
+    except SqlNotFound as exc:
+        print(f"andal install: {exc}", file=sys.stderr)
+        return 4
+    for step in steps or ["already up to date"]:
         print(step)
     return 0
 

@@ -136,4 +136,4 @@ comment on function cache.stats(interval) is
 revoke all on function cache.report_reads(text, jsonb) from public;
 revoke all on function cache.stats(interval) from public;
 grant execute on function cache.report_reads(text, jsonb) to andal_worker, andal_admin;
-grant execute on function cache.stats(interval) to andal_worker, andal_admin, andal_reader;
+grant execute on function cache.stats(interval) to andal_worker, andal_admin, andal_monitor;

@@ -5,7 +5,7 @@
 -- LOCKED, leaving out the categories in exclude_categories and the ids in exclude_ids.
 -- Ungated and gated jobs are read from their own partial indexes; for listed queues, each
 -- queue's index is read on its own (an index scan per queue and kind, never a sort of the
--- backlog). Each scan locks up to `lim` rows: rows locked but not among the best stay locked
+-- backlog) and the queues share the batch round-robin within a priority level. Each scan locks up to `lim` rows: rows locked but not among the best stay locked
 -- until the transaction (or subtransaction) ends. One static statement per case (every
 -- queue, one queue, several queues): each has one simple plan, made once per session.
 create or replace function queue._scan(
@@ -70,9 +70,13 @@ begin
         order by c.priority desc, c.available_at, c.id
         limit lim;
     else
+        -- Several queues share the batch fairly: within a priority level, round-robin over
+        -- the queues with ready jobs (each queue's best, then each one's second best, ...;
+        -- within a round the queues come in random order, so batches of one alternate too).
+        -- A higher priority still goes first, and each queue keeps its own order.
         return query
         select c.id, c.category, c.priority, c.available_at from (
-            select b.id, b.category, b.priority, b.available_at
+            select b.id, b.category, b.priority, b.available_at, q.name as queue
             from (select distinct q.name from unnest(queues) as q (name)) as q
             cross join lateral (
                 select j.id, j.category, j.priority, j.available_at from queue.jobs as j
@@ -84,7 +88,7 @@ begin
                 for update skip locked
             ) as b
             union all
-            select b.id, b.category, b.priority, b.available_at
+            select b.id, b.category, b.priority, b.available_at, q.name
             from (select distinct q.name from unnest(queues) as q (name)) as q
             cross join lateral (
                 select j.id, j.category, j.priority, j.available_at from queue.jobs as j
@@ -97,7 +101,10 @@ begin
                 for update skip locked
             ) as b
         ) as c
-        order by c.priority desc, c.available_at, c.id
+        order by c.priority desc,
+            row_number() over (
+                partition by c.queue, c.priority order by c.available_at, c.id),
+            random()
         limit lim;
     end if;
 end

@@ -3,7 +3,9 @@
 -- Guarantees:
 -- * Candidates are pending jobs with available_at <= now() of the given queues (null: every
 --   queue), highest priority first, then oldest availability, then id, whether gated or not;
---   locked FOR UPDATE SKIP LOCKED, so a claimer never waits on another claimer.
+--   locked FOR UPDATE SKIP LOCKED, so a claimer never waits on another claimer. A claim of
+--   several listed queues shares its batch between them round-robin within a priority level
+--   (queue._scan), so one queue's backlog never starves another.
 -- * Each claimed job gets a fresh fencing token and a lease (the `lease` argument, else the
 --   queue's lease); attempt counts the runs started, 1 on the first.
 -- * Running jobs of the claimed queues (null: of every queue) whose lease expired are taken
@@ -15,8 +17,10 @@
 --   this call and is counted in queue.lock_stats. Jobs of a full or paused category are left
 --   out of the scan, so they never hide other jobs.
 -- * Must run in a READ COMMITTED transaction (the gate recounts after taking the lock).
--- Cost: for one queue or every queue, when no lease of the scope has expired and no ready job
--- of the scope has a category, one statement selects and leases the jobs; otherwise the
+-- * Jobs of a paused queue (queue.pause) are never claimed, whatever `queues` says.
+-- Cost: for one queue or every queue, when no lease of the scope has expired, no ready job
+-- of the scope has a category and no queue of the scope is paused, one statement selects
+-- and leases the jobs; otherwise the
 -- candidates are found (and the categorised ones gated) first.
 -- Raises: 22004 null worker; 22023 bad worker name, batch outside 1..1000, lease <= 0,
 -- null or empty queue names; 55000 when called at another isolation level.
@@ -134,6 +138,7 @@ begin
                    where g.status = 'pending' and g.category is not null
                      and g.available_at <= now()
                    order by g.priority desc, g.available_at, g.id limit 1) is null
+              and (select p.queue from queue.queues as p where p.paused limit 1) is null
             returning j.id, j.queue, j.category, j.priority, j.payload, j.attempt,
                 j.max_attempts, j.token, j.lease_expires_at, j.enqueued_at, j.cache_key,
                 j.cache_version, j.available_at
@@ -173,6 +178,8 @@ begin
                      and g.status = 'pending' and g.category is not null
                      and g.available_at <= now()
                    order by g.priority desc, g.available_at, g.id limit 1) is null
+              and (select p.queue from queue.queues as p
+                   where p.paused and p.queue = claim.queues[1]) is null
             returning j.id, j.queue, j.category, j.priority, j.payload, j.attempt,
                 j.max_attempts, j.token, j.lease_expires_at, j.enqueued_at, j.cache_key,
                 j.cache_version, j.available_at
@@ -187,9 +194,23 @@ begin
     end if;
 
     -- General path: several queues, or the direct path claimed nothing (a lease expired, a
-    -- gated job is ready, or no job is: the direct statement cannot tell which, and what its
-    -- probes saw may have changed since). Take back expired leases first (an index probe
-    -- when there are none).
+    -- gated job is ready, a queue is paused, or no job is ready: the direct statement cannot
+    -- tell which, and what its probes saw may have changed since).
+
+    -- Paused queues are left out: a claim of every queue becomes one of the queues not
+    -- paused (every queue andal enqueued to has a row in queue.queues).
+    if (select p.queue from queue.queues as p where p.paused limit 1) is not null then
+        claim.queues := array(
+            select q.queue from queue.queues as q
+            where not q.paused
+              and (claim.queues is null or q.queue = any (claim.queues))
+            order by q.queue);
+        if cardinality(claim.queues) = 0 then
+            return;
+        end if;
+    end if;
+
+    -- Take back expired leases first (an index probe when there are none).
     if claim.queues is null then
         if (select x.lease_expires_at from queue.jobs as x
             where x.status = 'running' and x.lease_expires_at <= now()

@@ -94,4 +94,4 @@ revoke all on function queue.purge_dead(interval) from public;
 revoke all on function queue.list_dead(text, int) from public;
 grant execute on function queue.requeue_dead(bigint) to andal_admin;
 grant execute on function queue.purge_dead(interval) to andal_admin;
-grant execute on function queue.list_dead(text, int) to andal_admin, andal_reader;
+grant execute on function queue.list_dead(text, int) to andal_admin;

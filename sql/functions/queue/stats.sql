@@ -103,6 +103,18 @@ $$;
 -- prepared transaction, a replication slot) holds back vacuum: while it does, the dead rows
 -- of completed jobs cannot be removed and claims slow down. Reading other roles' sessions
 -- needs a superuser owner or one granted pg_read_all_stats.
+-- paused: the queue is paused (queue.pause); the same on every row of the queue.
+-- (Its result gained the column paused at the end: an install made before drops the old
+-- definition once, as a new result type cannot be put in place.)
+do $drop$
+begin
+    if exists (select from pg_catalog.pg_proc
+               where oid = to_regprocedure('queue.stats()')
+                 and not 'paused' = any (coalesce(proargnames, '{}'))) then
+        drop function queue.stats();
+    end if;
+end
+$drop$;
 create or replace function queue.stats()
 returns table (
     queue text,
@@ -133,7 +145,8 @@ returns table (
     pickup_p99_ms double precision,
     wal_bytes_per_job double precision,
     held_xmin_age bigint,
-    held_xmin_seconds double precision
+    held_xmin_seconds double precision,
+    paused boolean
 )
 language plpgsql stable
 security definer
@@ -236,6 +249,7 @@ begin
         select l.queue, l.category from live as l
         union select d.queue, d.category from dl as d
         union select e.queue, e.category from ev as e
+        union select q.queue, '' from queue.queues as q where q.paused
     ),
     per_category as (
         select k.queue, k.category,
@@ -295,7 +309,8 @@ begin
         queue._hist_quantile(r.wait_hist, 0.95),
         queue._hist_quantile(r.wait_hist, 0.99),
         case when r.total then v_wal end,
-        coalesce(v_xmin_age, 0), coalesce(v_xmin_seconds, 0)
+        coalesce(v_xmin_age, 0), coalesce(v_xmin_seconds, 0),
+        coalesce((select q.paused from queue.queues as q where q.queue = r.queue), false)
     from rolled as r
     order by r.queue, r.category nulls first;
 end
@@ -400,5 +415,5 @@ from public;
 revoke all on function queue._prom_label(text) from public;
 revoke all on function queue.stats() from public;
 revoke all on function queue.metrics() from public;
-grant execute on function queue.stats() to andal_admin, andal_worker, andal_reader;
-grant execute on function queue.metrics() to andal_admin, andal_worker, andal_reader;
+grant execute on function queue.stats() to andal_admin, andal_worker, andal_monitor;
+grant execute on function queue.metrics() to andal_admin, andal_worker, andal_monitor;

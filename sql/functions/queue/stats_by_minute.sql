@@ -47,4 +47,4 @@ $$;
 comment on function queue.stats_by_minute(interval) is
 'Per queue and minute of the last span: attempts completed, retried and dead.';
 revoke all on function queue.stats_by_minute(interval) from public;
-grant execute on function queue.stats_by_minute(interval) to andal_admin, andal_worker, andal_reader;
+grant execute on function queue.stats_by_minute(interval) to andal_admin, andal_worker, andal_monitor;

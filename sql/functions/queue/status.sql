@@ -34,13 +34,6 @@ as $$
     order by n.queue
 $$;
 
--- queue.version: the installed andal release.
-create or replace function queue.version() returns text
-language sql immutable
-security definer
-set search_path = pg_catalog, pg_temp
-as $$ select '0.1.0'::text $$;
-
 -- queue.maintain: periodic housekeeping any worker may run (the driver does, each minute):
 -- takes back expired leases, samples the WAL position (at most once a minute) for
 -- queue.stats()' WAL bytes per job, and prunes counters and samples older than a day.
@@ -67,11 +60,8 @@ end
 $$;
 
 comment on function queue.status() is 'Per queue: ready, scheduled, running, dead, oldest ready age.';
-comment on function queue.version() is 'The installed andal release.';
 comment on function queue.maintain() is 'Housekeeping: take back expired leases, prune counters.';
 revoke all on function queue.status() from public;
-revoke all on function queue.version() from public;
 revoke all on function queue.maintain() from public;
-grant execute on function queue.status() to andal_admin, andal_worker, andal_reader;
-grant execute on function queue.version() to andal_producer, andal_worker, andal_admin, andal_reader;
+grant execute on function queue.status() to andal_admin, andal_worker, andal_monitor;
 grant execute on function queue.maintain() to andal_worker, andal_admin;

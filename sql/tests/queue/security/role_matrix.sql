@@ -3,7 +3,7 @@
 -- function of the queue schema must appear in the matrix.
 begin;
 \ir ../_fixtures.psql
-select plan(3);
+select plan(4);
 
 create temp table matrix (fn text, producer boolean, worker boolean, admin boolean);
 insert into matrix values
@@ -33,7 +33,19 @@ insert into matrix values
     ('queue.set_category_limit(text,integer)', false, false, true),
     ('queue.shards()', false, false, true),
     ('queue.shard_of(text)', true, true, true),
-    ('queue.set_shards(integer)', false, false, true);
+    ('queue.set_shards(integer)', false, false, true),
+    ('queue.job(bigint)', true, true, true),
+    ('queue.jobs_by(text,text,bigint,integer)', true, true, true),
+    ('queue.job_payload(bigint)', false, false, true),
+    ('queue.pause(text)', false, false, true),
+    ('queue.resume(text)', false, false, true);
+
+-- andal_monitor only reads: statistics, workers and job lookups, nothing that writes.
+create temp table monitor_may (fn text);
+insert into monitor_may values
+    ('queue.status()'), ('queue.stats()'), ('queue.metrics()'), ('queue.workers()'),
+    ('queue.version()'), ('queue.job(bigint)'), ('queue.jobs_by(text,text,bigint,integer)'),
+    ('cache.stats(interval)');
 
 select is_empty(
     $$ select p.oid::regprocedure::text from pg_proc as p
@@ -55,6 +67,12 @@ select is_empty(
          and p.proname like '\_%'
          and has_function_privilege(r.role, p.oid, 'execute') $$,
     'no role can execute a private helper');
+select is_empty(
+    $$ select p.oid::regprocedure::text from pg_proc as p
+       where p.pronamespace in ('queue'::regnamespace, 'cache'::regnamespace)
+         and has_function_privilege('andal_monitor', p.oid, 'execute')
+             <> (p.oid::regprocedure::text in (select fn from monitor_may)) $$,
+    'andal_monitor can execute exactly the reading functions');
 
 select * from finish();
 rollback;
