@@ -45,7 +45,7 @@ create temp table monitor_may (fn text);
 insert into monitor_may values
     ('queue.status()'), ('queue.stats()'), ('queue.metrics()'), ('queue.workers()'),
     ('queue.version()'), ('queue.job(bigint)'), ('queue.jobs_by(text,text,bigint,integer)'),
-    ('cache.stats(interval)');
+    ('queue.stats_by_minute(interval)'), ('cache.stats(interval)');
 
 select is_empty(
     $$ select p.oid::regprocedure::text from pg_proc as p
