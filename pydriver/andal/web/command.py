@@ -79,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
     except ImportError as exc:
         print(
             f"andal: `andal web` needs the web extra ({exc.name} is missing):"
-            " pip install 'andal[web]'",
+            " pip install 'andal-pg[web]'",
             file=sys.stderr,
         )
         return 2
