@@ -9,6 +9,8 @@ login may act as andal_admin; the database checks the grants once more.
 from __future__ import annotations
 
 import re
+import threading
+import time
 import urllib.parse
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -51,6 +53,25 @@ def environment() -> jinja2.Environment:
     return env
 
 
+class Shared:
+    """The live pages' data, read once for every viewer within ``ttl`` seconds: however many
+    browsers are open, the overview's functions run at most about twice per refresh."""
+
+    def __init__(self, ttl: float) -> None:
+        self.ttl = ttl
+        self.lock = threading.Lock()
+        self.held: dict[str, tuple[float, Any]] = {}
+
+    def get(self, key: str, read: Callable[[Database], Any], db: Database) -> Any:
+        with self.lock:
+            at, data = self.held.get(key, (-1e18, None))
+            if time.monotonic() - at < self.ttl:
+                return data
+            data = read(db)
+            self.held[key] = (time.monotonic(), data)
+            return data
+
+
 class Web:
     """The routes' shared state: settings, database, templates, signer."""
 
@@ -61,6 +82,7 @@ class Web:
         self.signer = security.Signer(settings.secret)
         self.root = settings.root_path.rstrip("/")
         self.cookie_path = self.root or "/"
+        self.live = Shared(settings.refresh / 2)
 
     def render(
         self, request: Request, template: str, status: int = 200, **context: Any
@@ -96,11 +118,11 @@ class Web:
     # -- pages -----------------------------------------------------------------------------
 
     async def overview(self, request: Request) -> Response:
-        data = await run_in_threadpool(pages.overview, self.db)
+        data = await run_in_threadpool(self.live.get, "overview", pages.overview, self.db)
         return self.render(request, "overview.html", nav="overview", **data)
 
     async def overview_fragment(self, request: Request) -> Response:
-        data = await run_in_threadpool(pages.overview, self.db)
+        data = await run_in_threadpool(self.live.get, "overview", pages.overview, self.db)
         return self.fragment("_overview.html", **data)
 
     async def queue(self, request: Request) -> Response:
@@ -135,11 +157,11 @@ class Web:
         return self.render(request, "dead.html", nav="dead", **data)
 
     async def workers(self, request: Request) -> Response:
-        data = await run_in_threadpool(pages.workers, self.db)
+        data = await run_in_threadpool(self.live.get, "workers", pages.workers, self.db)
         return self.render(request, "workers.html", nav="workers", **data)
 
     async def workers_fragment(self, request: Request) -> Response:
-        data = await run_in_threadpool(pages.workers, self.db)
+        data = await run_in_threadpool(self.live.get, "workers", pages.workers, self.db)
         return self.fragment("_workers.html", **data)
 
     # -- actions ---------------------------------------------------------------------------
