@@ -181,6 +181,24 @@ def test_an_action_by_a_read_only_role_is_refused(
     assert dead_state(dsn) == before
 
 
+def test_admin_dsn_acts_for_a_dashboard_that_reads_as_monitor(
+    dsn: str, ids: dict[str, Any], logins: dict[str, str]
+) -> None:
+    job = ids["non_retryable"]
+    with andal_web(logins["reader"], "--admin-dsn", dsn) as server:
+        assert "actions enabled" in server.output()
+        browser = Browser(server.base)
+        assert browser.post("/dead/requeue", {"one": job, "csrf": browser.csrf()})[0] == 303
+    assert job not in {j for j, _ in dead_state(dsn)}
+    refused = subprocess.run(
+        [sys.executable, "-m", "andal.cli", "--dsn", dsn, "web", "--admin-dsn", logins["reader"]],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert refused.returncode == 4 and "not in andal_admin" in refused.stderr
+
+
 def test_the_database_refuses_an_action_of_a_read_only_login(
     dsn: str, ids: dict[str, Any], logins: dict[str, str]
 ) -> None:

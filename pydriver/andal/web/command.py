@@ -23,7 +23,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--admin-dsn",
         metavar="DSN",
-        help="database connection for actions (requeue, purge, cancel), as a member of"
+        help="database connection for actions (requeue, purge, cancel, pause), as a member of"
         " andal_admin; default: --dsn, when its role is a member of andal_admin",
     )
     p.add_argument(
@@ -69,6 +69,8 @@ def run(args: argparse.Namespace) -> int:
         root = args.root_path.rstrip("/")
         if root and not root.startswith("/"):
             raise ValueError("--root-path must start with /")
+        if not args.refresh > 0:
+            raise ValueError("--refresh must be a positive number of seconds")
         if args.basic_auth is not None and ":" not in args.basic_auth:
             raise ValueError("--basic-auth: expected USER:PASSWORD")
     except ValueError as exc:
