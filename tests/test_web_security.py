@@ -278,6 +278,18 @@ def test_pages_forbid_framing_and_foreign_scripts(admin_web: str) -> None:
         assert r.headers["X-Content-Type-Options"] == "nosniff"
 
 
+def test_cookies_are_secure_behind_an_https_proxy(admin_web: str) -> None:
+    def cookie(headers: dict[str, str]) -> str:
+        req = urllib.request.Request(admin_web + "/dead", headers=headers)
+        with urllib.request.urlopen(req, timeout=10) as r:
+            assert r.headers["Cache-Control"] == "no-store"
+            return str(r.headers["Set-Cookie"])
+
+    plain = cookie({})
+    assert "HttpOnly" in plain and "SameSite=strict" in plain and "Secure" not in plain
+    assert "Secure" in cookie({"X-Forwarded-Proto": "https"})
+
+
 def test_token_and_basic_auth(dsn: str, ids: dict[str, Any]) -> None:
     with andal_web(dsn, "--auth-token", "s3cret", "--basic-auth", "ops:pa:ss") as server:
         assert get(server.base + "/")[0] == 401

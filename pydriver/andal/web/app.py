@@ -98,7 +98,7 @@ class Web:
             path=request.url.path,
             **context,
         )
-        response = HTMLResponse(html, status)
+        response = HTMLResponse(html, status, headers={"Cache-Control": "no-store"})
         security.set_csrf_cookie(response, request, self.signer, self.cookie_path)
         if notice is not None:
             response.delete_cookie(security.NOTICE_COOKIE, path=self.cookie_path)
@@ -110,9 +110,10 @@ class Web:
         )
         return HTMLResponse(html, headers={"Cache-Control": "no-store"})
 
-    def back(self, to: str, notice: str) -> Response:
+    def back(self, request: Request, to: str, notice: str) -> Response:
         response = RedirectResponse(self.root + to, status_code=303)
-        security.set_notice(response, self.signer, notice, self.cookie_path)
+        secure = request.url.scheme == "https"
+        security.set_notice(response, self.signer, notice, self.cookie_path, secure)
         return response
 
     # -- pages -----------------------------------------------------------------------------
@@ -145,7 +146,7 @@ class Web:
     async def find_job(self, request: Request) -> Response:
         job_id = _int(request.query_params.get("id", "").strip())
         if job_id is None:
-            return self.back("/", "a job id is a whole number")
+            return self.back(request, "/", "a job id is a whole number")
         return RedirectResponse(f"{self.root}/jobs/{job_id}", status_code=303)
 
     async def dead(self, request: Request) -> Response:
@@ -188,7 +189,7 @@ class Web:
         ids = _ids(form)
         done, errors = await run_in_threadpool(self._each, queries.REQUEUE_DEAD, ids)
         text = f"requeued {len(done)} dead letter(s)" + _errors(errors)
-        return self.back(_local(_str(form.get("back"))) or "/dead", text)
+        return self.back(request, _local(_str(form.get("back"))) or "/dead", text)
 
     async def purge(self, request: Request) -> Response:
         form, refused = await self._action_form(request)
@@ -200,7 +201,7 @@ class Web:
             text = f"purged {n} dead letter(s)"
         except psycopg.Error as exc:
             text = "refused: " + _refusal(exc)
-        return self.back("/dead", text)
+        return self.back(request, "/dead", text)
 
     async def cancel(self, request: Request) -> Response:
         form, refused = await self._action_form(request)
@@ -209,7 +210,7 @@ class Web:
         job_id = request.path_params["job_id"]
         done, errors = await run_in_threadpool(self._each, queries.CANCEL, [job_id])
         text = f"cancelled job {job_id}" if done else "refused: " + "; ".join(errors)
-        return self.back(f"/jobs/{job_id}", text)
+        return self.back(request, f"/jobs/{job_id}", text)
 
     async def pause(self, request: Request) -> Response:
         return await self._queue_action(request, queries.PAUSE, "paused")
@@ -227,7 +228,7 @@ class Web:
             text = f"{done} queue {name}"
         except psycopg.Error as exc:
             text = "refused: " + _refusal(exc)
-        return self.back(f"/queues/{urllib.parse.quote(name, safe='')}", text)
+        return self.back(request, f"/queues/{urllib.parse.quote(name, safe='')}", text)
 
     def _each(self, statement: str, ids: list[int]) -> tuple[list[int], list[str]]:
         """One action per id, each in its own transaction: one refusal spoils no other."""

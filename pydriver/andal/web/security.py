@@ -159,7 +159,12 @@ def set_csrf_cookie(response: Response, request: Request, signer: Signer, path: 
     new = getattr(request.state, "new_csrf", None)
     if new:
         response.set_cookie(
-            CSRF_COOKIE, signer.sign(new), path=path, httponly=True, samesite="strict"
+            CSRF_COOKIE,
+            signer.sign(new),
+            path=path,
+            httponly=True,
+            samesite="strict",
+            secure=request.url.scheme == "https",
         )
 
 
@@ -170,10 +175,15 @@ def csrf_valid(request: Request, signer: Signer, field: str | None) -> bool:
     return hmac.compare_digest(token.encode(), field.encode())
 
 
-def set_notice(response: Response, signer: Signer, text: str, path: str) -> None:
+def set_notice(response: Response, signer: Signer, text: str, path: str, secure: bool) -> None:
     value = base64.urlsafe_b64encode(text.encode()).decode()
     response.set_cookie(
-        NOTICE_COOKIE, signer.sign(value), path=path, httponly=True, samesite="strict"
+        NOTICE_COOKIE,
+        signer.sign(value),
+        path=path,
+        httponly=True,
+        samesite="strict",
+        secure=secure,
     )
 
 
