@@ -1666,6 +1666,15 @@ $$;
 
 COMMENT ON FUNCTION queue.cancel(job_id bigint) IS 'Withdraw a pending job (into the dead letters).';
 
+CREATE FUNCTION queue.category_limits() RETURNS TABLE(category text, max_running integer)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    select c.category, c.max_running from queue.categories as c order by c.category
+$$;
+
+COMMENT ON FUNCTION queue.category_limits() IS 'Every known category and its limit (max_running; 0: paused).';
+
 CREATE FUNCTION queue.claim(worker text, queues text[] DEFAULT NULL::text[], batch integer DEFAULT 1, lease interval DEFAULT NULL::interval) RETURNS TABLE(job_id bigint, queue text, category text, priority integer, payload jsonb, attempt integer, max_attempts integer, token uuid, lease_expires_at timestamp with time zone, enqueued_at timestamp with time zone, cache_key text, cache_version bigint)
     LANGUAGE plpgsql SECURITY DEFINER ROWS 10
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -3999,6 +4008,11 @@ REVOKE ALL ON FUNCTION queue._scan(queues text[], lim integer, exclude_categorie
 
 REVOKE ALL ON FUNCTION queue.cancel(job_id bigint) FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.cancel(job_id bigint) TO andal_admin;
+
+REVOKE ALL ON FUNCTION queue.category_limits() FROM PUBLIC;
+GRANT ALL ON FUNCTION queue.category_limits() TO andal_admin;
+GRANT ALL ON FUNCTION queue.category_limits() TO andal_worker;
+GRANT ALL ON FUNCTION queue.category_limits() TO andal_monitor;
 
 REVOKE ALL ON FUNCTION queue.claim(worker text, queues text[], batch integer, lease interval) FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.claim(worker text, queues text[], batch integer, lease interval) TO andal_worker;

@@ -287,6 +287,7 @@ CALLS = {
     "purge_dead": "select queue.purge_dead('100 years')",
     "purge_dead_jobs": "select queue.purge_dead_jobs('{0}')",
     "stats_by_minute": "select * from queue.stats_by_minute()",
+    "category_limits": "select * from queue.category_limits()",
     "list_dead": "select * from queue.list_dead()",
     "configure_queue": "select * from queue.configure_queue('rm')",
     "set_category_limit": "select queue.set_category_limit('rm', 1)",
@@ -313,13 +314,23 @@ WORKER = {
     "status",
     "stats",
     "stats_by_minute",
+    "category_limits",
     "metrics",
     "workers",
     "version",
     "shard_of",
     *READ,
 }
-MONITOR = {"status", "stats", "stats_by_minute", "metrics", "workers", "version", *READ}
+MONITOR = {
+    "status",
+    "stats",
+    "stats_by_minute",
+    "category_limits",
+    "metrics",
+    "workers",
+    "version",
+    *READ,
+}
 GRANTED = {
     "producer": PRODUCER,
     "worker": WORKER,

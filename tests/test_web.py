@@ -128,7 +128,8 @@ def test_queue_page_shows_its_figures_and_jobs_by_state(browser: Any, base: str,
     for key in ("ready", "scheduled", "running", "dead"):
         figure = browser.find_element(By.CSS_SELECTOR, f'[data-figure="{key}"]').text
         assert figure == fmt.count(total[key]), key
-    assert browser.find_elements(By.CSS_SELECTOR, '#categories tr[data-category="acme"]')
+    acme = browser.find_element(By.CSS_SELECTOR, '#categories tr[data-category="acme"]')
+    assert acme.find_element(By.CSS_SELECTOR, '[data-col="limit"]').text == "2"  # set by seed
     assert shown_jobs(browser) == job_ids(dsn, queue="hooks") != []
     shot(browser, "queue")
     browser.find_element(By.CSS_SELECTOR, '#states a[data-state="dead"]').click()

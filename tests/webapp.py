@@ -122,6 +122,7 @@ def seed(conn: psycopg.Connection) -> dict[str, Any]:
     enq = "select queue.enqueue(payload => %s::jsonb, queue => %s, category => %s,"
     enq += " delay => %s::interval, max_attempts => %s)"
     ids: dict[str, Any] = {}
+    conn.execute("select queue.set_category_limit(category => 'acme', max_running => 2)")
     for _ in range(2):  # two completed
         one(enq, '{"done": true}', "mail", None, "0", 5)
         job, token = conn.execute(

@@ -20,12 +20,13 @@ STATES = ("scheduled", "pending", "running", "failed", "completed", "dead", "can
 
 
 def overview(db: Database) -> dict[str, Any]:
-    stats, by_minute, workers, cache = db.read_many(
+    stats, by_minute, workers, cache, limits = db.read_many(
         [
             (queries.STATS, None),
             (queries.BY_MINUTE, {"span": "1 hour"}),
             (queries.WORKERS, None),
             (queries.CACHE_STATS, None),
+            (queries.CATEGORY_LIMITS, None),
         ]
     )
     series = _series(by_minute)
@@ -33,7 +34,7 @@ def overview(db: Database) -> dict[str, Any]:
     held = stats[0] if stats else None
     return {
         "queues": queues,
-        "categories": [r for r in stats if r["category"] is not None],
+        "categories": _limited(stats, limits),
         "held_xmin_age": held["held_xmin_age"] if held else None,
         "held_xmin_seconds": held["held_xmin_seconds"] if held else None,
         "workers": len(workers),
@@ -54,6 +55,12 @@ def _charted(row: dict[str, Any], series: dict[str, list[dict[str, Any]]]) -> di
     row["throughput"] = charts.spark([m["completed"] for m in minutes])
     row["failures"] = charts.spark([m["failure_rate"] for m in minutes], peak=1.0)
     return row
+
+
+def _limited(stats: list[dict[str, Any]], limits: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The per-category rows of queue.stats(), each with its limit from category_limits()."""
+    limit = {r["category"]: r["max_running"] for r in limits}
+    return [dict(r, limit=limit.get(r["category"])) for r in stats if r["category"] is not None]
 
 
 def cache_figures(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -78,15 +85,19 @@ def _page(db: Database, queue: str | None, state: str | None, before: int | None
 
 
 def queue(db: Database, name: str, state: str | None, before: int | None) -> dict[str, Any]:
-    stats, by_minute = db.read_many(
-        [(queries.STATS, None), (queries.BY_MINUTE, {"span": "1 hour"})]
+    stats, by_minute, limits = db.read_many(
+        [
+            (queries.STATS, None),
+            (queries.BY_MINUTE, {"span": "1 hour"}),
+            (queries.CATEGORY_LIMITS, None),
+        ]
     )
     rows = [r for r in stats if r["queue"] == name]
     total = next((dict(r) for r in rows if r["category"] is None), None)
     return {
         "name": name,
         "total": _charted(total, _series(by_minute)) if total else None,
-        "categories": [r for r in rows if r["category"] is not None],
+        "categories": _limited(rows, limits),
         "state": state or "",
         "states": STATES,
         "before": before,

@@ -42,6 +42,9 @@ BY_MINUTE = (
     " from queue.stats_by_minute(span => %(span)s::interval) as m order by m.queue, m.minute"
 )
 
+#: Every known category and its limit (max_running; 0: paused).
+CATEGORY_LIMITS = "select c.category, c.max_running from queue.category_limits() as c"
+
 WORKERS = (
     "select w.worker, w.running, w.queues,"
     " extract(epoch from w.oldest_claim_age)::float8 as oldest_claim_s,"

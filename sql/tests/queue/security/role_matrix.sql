@@ -22,6 +22,7 @@ insert into matrix values
     ('queue.metrics()', false, true, true),
     ('queue.workers()', false, true, true),
     ('queue.stats_by_minute(interval)', false, true, true),
+    ('queue.category_limits()', false, true, true),
     ('queue.version()', true, true, true),
     ('queue.cancel(bigint)', false, false, true),
     ('queue.requeue_dead(bigint)', false, false, true),
@@ -45,7 +46,7 @@ create temp table monitor_may (fn text);
 insert into monitor_may values
     ('queue.status()'), ('queue.stats()'), ('queue.metrics()'), ('queue.workers()'),
     ('queue.version()'), ('queue.job(bigint)'), ('queue.jobs_by(text,text,bigint,integer)'),
-    ('queue.stats_by_minute(interval)'), ('cache.stats(interval)');
+    ('queue.stats_by_minute(interval)'), ('queue.category_limits()'), ('cache.stats(interval)');
 
 select is_empty(
     $$ select p.oid::regprocedure::text from pg_proc as p
