@@ -21,6 +21,7 @@ from andal.web import fmt
 pytest.importorskip("selenium")
 pytest.importorskip("starlette")
 
+from selenium.common.exceptions import StaleElementReferenceException  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
@@ -140,6 +141,19 @@ def test_queue_page_shows_its_figures_and_jobs_by_state(browser: Any, base: str,
         for e in browser.find_elements(By.CSS_SELECTOR, "#jobs tbody tr")
     }
     assert states == {"dead"}
+
+
+def test_queue_page_figures_update_without_a_reload(browser: Any, base: str, dsn: str) -> None:
+    browser.get(base + "/queues/hooks")
+    browser.execute_script("window.__same_page = true")
+    ready = lambda d: d.find_element(By.CSS_SELECTOR, '[data-figure="ready"]').text  # noqa: E731
+    before = int(ready(browser))
+    with psycopg.connect(dsn, autocommit=True) as c:
+        c.execute("select queue.enqueue(payload => '{}', queue => 'hooks')")
+    WebDriverWait(
+        browser, 20, poll_frequency=0.1, ignored_exceptions=[StaleElementReferenceException]
+    ).until(lambda d: ready(d) == str(before + 1))
+    assert browser.execute_script("return window.__same_page") is True
 
 
 def test_queue_pages_page_by_id(browser: Any, base: str, dsn: str) -> None:

@@ -135,6 +135,13 @@ class Web:
         status = 200 if data["total"] or data["jobs"] else 404
         return self.render(request, "queue.html", status, nav="queues", **data)
 
+    async def queue_fragment(self, request: Request) -> Response:
+        name = request.path_params["name"]
+        data = await run_in_threadpool(
+            self.live.get, f"queue {name}", lambda db: pages.queue_figures(db, name), self.db
+        )
+        return self.fragment("_queue.html", **data)
+
     async def job(self, request: Request) -> Response:
         job_id = _int(request.path_params["job_id"])
         if job_id is None:
@@ -300,6 +307,7 @@ def create_app(settings: Settings, db: Database | None = None) -> Starlette:
         get("/", web.overview),
         get("/fragments/overview", web.overview_fragment),
         get("/queues/{name}", web.queue),
+        get("/fragments/queues/{name}", web.queue_fragment),
         get("/jobs", web.find_job),
         get("/jobs/{job_id}", web.job),
         post("/jobs/{job_id:int}/cancel", web.cancel),

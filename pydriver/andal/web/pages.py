@@ -85,6 +85,17 @@ def _page(db: Database, queue: str | None, state: str | None, before: int | None
 
 
 def queue(db: Database, name: str, state: str | None, before: int | None) -> dict[str, Any]:
+    return {
+        **queue_figures(db, name),
+        "state": state or "",
+        "states": STATES,
+        "before": before,
+        **_page(db, name, state, before),
+    }
+
+
+def queue_figures(db: Database, name: str) -> dict[str, Any]:
+    """The live part of a queue's page: its figures, charts and categories."""
     stats, by_minute, limits = db.read_many(
         [
             (queries.STATS, None),
@@ -98,10 +109,6 @@ def queue(db: Database, name: str, state: str | None, before: int | None) -> dic
         "name": name,
         "total": _charted(total, _series(by_minute)) if total else None,
         "categories": _limited(rows, limits),
-        "state": state or "",
-        "states": STATES,
-        "before": before,
-        **_page(db, name, state, before),
     }
 
 
