@@ -72,8 +72,8 @@ lint: venv deps ## sqlfluff, ruff, mypy (the whole package) and plpgsql_check
 schema-dump: venv ## rewrite sql/schema.dump.sql from a fresh install (commit it with the schema change)
 	$(PY) tests/schema.py
 
-demo: venv ## 20,000 jobs through a worker pool, on DATABASE_URL or the PGHOST/PGPORT server
-	$(PY) -m andal.demo
+demo: venv ## 20,000 jobs through a worker pool, on DATABASE_URL or the PGHOST/PGPORT server; DEMO_ARGS=
+	$(PY) -m andal.demo $(DEMO_ARGS)
 
 bench: venv ## the full benchmark W1–W7 (~26 min, not in make test); BENCH_ARGS="--only W1 --publish"
 	$(PY) -m pip install -q -e '.[bench]'

@@ -13,6 +13,8 @@ import pytest
 
 from andal.demo import Cluster, local_server, pg_bin, plan
 
+ROOT = Path(__file__).resolve().parent.parent
+
 
 def run_demo(env: dict[str, str], cwd: Path, jobs: int) -> subprocess.CompletedProcess:
     argv = [sys.executable, "-m", "andal.demo", "--jobs", str(jobs), "--workers", "2"]
@@ -75,7 +77,7 @@ def _demo_db_oid(server: str) -> int | None:
 
 
 def test_demo_runs_on_the_pgport_server_and_nowhere_else(tmp_path: Path) -> None:
-    """PGPORT=<another port>: the demo makes (and drops) andal_demo on that server only."""
+    """PGPORT=<another port> make demo: andal_demo is made (and dropped) on that server only."""
     try:
         pg_bin("initdb")
     except FileNotFoundError:
@@ -91,7 +93,13 @@ def test_demo_runs_on_the_pgport_server_and_nowhere_else(tmp_path: Path) -> None
             k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "ANDAL_DEMO_SERVER")
         }
         env.update(PGHOST="127.0.0.1", PGPORT=str(cluster.port), PGUSER="postgres")
-        result = run_demo(env, tmp_path, 500)
+        env.pop("MAKEFLAGS", None)
+        # as a user runs it: PGPORT=<port> make demo
+        args = "DEMO_ARGS=--jobs 500 --workers 2 --concurrency 16"
+        result = subprocess.run(
+            ["make", "-s", "-o", ".venv/.installed", "demo", args],
+            cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
         assert result.returncode == 0, result.stderr
         assert f"using the server postgres@127.0.0.1:{cluster.port}/andal_demo" in result.stdout
         assert "dead letters" in result.stdout

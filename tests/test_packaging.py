@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 import sys
+import tarfile
 import zipfile
 from importlib import metadata
 from pathlib import Path
@@ -49,6 +50,31 @@ def test_the_wheel_ships_every_sql_file(tmp_path: Path) -> None:
     assert len(sources) > 40
     assert [s for s in sources if s not in shipped] == []
     assert not [n for n in shipped if n.startswith("andal/sql/tests")]
+
+
+def test_the_sdist_carries_the_sql_and_builds_a_wheel_with_it(tmp_path: Path) -> None:
+    """The sdist (MANIFEST.in) holds sql/schema and sql/functions, and a wheel built from it
+    ships them: installing from the sdist works as from the wheel."""
+    build = [sys.executable, "-m", "build", "-q", "--sdist", "-o", str(tmp_path), str(ROOT)]
+    subprocess.run(build, check=True, capture_output=True, timeout=300)
+    (sdist,) = tmp_path.glob("andal_pg-*.tar.gz")
+    with tarfile.open(sdist) as tar:
+        names = {n.split("/", 1)[1] for n in tar.getnames() if "/" in n}
+    sources = sorted(
+        p.relative_to(ROOT).as_posix()
+        for part in ("schema", "functions")
+        for p in (ROOT / "sql" / part).rglob("*.sql")
+    )
+    assert [s for s in sources if s not in names] == []
+    assert {"LICENSE", "CHANGELOG.md", "setup.py"} <= names
+    wheel_dir = tmp_path / "wheel"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheel_dir), str(sdist)],
+        check=True, capture_output=True, timeout=300,
+    )  # fmt: skip
+    (wheel,) = wheel_dir.glob("andal_pg-*.whl")
+    shipped = set(zipfile.ZipFile(wheel).namelist())
+    assert [s for s in sources if "andal/" + s not in shipped] == []
 
 
 def test_missing_sql_is_one_line_and_exit_code_4(tmp_path: Path) -> None:

@@ -79,6 +79,19 @@ def fmt_age(age: timedelta | None) -> str:
     return f"{int(s // 86400)}d{int(s % 86400 // 3600):02d}h"
 
 
+#: C0 and C1 control characters and DEL: ESC starts a terminal escape sequence.
+_CONTROL = str.maketrans({c: "?" for c in [*range(0x20), *range(0x7F, 0xA0)]})
+
+
+def shown(value: Any) -> str:
+    """A value as text safe to show in a rich table: control characters become "?" (no
+    terminal escape from a queue name reaches the terminal) and rich markup is escaped (a
+    name like ``[/]`` prints as itself instead of ending the command)."""
+    from rich.markup import escape
+
+    return escape(str(value).translate(_CONTROL))
+
+
 def print_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
     from rich.console import Console
     from rich.table import Table
@@ -87,7 +100,7 @@ def print_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]
     for i, col in enumerate(columns):
         table.add_column(col, justify="right" if i and col not in ("last error",) else "left")
     for row in rows:
-        table.add_row(*("-" if v is None else str(v) for v in row))
+        table.add_row(*("-" if v is None else shown(v) for v in row))
     Console().print(table)
 
 
@@ -103,7 +116,7 @@ def cmd_install(args: argparse.Namespace) -> int:
         with _named(label if several else None):
             with connect(dsn, installed=False):
                 pass  # a clear message when the server does not answer
-            done = install(dsn, shards=args.shards)
+            done = install(dsn, shards=args.shards, lock_down=args.lock_down)
             with connect(dsn) as conn:
                 version = _version(conn)
         if done:
@@ -464,7 +477,9 @@ def render(snap: Snapshot, interval: float | None = None, note: str | None = Non
         age = _seconds(r["oldest_ready_age"])
         fail = r["failure_rate"]
         q.add_row(
-            Text(r["queue"]).append("  paused", style="bold yellow") if r["paused"] else r["queue"],
+            Text(str(r["queue"]).translate(_CONTROL)).append("  paused", style="bold yellow")
+            if r["paused"]
+            else shown(r["queue"]),
             fmt_count(r["ready"]),
             fmt_count(r["scheduled"]),
             fmt_count(r["running"]),
@@ -495,7 +510,7 @@ def render(snap: Snapshot, interval: float | None = None, note: str | None = Non
         for r in busy:
             ratio = r["contention_ratio"]
             c.add_row(
-                f"{r['queue']} / {r['category']}",
+                shown(f"{r['queue']} / {r['category']}"),
                 fmt_count(r["ready"]),
                 fmt_count(r["running"]),
                 fmt_age(r["oldest_ready_age"]),
@@ -515,9 +530,9 @@ def render(snap: Snapshot, interval: float | None = None, note: str | None = Non
         )
         for r in snap.workers:
             w.add_row(
-                r["worker"],
+                shown(r["worker"]),
                 fmt_count(r["running"]),
-                ",".join(sorted(r["queues"] or [])) or "-",
+                shown(",".join(sorted(r["queues"] or [])) or "-"),
                 fmt_age(r["oldest_claim_age"]),
                 fmt_age(r["next_lease_expiry"]),
                 fmt_count(r["connections"]),
@@ -540,7 +555,7 @@ def _cache_parts(rows: list[dict[str, Any]], table: Callable[..., Any]) -> list[
         names = list(rows[0]) if rows else ["cache.stats()"]
         t = table("cache", names)
         for r in rows:
-            t.add_row(*(_cell(v) for v in r.values()))
+            t.add_row(*(shown(_cell(v)) for v in r.values()))
         return [t]
     plain = {r["metric"]: r["value"] for r in rows if not r["labels"]}
     reads: dict[tuple[str, str], dict[str, float]] = {}
@@ -581,7 +596,7 @@ def _cache_parts(rows: list[dict[str, Any]], table: Callable[..., Any]) -> list[
         for (pool, job_type), r in sorted(reads.items()):
             ratio = r.get("hit_ratio")
             t.add_row(
-                f"{pool} / {job_type}",
+                shown(f"{pool} / {job_type}"),
                 *(fmt_count(r.get(k, 0)) for k in ("local_hit", "shared_hit", "stale_hit", "miss")),
                 Text(fmt_pct(ratio), style="yellow" if ratio is not None and ratio < 0.5 else ""),
             )
@@ -593,7 +608,7 @@ def _cache_parts(rows: list[dict[str, Any]], table: Callable[..., Any]) -> list[
         for view, v in sorted(views.items()):
             lag, took = v.get("view_lag_seconds"), v.get("view_last_refresh_seconds")
             t.add_row(
-                view,
+                shown(view),
                 fmt_age(None if lag is None else timedelta(seconds=lag)),
                 fmt_ms(None if took is None else took * 1000),
                 fmt_count(v.get("view_pending_changes")),
@@ -870,6 +885,12 @@ def parser() -> argparse.ArgumentParser:
         metavar="N",
         help="partition the live table by hash of the queue into N shards, in place"
         " (1: unsharded; default: keep the current layout)",
+    )
+    s.add_argument(
+        "--lock-down",
+        action="store_true",
+        help="revoke CONNECT and TEMPORARY on the database from PUBLIC and send notifications"
+        " without names (queue._lock_down(); docs/reliability.md, threat model)",
     )
     s.set_defaults(func=cmd_install)
 

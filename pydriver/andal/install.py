@@ -53,9 +53,11 @@ def install(
     root: Path | None = None,
     log: Callable[[str], None] | None = None,
     shards: int | None = None,
+    lock_down: bool = False,
 ) -> list[str]:
     """Apply pending migrations and the function definitions, then the shard layout when
-    ``shards`` is given. Returns what was done."""
+    ``shards`` is given; ``lock_down``: then ``queue._lock_down()`` (no CONNECT or TEMPORARY
+    for PUBLIC, notifications without names). Returns what was done."""
     root = root or sql_dir()
     log = log or (lambda _msg: None)
     done: list[str] = []
@@ -102,6 +104,8 @@ def install(
                         ).fetchone()
                     moved = row[0] if row else 0
                     done.append(f"shards {current} -> {shards} ({moved} live jobs moved)")
+            if lock_down:
+                done += [r[0] for r in conn.execute("select queue._lock_down()").fetchall()]
         finally:
             conn.execute("select pg_advisory_unlock(%s)", (INSTALL_LOCK,))
     return done
@@ -127,12 +131,13 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m andal.install")
     p.add_argument("dsn", nargs="?", default=os.environ.get("DATABASE_URL", ""))
     p.add_argument("--shards", type=int, default=_env_shards())
+    p.add_argument("--lock-down", action="store_true", help="see queue._lock_down()")
     args = p.parse_args(argv)
     if not args.dsn:
         print("andal install: no database: pass a DSN or set DATABASE_URL", file=sys.stderr)
         return 2
     try:
-        steps = install(args.dsn, log=print, shards=args.shards)
+        steps = install(args.dsn, log=print, shards=args.shards, lock_down=args.lock_down)
     except SqlNotFound as exc:
         print(f"andal install: {exc}", file=sys.stderr)
         return 4

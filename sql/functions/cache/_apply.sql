@@ -105,7 +105,8 @@ begin
 
     insert into cache.log (seq, xid, key, op, reason)
     values (v_version, v_xid, _apply.key, op, left(_apply.reason, 200));
-    perform pg_notify('andal_cache', v_xid::text);
+    perform pg_notify('andal_cache',
+        case when queue._notify_names() then v_xid::text else '' end);
     return v_version;
 end
 $$;

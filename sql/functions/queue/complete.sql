@@ -2,8 +2,9 @@
 -- transaction; its result is kept in queue.results only when the queue's keep_results is on;
 -- its gate slot is freed; its cache key is invalidated (or rewritten with the result, by the
 -- queue's cache_policy) in the same transaction (C8, C10).
--- Raises: 22004 null job_id or token; AN001 (lease lost) when the token is not the job's
--- current, unexpired lease — nothing is changed then.
+-- Raises: 22004 null job_id or token; 54000 a result to keep over
+-- queue.config.max_result_bytes (complete it without a result, or fail it); AN001 (lease
+-- lost) when the token is not the job's current, unexpired lease — nothing is changed then.
 -- Cost: one statement deletes the job, counts it in this backend's statistics row of the
 -- minute (queue._record's upsert, inlined) and reads the queue's policy; a gated job's slot,
 -- a kept result and a cache key take one more statement each.
@@ -76,7 +77,8 @@ begin
         delete from queue.worker_locks as w where w.job_id = v_id;
     end if;
     if v_keep then
-        insert into queue.results (job_id, queue, result) values (v_id, v_queue, complete.result);
+        insert into queue.results (job_id, queue, result)
+        values (v_id, v_queue, queue._check_result(complete.result, 'result'));
     end if;
     if v_cache_key is not null then
         perform cache._job_done(v_cache_key, coalesce(v_policy, 'invalidate'), complete.result,
@@ -159,7 +161,9 @@ begin
         -- the queues that keep results are read once (usually none), not once per job; in
         -- key order, so on an index
         insert into queue.results (job_id, queue, result)
-        select g.id, g.queue, complete_many.results[g.n] from gone as g
+        select g.id, g.queue,
+            queue._check_result(complete_many.results[g.n], format('results[%s]', g.n))
+        from gone as g
         where g.queue = any (array(
             select q.queue from queue.queues as q where q.keep_results order by q.queue))
     ),

@@ -41,7 +41,8 @@ begin
         perform queue._category_id(v_dead.category);
     end if;
     if (queue._config(v_dead.queue)).notify then
-        perform pg_notify('andal_jobs', v_dead.queue);
+        perform pg_notify('andal_jobs',
+            case when queue._notify_names() then v_dead.queue else '' end);
     end if;
     return v_dead.job_id;
 end

@@ -19,7 +19,7 @@ begin
     if heartbeat.job_id is null or heartbeat.token is null then
         raise exception 'job_id and token must not be null' using errcode = '22004';
     end if;
-    perform queue._check_interval(heartbeat.extend, 'extend', true, false);
+    perform queue._check_interval(heartbeat.extend, 'extend', true, false, 'lease');
     update queue.jobs as j
     set lease_expires_at = now() + coalesce(
         heartbeat.extend,
@@ -61,7 +61,7 @@ begin
     if cardinality(heartbeat_many.job_ids) <> cardinality(heartbeat_many.tokens) then
         raise exception 'job_ids and tokens must have the same length' using errcode = '22023';
     end if;
-    perform queue._check_interval(heartbeat_many.extend, 'extend', true, false);
+    perform queue._check_interval(heartbeat_many.extend, 'extend', true, false, 'lease');
     return query
     with input as (
         select i.id, i.tok, i.n
@@ -85,10 +85,11 @@ begin
             interval '60 seconds'
         )
         from locked as l where j.id = l.id
-        returning j.id, j.lease_expires_at
+        returning j.id, j.token, j.lease_expires_at
     )
+    -- by id and token: a wrong token beside the job's right one in the same call is lost
     select i.id, e.lease_expires_at
-    from input as i left join extended as e on e.id = i.id
+    from input as i left join extended as e on e.id = i.id and e.token = i.tok
     order by i.n;
 end
 $$;

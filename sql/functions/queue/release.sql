@@ -19,7 +19,7 @@ begin
     if release.job_id is null or release.token is null then
         raise exception 'job_id and token must not be null' using errcode = '22004';
     end if;
-    perform queue._check_interval(release.delay, 'delay');
+    perform queue._check_interval(release.delay, 'delay', bound => 'delay');
     update queue.jobs as j
     set status = 'pending', attempt = greatest(j.attempt - 1, 0), token = null, worker = null,
         claimed_at = null, lease_expires_at = null, available_at = now() + release.delay
@@ -36,7 +36,8 @@ begin
         delete from queue.worker_locks as w where w.job_id = v_job.id;
     end if;
     if release.delay <= interval '0' and (queue._config(v_job.queue)).notify then
-        perform pg_notify('andal_jobs', v_job.queue);
+        perform pg_notify('andal_jobs',
+            case when queue._notify_names() then v_job.queue else '' end);
     end if;
 end
 $$;
