@@ -141,7 +141,8 @@ begin
 
     insert into cache.log (seq, xid, key, op, reason)
     values (v_version, v_xid, _apply.key, op, left(_apply.reason, 200));
-    perform pg_notify('andal_cache', v_xid::text);
+    perform pg_notify('andal_cache',
+        case when queue._notify_names() then v_xid::text else '' end);
     return v_version;
 end
 $$;
@@ -165,12 +166,33 @@ $$;
 
 COMMENT ON FUNCTION cache._check_key(key text, argument text) IS 'Check a cache key argument: not null (22004), 1 to 512 characters (22023).';
 
+CREATE FUNCTION cache._check_refresh_queue(queue_name text) RETURNS void
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+    if queue_name = any (coalesce((select c.refresh_queues from cache.config as c), '{}'))
+        or pg_catalog.has_function_privilege(queue._caller(),
+            'queue.enqueue(jsonb, text, text, int, interval, int, text, text, jsonb)',
+            'execute') then
+        return;
+    end if;
+    raise exception 'refresh_queue % is not a refresh queue', queue_name
+        using errcode = '42501',
+        hint = 'A role that may not enqueue names only the queues listed in '
+        'cache.config.refresh_queues (an admin adds them).';
+end
+$$;
+
+COMMENT ON FUNCTION cache._check_refresh_queue(queue_name text) IS 'Check that the caller may have refresh jobs put into a queue (42501 otherwise).';
+
 CREATE FUNCTION cache._check_value(value jsonb, argument text DEFAULT 'value'::text) RETURNS void
     LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
     v_limit int;
+    v_bytes bigint;
 begin
     if value is null then
         raise exception '% must not be null', argument using errcode = '22004',
@@ -182,11 +204,13 @@ begin
     end if;
     -- no settings row must not mean no limit: then the column's default (1 MiB)
     v_limit := coalesce((select c.max_value_bytes from cache.config as c), 1048576);
-    -- The binary size bounds the text size from above within a small factor: only large
-    -- values pay for the exact measure.
-    if pg_column_size(value) > v_limit / 8 and octet_length(value::text) > v_limit then
+    -- The limit is on what a reader receives: the JSON text, measured on every value (the
+    -- stored size is no bound on it: a jsonb number of a few bytes prints as up to 131,072
+    -- digits).
+    v_bytes := octet_length(value::text);
+    if v_bytes > v_limit then
         raise exception '% is % bytes, over the cache''s limit of % bytes',
-            argument, octet_length(value::text), v_limit
+            argument, v_bytes, v_limit
             using errcode = '54000',
             hint = 'Cache a smaller value, or raise cache.config.max_value_bytes.';
     end if;
@@ -244,6 +268,22 @@ $$;
 
 COMMENT ON FUNCTION cache._epoch() IS 'The shared cache''s epoch; a new one after a crash emptied the UNLOGGED cache tables.';
 
+CREATE FUNCTION cache._invalidate(key text, reason text, job_id bigint, token uuid, fenced boolean) RETURNS bigint
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+begin
+    perform cache._check_key(_invalidate.key);
+    if fenced then
+        perform queue._check_fence(_invalidate.job_id, _invalidate.token);
+    end if;
+    return cache._apply(_invalidate.key, 'invalidate', null, null, _invalidate.reason);
+end
+$$;
+
+COMMENT ON FUNCTION cache._invalidate(key text, reason text, job_id bigint, token uuid, fenced boolean) IS 'Private: the body of both cache.invalidate forms.';
+
 CREATE FUNCTION cache._job_done(key text, policy text, result jsonb, reason text) RETURNS void
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -254,8 +294,9 @@ begin
     if policy = 'none' then
         return;
     elsif policy = 'rewrite' and reason = 'completed' and result is not null
-        and jsonb_typeof(result) <> 'null' then
-        perform cache._check_value(result, 'result');
+        and jsonb_typeof(result) <> 'null'
+        and octet_length(result::text)
+            <= coalesce((select c.max_value_bytes from cache.config as c), 1048576) then
         perform cache._apply(_job_done.key, 'put', result, null, reason);
     elsif policy in ('invalidate', 'rewrite') then
         perform cache._apply(_job_done.key, 'invalidate', null, null, reason);
@@ -360,6 +401,28 @@ CREATE FUNCTION cache._metrics() RETURNS text
 $$;
 
 COMMENT ON FUNCTION cache._metrics() IS 'The shared cache''s figures as Prometheus text, appended by queue.metrics().';
+
+CREATE FUNCTION cache._put(key text, value jsonb, ttl interval, if_version bigint, job_id bigint, token uuid, fenced boolean) RETURNS bigint
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+begin
+    perform cache._check_key(_put.key);
+    perform cache._check_value(_put.value);
+    perform queue._check_interval(_put.ttl, 'ttl', true, false);
+    if _put.if_version is not null and _put.if_version < 0 then
+        raise exception 'if_version must not be negative (got %)', _put.if_version
+            using errcode = '22023';
+    end if;
+    if fenced then
+        perform queue._check_fence(_put.job_id, _put.token);
+    end if;
+    return cache._apply(_put.key, 'put', _put.value, _put.ttl, null, _put.if_version);
+end
+$$;
+
+COMMENT ON FUNCTION cache._put(key text, value jsonb, ttl interval, if_version bigint, job_id bigint, token uuid, fenced boolean) IS 'Private: the body of both cache.put forms.';
 
 CREATE FUNCTION cache._track_changes() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER
@@ -519,6 +582,7 @@ begin
     v_stale := v_e.stale or v_e.value is null or coalesce(v_e.expires_at <= now(), false);
     if get.refresh_queue is not null and (v_e.key is null or v_stale) then
         perform cache._check_key(get.refresh_queue, 'refresh_queue');
+        perform cache._check_refresh_queue(get.refresh_queue);
         perform cache._enqueue_refresh(get.key, get.refresh_queue);
     end if;
     if v_e.key is not null then
@@ -549,6 +613,7 @@ begin
     end loop;
     if get_many.refresh_queue is not null then
         perform cache._check_key(get_many.refresh_queue, 'refresh_queue');
+        perform cache._check_refresh_queue(get_many.refresh_queue);
         for v_key in
             select k.key from unnest(get_many.keys) as k (key)
             left join cache.entries as e on e.key = k.key
@@ -569,17 +634,22 @@ $$;
 COMMENT ON FUNCTION cache.get_many(keys text[], refresh_queue text) IS 'The shared entries of several keys (one row per key that has an entry).';
 
 CREATE FUNCTION cache.invalidate(key text, reason text DEFAULT NULL::text) RETURNS bigint
-    LANGUAGE plpgsql SECURITY DEFINER
+    LANGUAGE sql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-#variable_conflict use_column
-begin
-    perform cache._check_key(invalidate.key);
-    return cache._apply(invalidate.key, 'invalidate', null, null, invalidate.reason);
-end
+    select cache._invalidate(key, reason, null, null, false)
 $$;
 
 COMMENT ON FUNCTION cache.invalidate(key text, reason text) IS 'Mark a key stale (logged, notified); returns its new version.';
+
+CREATE FUNCTION cache.invalidate(key text, job_id bigint, token uuid, reason text DEFAULT NULL::text) RETURNS bigint
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    select cache._invalidate(key, reason, job_id, token, true)
+$$;
+
+COMMENT ON FUNCTION cache.invalidate(key text, job_id bigint, token uuid, reason text) IS 'Mark a key stale on behalf of a running job: refused (AN001) once its token is stale.';
 
 CREATE FUNCTION cache.prune(log_keep interval DEFAULT NULL::interval, entries_keep interval DEFAULT '1 day'::interval) RETURNS TABLE(log_rows bigint, entries bigint)
     LANGUAGE plpgsql SECURITY DEFINER
@@ -592,9 +662,8 @@ declare
     v_log bigint;
     v_entries bigint;
 begin
-    if prune.log_keep < interval '0' or prune.entries_keep < interval '0' then
-        raise exception 'log_keep and entries_keep must not be negative' using errcode = '22023';
-    end if;
+    perform queue._check_interval(prune.log_keep, 'log_keep', false, false);
+    perform queue._check_interval(prune.entries_keep, 'entries_keep', false, false);
     select coalesce(prune.log_keep, c.log_keep) into v_keep from cache.config as c;
     with gone as (
         delete from cache.log as l
@@ -628,25 +697,22 @@ $$;
 COMMENT ON FUNCTION cache.prune(log_keep interval, entries_keep interval) IS 'Maintenance: cut the log (readers behind the cut flush) and drop long-stale entries.';
 
 CREATE FUNCTION cache.put(key text, value jsonb, ttl interval DEFAULT NULL::interval, if_version bigint DEFAULT NULL::bigint) RETURNS bigint
-    LANGUAGE plpgsql SECURITY DEFINER
+    LANGUAGE sql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-#variable_conflict use_column
-begin
-    perform cache._check_key(put.key);
-    perform cache._check_value(put.value);
-    if put.ttl is not null and put.ttl <= interval '0' then
-        raise exception 'ttl must be positive (got %)', put.ttl using errcode = '22023';
-    end if;
-    if put.if_version is not null and put.if_version < 0 then
-        raise exception 'if_version must not be negative (got %)', put.if_version
-            using errcode = '22023';
-    end if;
-    return cache._apply(put.key, 'put', put.value, put.ttl, null, put.if_version);
-end
+    select cache._put(key, value, ttl, if_version, null, null, false)
 $$;
 
 COMMENT ON FUNCTION cache.put(key text, value jsonb, ttl interval, if_version bigint) IS 'Store a value; returns the new version (null when if_version no longer matches).';
+
+CREATE FUNCTION cache.put(key text, value jsonb, job_id bigint, token uuid, ttl interval DEFAULT NULL::interval, if_version bigint DEFAULT NULL::bigint) RETURNS bigint
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    select cache._put(key, value, ttl, if_version, job_id, token, true)
+$$;
+
+COMMENT ON FUNCTION cache.put(key text, value jsonb, job_id bigint, token uuid, ttl interval, if_version bigint) IS 'Store a value on behalf of a running job: refused (AN001) once its token is stale.';
 
 CREATE FUNCTION cache.refresh_due() RETURNS TABLE(view regclass, job_id bigint, pending bigint, lag interval)
     LANGUAGE plpgsql SECURITY DEFINER
@@ -755,10 +821,7 @@ begin
     if register_view.max_changes is null then
         raise exception 'max_changes must not be null' using errcode = '22004';
     end if;
-    if register_view.max_lag <= interval '0' then
-        raise exception using errcode = '22023',
-            message = format('max_lag must be positive (got %s)', register_view.max_lag);
-    end if;
+    perform queue._check_interval(register_view.max_lag, 'max_lag', true, false);
     if register_view.max_changes < 1 then
         raise exception using errcode = '22023',
             message = format('max_changes must be at least 1 (got %s)', register_view.max_changes);
@@ -781,6 +844,15 @@ begin
             using errcode = '55000',
             hint = 'REFRESH MATERIALIZED VIEW CONCURRENTLY needs one: create unique index '
                 'on the view (its key columns), without WHERE or expressions.';
+    end if;
+    -- The caller's own right first (inside this function current_user is andal's owner):
+    -- refreshing a materialized view is its owner's right, so only a member of the owner
+    -- may have andal refresh it.
+    if not pg_catalog.pg_has_role(queue._caller(), v_owner, 'USAGE') then
+        raise exception 'role % may not refresh view % (only its owner may)', queue._caller(),
+            register_view.view
+            using errcode = '42501',
+            hint = 'Register the view as (a member of) its owner.';
     end if;
     if not pg_catalog.pg_has_role(current_user, v_owner, 'USAGE') then
         raise exception 'andal''s owner % may not refresh view %', current_user,
@@ -809,11 +881,22 @@ begin
     if report_reads.counts is null then
         raise exception 'counts must not be null' using errcode = '22004';
     end if;
-    if jsonb_typeof(report_reads.counts) <> 'object' or exists (
+    if jsonb_typeof(report_reads.counts) <> 'object' then
+        raise exception 'counts must map job types to objects of non-negative counters'
+            using errcode = '22023',
+            hint = 'Example: {"mail": {"local_hit": 10, "shared_hit": 2, "miss": 1}}';
+    end if;
+    if (select count(*) from jsonb_object_keys(report_reads.counts)) > 1000 then
+        raise exception 'counts must hold at most 1000 job types' using errcode = '22023';
+    end if;
+    -- whole numbers of the bigint range (a jsonb number may have 131,072 digits)
+    if exists (
         select from jsonb_each(report_reads.counts) as e (k, v)
         where jsonb_typeof(e.v) <> 'object' or length(e.k) not between 1 and 128
             or exists (select from jsonb_each(e.v) as c (n, x)
-                       where jsonb_typeof(c.x) <> 'number' or (c.x)::numeric < 0)
+                       where jsonb_typeof(c.x) <> 'number'
+                          or (c.x)::numeric not between 0 and 9223372036854775807
+                          or (c.x)::numeric <> trunc((c.x)::numeric))
     ) then
         raise exception 'counts must map job types to objects of non-negative counters'
             using errcode = '22023',
@@ -823,8 +906,10 @@ begin
         minute, pool, job_type, backend, local_hits, shared_hits, stale_hits, misses
     )
     select date_trunc('minute', now()), report_reads.pool, e.k, pg_backend_pid(),
-        coalesce((e.v ->> 'local_hit')::bigint, 0), coalesce((e.v ->> 'shared_hit')::bigint, 0),
-        coalesce((e.v ->> 'stale_hit')::bigint, 0), coalesce((e.v ->> 'miss')::bigint, 0)
+        coalesce((e.v ->> 'local_hit')::numeric::bigint, 0),
+        coalesce((e.v ->> 'shared_hit')::numeric::bigint, 0),
+        coalesce((e.v ->> 'stale_hit')::numeric::bigint, 0),
+        coalesce((e.v ->> 'miss')::numeric::bigint, 0)
     from jsonb_each(report_reads.counts) as e (k, v)
     on conflict (minute, pool, job_type, backend) do update
     set local_hits = s.local_hits + excluded.local_hits,
@@ -935,6 +1020,7 @@ CREATE FUNCTION cache.track(view regclass, source regclass) RETURNS void
 #variable_conflict use_column
 declare
     v_kind "char";
+    v_foid oid;
 begin
     if track.view is null or track.source is null then
         raise exception 'view and source must not be null' using errcode = '22004';
@@ -952,12 +1038,24 @@ begin
         raise exception 'source must be a table (% is not)', track.source
             using errcode = '22023';
     end if;
+    -- The caller's own right (inside this function current_user is andal's owner): tracking
+    -- puts a trigger on the table, which needs the TRIGGER privilege on it.
+    if not pg_catalog.has_table_privilege(queue._caller(), track.source, 'TRIGGER') then
+        raise exception 'role % may not create triggers on %', queue._caller(), track.source
+            using errcode = '42501',
+            hint = 'Track the table as a role with the TRIGGER privilege on it.';
+    end if;
+    select t.tgfoid into v_foid from pg_catalog.pg_trigger as t
+    where t.tgrelid = track.source and t.tgname = 'andal_track_truncate';
+    if found and v_foid <> 'cache._track_changes()'::regprocedure then
+        raise exception 'table % has a trigger andal_track_truncate that andal did not make',
+            track.source
+            using errcode = '42710',
+            hint = 'Rename that trigger; andal manages only its own.';
+    end if;
     insert into cache.view_sources as s (view, source) values (track.view, track.source)
     on conflict do nothing;
-    if not exists (
-        select from pg_catalog.pg_trigger as t
-        where t.tgrelid = track.source and t.tgname = 'andal_track_truncate'
-    ) then
+    if v_foid is null then
         execute format(
             'create trigger andal_track_truncate after truncate on %s for each statement'
             ' execute function cache._track_changes()',
@@ -1016,6 +1114,9 @@ CREATE FUNCTION cache.untrack(view regclass, source regclass) RETURNS void
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 #variable_conflict use_column
+declare
+    v_schema name;
+    v_table name;
 begin
     if untrack.view is null or untrack.source is null then
         raise exception 'view and source must not be null' using errcode = '22004';
@@ -1027,8 +1128,17 @@ begin
             using errcode = '42704';
     end if;
     if not exists (select from cache.view_sources as s where s.source = untrack.source) then
-        execute format('drop trigger if exists andal_track_truncate on %s',
-            untrack.source::text);
+        -- Only andal's own trigger (by its function), and only while the table exists (a
+        -- dropped table took its triggers with it).
+        select n.nspname, c.relname into v_schema, v_table
+        from pg_catalog.pg_trigger as t
+        join pg_catalog.pg_class as c on c.oid = t.tgrelid
+        join pg_catalog.pg_namespace as n on n.oid = c.relnamespace
+        where t.tgrelid = untrack.source and t.tgname = 'andal_track_truncate'
+          and t.tgfoid = 'cache._track_changes()'::regprocedure;
+        if found then
+            execute format('drop trigger andal_track_truncate on %I.%I', v_schema, v_table);
+        end if;
         delete from cache.source_changes as c where c.source = untrack.source::oid;
     end if;
 end
@@ -1126,13 +1236,18 @@ CREATE FUNCTION queue._backoff(cfg queue.queues, attempt integer) RETURNS interv
     AS $$
 declare
     v_delay interval;
+    v_secs numeric;
 begin
+    -- In seconds, capped before it becomes an interval: base * 2^40 (or * attempt) of a
+    -- large base would overflow the interval range.
     if cfg.backoff = 'exponential' then
-        v_delay := cfg.backoff_base * power(2, least(greatest(attempt, 1) - 1, 40));
+        v_secs := extract(epoch from cfg.backoff_base)
+            * power(2::numeric, least(greatest(attempt, 1) - 1, 40));
     else
-        v_delay := cfg.backoff_base * greatest(attempt, 1);
+        v_secs := extract(epoch from cfg.backoff_base) * greatest(attempt, 1);
     end if;
-    v_delay := least(v_delay, cfg.backoff_cap);
+    v_delay := case when v_secs >= extract(epoch from cfg.backoff_cap) then cfg.backoff_cap
+        else make_interval(secs => v_secs::double precision) end;
     if cfg.jitter > 0 then
         v_delay := v_delay * (1 - cfg.jitter * random());
     end if;
@@ -1164,11 +1279,16 @@ begin
     if v_category is not null then
         delete from queue.worker_locks as w where w.job_id = _bury.job_id;
     end if;
-    perform pg_notify('andal_ops', json_build_object(
+    perform pg_notify('andal_ops', case when queue._notify_names() then json_build_object(
         'event', 'dead', 'job_id', _bury.job_id, 'queue', v_queue, 'reason', _bury.reason
-    )::text);
+    )::text else '{"event":"dead"}' end);
 end
 $$;
+
+CREATE FUNCTION queue._caller() RETURNS name
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$ select coalesce(nullif(current_setting('role'), 'none'), session_user)::name $$;
 
 CREATE FUNCTION queue._candidates(queues text[], lim integer, exclude_categories text[], exclude_ids bigint[]) RETURNS TABLE(id bigint, category text, priority integer, available_at timestamp with time zone)
     LANGUAGE plpgsql ROWS 10
@@ -1182,7 +1302,11 @@ declare
 begin
     -- Each probe follows its claim index's order and reads one index entry (an EXISTS
     -- drops the ORDER BY and may be planned as a sequential scan).
-    if queues is null then
+    if cardinality(exclude_categories) > 0 then
+        -- the gated scan reads one index per category: it may over-lock (no probe walks
+        -- past the backlog of the categories left out)
+        v_mixed := true;
+    elsif queues is null then
         v_mixed := (
             select j.id from queue.jobs as j
             where j.status = 'pending' and j.category is null and j.available_at <= now()
@@ -1235,6 +1359,7 @@ COMMENT ON FUNCTION queue._candidates(queues text[], lim integer, exclude_catego
 CREATE FUNCTION queue._category_id(category_name text) RETURNS bigint
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
     AS $$
 declare
     v_id bigint;
@@ -1249,10 +1374,36 @@ begin
 end
 $$;
 
-CREATE FUNCTION queue._check_interval(value interval, argument text, strict_positive boolean DEFAULT false, required boolean DEFAULT true) RETURNS void
-    LANGUAGE plpgsql IMMUTABLE
+CREATE FUNCTION queue._check_fence(job_id bigint, token uuid) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
+    AS $$
+begin
+    if job_id is null or token is null then
+        raise exception 'job_id and token must not be null' using errcode = '22004';
+    end if;
+    -- by primary key and token, as complete (a token is set only while a job runs)
+    perform from queue.jobs as j
+    where j.id = _check_fence.job_id and j.token = _check_fence.token
+      and j.lease_expires_at > now()
+    for share;
+    if not found then
+        perform queue._lease_lost(_check_fence.job_id, _check_fence.token);
+    end if;
+end
+$$;
+
+CREATE FUNCTION queue._check_interval(value interval, argument text, strict_positive boolean DEFAULT false, required boolean DEFAULT true, bound text DEFAULT NULL::text) RETURNS void
+    LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
+declare
+    v_max interval;
+    v_epoch numeric;
+    v_sign int;
+    v_over boolean;
+    v_at timestamptz;
 begin
     if value is null then
         if required then
@@ -1260,12 +1411,39 @@ begin
         end if;
         return;
     end if;
-    if strict_positive and value <= interval '0' then
+    -- The epoch is within a month per 30 days of the effect: far past 1000 years, the sign
+    -- alone decides, and now() + value is never computed (it could overflow). The bound is
+    -- read only for a positive value (a zero delay, the common default, reads nothing).
+    v_epoch := extract(epoch from value);
+    if abs(v_epoch) > 2 * 31557600000::numeric then
+        v_sign := sign(v_epoch)::int;
+    else
+        v_at := now() + value;
+        v_sign := case when v_at > now() then 1 when v_at < now() then -1 else 0 end;
+    end if;
+    if v_sign > 0 then
+        v_max := case bound
+            when 'lease' then (queue._limits()).max_lease
+            when 'delay' then (queue._limits()).max_delay
+            else interval '1000 years'
+        end;
+        v_over := v_at is null or v_at > now() + v_max;
+    end if;
+    if strict_positive and v_sign <= 0 then
         raise exception '% must be positive (got %)', argument, value using errcode = '22023';
     end if;
-    if value < interval '0' then
+    if v_sign < 0 then
         raise exception '% must not be negative (got %)', argument, value
             using errcode = '22023';
+    end if;
+    if v_over then
+        raise exception '% must be at most % (got %)', argument, v_max, value
+            using errcode = '22023',
+            hint = case bound
+                when 'lease' then 'The bound is queue.config.max_lease.'
+                when 'delay' then 'The bound is queue.config.max_delay.'
+                else 'Intervals past 1000 years are refused.'
+            end;
     end if;
 end
 $$;
@@ -1293,6 +1471,8 @@ CREATE FUNCTION queue._check_payload(payload jsonb, argument text, payload_limit
     LANGUAGE plpgsql IMMUTABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
+declare
+    v_bytes bigint;
 begin
     if payload is null then
         raise exception '% must not be null', argument using errcode = '22004';
@@ -1301,12 +1481,13 @@ begin
         raise exception '% must be a JSON object, not %', argument, jsonb_typeof(payload)
             using errcode = '22023';
     end if;
-    -- The binary size bounds the text size from above within a small factor: only large
-    -- payloads pay for the exact measure.
-    if pg_column_size(payload) > payload_limit / 8
-        and octet_length(payload::text) > payload_limit then
+    -- The limit is on what a claimer receives: the JSON text, measured on every payload.
+    -- The stored size says nothing about it (a jsonb number of a few bytes prints as up to
+    -- 131,072 digits), so it is no shortcut; printing a small payload costs microseconds.
+    v_bytes := octet_length(payload::text);
+    if v_bytes > payload_limit then
         raise exception '% is % bytes, over the queue''s limit of % bytes',
-            argument, octet_length(payload::text), payload_limit
+            argument, v_bytes, payload_limit
             using errcode = '54000',
             hint = 'Store large data elsewhere and pass a reference, '
             'or raise the limit with queue.configure_queue(payload_limit => ...).';
@@ -1314,9 +1495,55 @@ begin
 end
 $$;
 
+CREATE FUNCTION queue._check_priority(priority integer) RETURNS void
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    v_limits record;
+begin
+    if priority is null then
+        raise exception 'priority must not be null' using errcode = '22004';
+    end if;
+    if priority = 0 then
+        return;
+    end if;
+    v_limits := queue._limits();
+    if priority not between v_limits.min_priority and v_limits.max_priority then
+        raise exception 'priority must be between % and % (got %)',
+            v_limits.min_priority, v_limits.max_priority, priority
+            using errcode = '22023',
+            hint = 'The bounds are queue.config.min_priority and max_priority.';
+    end if;
+end
+$$;
+
+CREATE FUNCTION queue._check_result(result jsonb, argument text) RETURNS jsonb
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    v_limit int;
+begin
+    if result is null then
+        return null;
+    end if;
+    v_limit := (queue._limits()).max_result_bytes;
+    if octet_length(result::text) > v_limit then
+        raise exception '% is % bytes, over the limit of % bytes for kept results', argument,
+            octet_length(result::text), v_limit
+            using errcode = '54000',
+            hint = 'Complete the job without a result (or fail it), or raise '
+            'queue.config.max_result_bytes.';
+    end if;
+    return result;
+end
+$$;
+
 CREATE FUNCTION queue._config(queue_name text) RETURNS queue.queues
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
     AS $$
 declare
     v_cfg queue.queues;
@@ -1341,10 +1568,104 @@ CREATE FUNCTION queue._error_entry(attempt integer, error text, worker text, ret
     ))
 $$;
 
-CREATE FUNCTION queue._gate_key(category_id bigint) RETURNS bigint
-    LANGUAGE sql IMMUTABLE
+CREATE FUNCTION queue._forget_unused() RETURNS bigint
+    LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$ select (x'616e64'::bigint << 40) | category_id $$;
+    AS $$
+declare
+    v_queues bigint;
+    v_categories bigint;
+begin
+    with gone as (
+        delete from queue.queues as q
+        where q.queue in (
+            select d.queue from queue.queues as d
+            where d.max_attempts = 5 and d.lease = interval '60 seconds'
+              and d.backoff = 'linear' and d.backoff_base = interval '5 seconds'
+              and d.backoff_cap = interval '1 hour' and d.jitter = 0 and d.notify
+              and d.payload_limit = 1048576 and not d.keep_results
+              and d.cache_policy = 'invalidate'
+              and not d.paused and d.history_retention is null
+            for update skip locked
+        )
+        returning 1
+    )
+    select count(*) into v_queues from gone;
+    with gone as (
+        delete from queue.categories as c
+        where c.id in (
+            select d.id from queue.categories as d
+            where d.max_running = 1 and d.created_at < now() - interval '1 day'
+              and not exists (select from queue.worker_locks as w where w.category_id = d.id)
+              and not exists (select from queue.lock_stats as s where s.category_id = d.id)
+            for update skip locked
+        )
+        returning 1
+    )
+    select count(*) into v_categories from gone;
+    return v_queues + v_categories;
+end
+$$;
+
+CREATE FUNCTION queue._gated_scan(queues text[], lim integer, exclude_categories text[], exclude_ids bigint[]) RETURNS TABLE(id bigint, category text, priority integer, available_at timestamp with time zone)
+    LANGUAGE plpgsql ROWS 10
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET plan_cache_mode TO 'auto'
+    AS $$
+#variable_conflict use_column
+begin
+    return query
+    -- Pairs in the order of the index's expression, array[queue, category]. Listed
+    -- queues: each queue's first pair (array[queue, ''] sorts before its first category),
+    -- then the next pairs while the queue stays the same.
+    with recursive pairs (queue, category) as (
+        select f.queue, f.category
+        from (select distinct q.name from unnest(queues) as q (name)) as q
+        cross join lateral (
+            select j.queue, j.category from queue.jobs as j
+            where array[j.queue, j.category] >= array[q.name, '']
+              and j.status = 'pending' and j.category is not null
+            order by array[j.queue, j.category]
+            limit 1
+        ) as f
+        where queues is not null and f.queue = q.name
+        union all
+        (select f.queue, f.category from (
+            select j.queue, j.category from queue.jobs as j
+            where j.status = 'pending' and j.category is not null
+            order by array[j.queue, j.category]
+            limit 1
+        ) as f where queues is null)
+        union all
+        select n.queue, n.category
+        from pairs as p
+        cross join lateral (
+            select j.queue, j.category from queue.jobs as j
+            where array[j.queue, j.category] > array[p.queue, p.category]
+              and j.status = 'pending' and j.category is not null
+            order by array[j.queue, j.category]
+            limit 1
+        ) as n
+        where queues is null or n.queue = p.queue
+    )
+    select h.id, h.category, h.priority, h.available_at
+    from pairs as p
+    cross join lateral (
+        select j.id, j.category, j.priority, j.available_at from queue.jobs as j
+        where array[j.queue, j.category] = array[p.queue, p.category]
+          and j.status = 'pending' and j.category is not null and j.available_at <= now()
+          and j.id <> all (exclude_ids)
+        order by j.priority desc, j.available_at, j.id
+        limit lim
+        for update skip locked
+    ) as h
+    where p.category <> all (exclude_categories)
+    order by h.priority desc, h.available_at, h.id
+    limit lim;
+end
+$$;
+
+COMMENT ON FUNCTION queue._gated_scan(queues text[], lim integer, exclude_categories text[], exclude_ids bigint[]) IS 'Private: the best ready gated jobs outside some categories, per (queue, category), locked.';
 
 CREATE FUNCTION queue._hist_bounds() RETURNS double precision[]
     LANGUAGE sql IMMUTABLE
@@ -1401,14 +1722,34 @@ begin
         v_detail := format('job %s is pending again (its lease expired or it was released)',
             job_id);
     elsif v_job.token is distinct from _lease_lost.token then
-        v_detail := format('job %s was claimed again by %s at attempt %s',
-            job_id, v_job.worker, v_job.attempt);
+        -- not who holds it now: any caller with any job id would learn it
+        v_detail := format('job %s was claimed again (attempt %s)', job_id, v_job.attempt);
     else
         v_detail := format('the lease of job %s expired at %s', job_id, v_job.lease_expires_at);
     end if;
     raise exception 'lease lost on job %', job_id
         using errcode = 'AN001', detail = v_detail,
         hint = 'Discard this attempt''s outcome: the job will run (or ran) again elsewhere.';
+end
+$$;
+
+CREATE FUNCTION queue._limits(OUT max_lease interval, OUT max_delay interval, OUT min_priority integer, OUT max_priority integer, OUT max_error_bytes integer, OUT max_result_bytes integer) RETURNS record
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+    select c.max_lease, c.max_delay, c.min_priority, c.max_priority, c.max_error_bytes,
+        c.max_result_bytes
+    into max_lease, max_delay, min_priority, max_priority, max_error_bytes, max_result_bytes
+    from queue.config as c;
+    if not found then
+        max_lease := interval '1 day';
+        max_delay := interval '1 year';
+        min_priority := -1000000;
+        max_priority := 1000000;
+        max_error_bytes := 65536;
+        max_result_bytes := 1048576;
+    end if;
 end
 $$;
 
@@ -1425,6 +1766,30 @@ CREATE FUNCTION queue._live_state(status text, available_at timestamp with time 
 $$;
 
 COMMENT ON FUNCTION queue._live_state(status text, available_at timestamp with time zone, attempt integer) IS 'Private: the state (scheduled, pending, failed, running) of a live job.';
+
+CREATE FUNCTION queue._lock_down() RETURNS SETOF text
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+    execute format('revoke connect, temporary on database %I from public', current_database());
+    return next 'revoked connect, temporary on the database from public';
+    execute format('grant connect on database %I to andal_producer, andal_worker, andal_admin',
+        current_database());
+    return next 'granted connect to andal_producer, andal_worker, andal_admin';
+    execute format('alter database %I set andal.notify_names = off', current_database());
+    return next 'notifications carry no names (andal.notify_names = off)';
+end
+$$;
+
+COMMENT ON FUNCTION queue._lock_down() IS 'Revoke CONNECT and TEMPORARY from PUBLIC on this database; notifications without names.';
+
+CREATE FUNCTION queue._notify_names() RETURNS boolean
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$ select coalesce(current_setting('andal.notify_names', true), '') <> 'off' $$;
+
+COMMENT ON FUNCTION queue._notify_names() IS 'Private: whether notifications may carry names (andal.notify_names).';
 
 CREATE FUNCTION queue._prom_label(value text) RETURNS text
     LANGUAGE sql IMMUTABLE
@@ -1537,6 +1902,48 @@ CREATE FUNCTION queue._scan(queues text[], lim integer, exclude_categories text[
     AS $$
 #variable_conflict use_column
 begin
+    -- Categories left out: their backlog may be long, so the gated jobs come from
+    -- queue._gated_scan (per category), never from a walk of jobs_gated_idx past them.
+    if cardinality(exclude_categories) > 0 and queues is null then
+        return query
+        select c.id, c.category, c.priority, c.available_at from (
+            select a.id, a.category, a.priority, a.available_at from (
+                select j.id, j.category, j.priority, j.available_at from queue.jobs as j
+                where j.status = 'pending' and j.category is null and j.available_at <= now()
+                  and j.id <> all (exclude_ids)
+                order by j.priority desc, j.available_at, j.id
+                limit lim
+                for update skip locked
+            ) as a
+            union all
+            select g.id, g.category, g.priority, g.available_at
+            from queue._gated_scan(queues, lim, exclude_categories, exclude_ids) as g
+        ) as c
+        order by c.priority desc, c.available_at, c.id
+        limit lim;
+        return;
+    elsif cardinality(exclude_categories) > 0 then
+        return query
+        select c.id, c.category, c.priority, c.available_at from (
+            select b.id, b.category, b.priority, b.available_at
+            from (select distinct q.name from unnest(queues) as q (name)) as q
+            cross join lateral (
+                select j.id, j.category, j.priority, j.available_at from queue.jobs as j
+                where j.queue = q.name
+                  and j.status = 'pending' and j.category is null and j.available_at <= now()
+                  and j.id <> all (exclude_ids)
+                order by j.priority desc, j.available_at, j.id
+                limit lim
+                for update skip locked
+            ) as b
+            union all
+            select g.id, g.category, g.priority, g.available_at
+            from queue._gated_scan(queues, lim, exclude_categories, exclude_ids) as g
+        ) as c
+        order by c.priority desc, c.available_at, c.id
+        limit lim;
+        return;
+    end if;
     if queues is null then
         return query
         select c.id, c.category, c.priority, c.available_at from (
@@ -1708,8 +2115,8 @@ begin
         raise exception 'batch must be between 1 and 1000 (got %)', claim.batch
             using errcode = '22023';
     end if;
-    if claim.lease is not null and claim.lease <= interval '0' then
-        perform queue._check_interval(claim.lease, 'lease', true, false);
+    if claim.lease is not null then
+        perform queue._check_interval(claim.lease, 'lease', true, false, 'lease');
     end if;
     if claim.queues is not null then
         foreach v_name in array claim.queues loop
@@ -1869,7 +2276,7 @@ begin
         -- none has a category: lease them all
         v_take := v_ids;
     else
-        -- 2. Some candidates have a category. Gate them: one advisory try-lock per category
+        -- 2. Some candidates have a category. Gate them: one row try-lock per category
         --    serialises its claimers without waiting; under the lock, recount the
         --    category's live slots and take what is free. A category that runs out of slots
         --    (or whose lock is busy) is left out and the batch is filled from further
@@ -1888,7 +2295,14 @@ begin
                     v_max := 1;
                 end if;
                 if not v_cat_id = any (v_locked) then
-                    v_got := pg_try_advisory_xact_lock(queue._gate_key(v_cat_id));
+                    -- The gate lock is a row lock on the category's row, not an advisory
+                    -- lock: any role that can connect can take any advisory key (and read
+                    -- the held ones in pg_locks), but only andal's roles can lock this row.
+                    -- The limit is re-read under the lock.
+                    select c.max_running into v_max from queue.categories as c
+                    where c.id = v_cat_id
+                    for no key update skip locked;
+                    v_got := found;
                     v_stat_ids := v_stat_ids || v_cat_id;
                     v_stat_fail := v_stat_fail || (case when v_got then 0 else 1 end)::bigint;
                     if not v_got then
@@ -2028,7 +2442,8 @@ begin
         delete from queue.worker_locks as w where w.job_id = v_id;
     end if;
     if v_keep then
-        insert into queue.results (job_id, queue, result) values (v_id, v_queue, complete.result);
+        insert into queue.results (job_id, queue, result)
+        values (v_id, v_queue, queue._check_result(complete.result, 'result'));
     end if;
     if v_cache_key is not null then
         perform cache._job_done(v_cache_key, coalesce(v_policy, 'invalidate'), complete.result,
@@ -2101,7 +2516,9 @@ begin
         -- the queues that keep results are read once (usually none), not once per job; in
         -- key order, so on an index
         insert into queue.results (job_id, queue, result)
-        select g.id, g.queue, complete_many.results[g.n] from gone as g
+        select g.id, g.queue,
+            queue._check_result(complete_many.results[g.n], format('results[%s]', g.n))
+        from gone as g
         where g.queue = any (array(
             select q.queue from queue.queues as q where q.keep_results order by q.queue))
     ),
@@ -2195,9 +2612,11 @@ begin
         raise exception 'max_attempts must be at least 1 (got %)', configure_queue.max_attempts
             using errcode = '22023';
     end if;
-    perform queue._check_interval(configure_queue.lease, 'lease', true, false);
-    perform queue._check_interval(configure_queue.backoff_base, 'backoff_base', false, false);
-    perform queue._check_interval(configure_queue.backoff_cap, 'backoff_cap', false, false);
+    perform queue._check_interval(configure_queue.lease, 'lease', true, false, 'lease');
+    perform queue._check_interval(configure_queue.backoff_base, 'backoff_base', false, false,
+        'delay');
+    perform queue._check_interval(configure_queue.backoff_cap, 'backoff_cap', false, false,
+        'delay');
     if configure_queue.backoff not in ('linear', 'exponential') then
         raise exception 'backoff must be linear or exponential (got %)', configure_queue.backoff
             using errcode = '22023';
@@ -2214,6 +2633,9 @@ begin
         raise exception 'cache_policy must be invalidate, rewrite or none (got %)',
             configure_queue.cache_policy using errcode = '22023';
     end if;
+    -- queue.maintain() may forget a queue row equal to the defaults between _config and the
+    -- update: then the update finds nothing, and the row is made again
+    loop
     perform queue._config(configure_queue.queue);
     return query
     update queue.queues as q set
@@ -2230,6 +2652,8 @@ begin
         updated_at = now()
     where q.queue = configure_queue.queue
     returning q.*;
+    exit when found;
+    end loop;
 end
 $$;
 
@@ -2250,10 +2674,8 @@ begin
     perform queue._check_name(enqueue.category, 'category', false);
     perform queue._check_name(enqueue.dedup_key, 'dedup_key', false, 512);
     perform queue._check_name(enqueue.cache_key, 'cache_key', false, 512);
-    perform queue._check_interval(enqueue.delay, 'delay');
-    if enqueue.priority is null then
-        raise exception 'priority must not be null' using errcode = '22004';
-    end if;
+    perform queue._check_interval(enqueue.delay, 'delay', bound => 'delay');
+    perform queue._check_priority(enqueue.priority);
     if enqueue.max_attempts is not null and enqueue.max_attempts < 1 then
         raise exception 'max_attempts must be at least 1 (got %)', enqueue.max_attempts
             using errcode = '22023';
@@ -2263,6 +2685,11 @@ begin
     end if;
     if enqueue.payload is null then
         raise exception 'payload must not be null' using errcode = '22004';
+    end if;
+    -- every argument is checked before anything is written (no sequence advances for a
+    -- rejected call), and a cache_value also when a live job already holds the dedup key
+    if enqueue.cache_value is not null then
+        perform cache._check_value(enqueue.cache_value, 'cache_value');
     end if;
     v_cfg := queue._config(enqueue.queue);
     perform queue._check_payload(enqueue.payload, 'payload', v_cfg.payload_limit);
@@ -2301,7 +2728,8 @@ begin
             update queue.jobs as j set cache_version = v_version where j.id = v_id;
         end if;
         if v_cfg.notify and enqueue.delay <= interval '0' then
-            perform pg_notify('andal_jobs', enqueue.queue);
+            perform pg_notify('andal_jobs',
+                case when queue._notify_names() then enqueue.queue else '' end);
         end if;
     end if;
     return v_id;
@@ -2327,12 +2755,21 @@ begin
     end if;
     perform queue._check_name(enqueue_many.queue, 'queue');
     perform queue._check_name(enqueue_many.category, 'category', false);
-    perform queue._check_interval(enqueue_many.delay, 'delay');
-    if enqueue_many.priority is null then
-        raise exception 'priority must not be null' using errcode = '22004';
-    end if;
+    perform queue._check_interval(enqueue_many.delay, 'delay', bound => 'delay');
+    perform queue._check_priority(enqueue_many.priority);
     if enqueue_many.max_attempts is not null and enqueue_many.max_attempts < 1 then
         raise exception 'max_attempts must be at least 1 (got %)', enqueue_many.max_attempts
+            using errcode = '22023';
+    end if;
+    -- one-dimensional and starting at 1, or elements would be read wrongly or not at all
+    if array_ndims(enqueue_many.payloads) > 1
+        or array_lower(enqueue_many.payloads, 1) <> 1 then
+        raise exception 'payloads must be a one-dimensional array starting at index 1'
+            using errcode = '22023';
+    end if;
+    if array_ndims(enqueue_many.dedup_keys) > 1
+        or array_lower(enqueue_many.dedup_keys, 1) <> 1 then
+        raise exception 'dedup_keys must be a one-dimensional array starting at index 1'
             using errcode = '22023';
     end if;
     v_n := coalesce(array_length(enqueue_many.payloads, 1), 0);
@@ -2395,7 +2832,8 @@ begin
     end if;
 
     if v_inserted and v_cfg.notify and enqueue_many.delay <= interval '0' then
-        perform pg_notify('andal_jobs', enqueue_many.queue);
+        perform pg_notify('andal_jobs',
+            case when queue._notify_names() then enqueue_many.queue else '' end);
     end if;
 end
 $$;
@@ -2414,6 +2852,8 @@ declare
     v_cfg queue.queues;
     v_delay interval;
     v_status text;
+    v_error text;
+    v_limit int;
 begin
     if fail.job_id is null or fail.token is null then
         raise exception 'job_id and token must not be null' using errcode = '22004';
@@ -2425,7 +2865,21 @@ begin
     if fail.retryable is null then
         raise exception 'retryable must not be null' using errcode = '22004';
     end if;
-    perform queue._check_interval(fail.retry_in, 'retry_in', false, false);
+    perform queue._check_interval(fail.retry_in, 'retry_in', false, false, 'delay');
+    v_error := fail.error;
+    if octet_length(v_error) > 1024 then
+        v_limit := (queue._limits()).max_error_bytes;
+        if octet_length(v_error) > v_limit then
+            -- cut, never refused: a worker must always be able to record a failure. By
+            -- characters (a byte cut could split one), shortened until it fits.
+            v_error := left(v_error, v_limit);
+            while octet_length(v_error) > v_limit loop
+                v_error := left(v_error,
+                    length(v_error) - greatest((octet_length(v_error) - v_limit) / 4, 1));
+            end loop;
+            v_error := v_error || format(' ... (cut at %s bytes)', v_limit);
+        end if;
+    end if;
 
     select j.* into v_job from queue.jobs as j where j.id = fail.job_id for update;
     if v_job.id is null or v_job.status <> 'running' or v_job.token <> fail.token
@@ -2436,9 +2890,9 @@ begin
 
     if not fail.retryable or v_job.attempt >= v_job.max_attempts then
         v_job.errors := v_job.errors
-            || queue._error_entry(v_job.attempt, fail.error, v_job.worker);
+            || queue._error_entry(v_job.attempt, v_error, v_job.worker);
         perform queue._bury(v_job.id,
-            case when fail.retryable then 'exhausted' else 'non_retryable' end, fail.error,
+            case when fail.retryable then 'exhausted' else 'non_retryable' end, v_error,
             v_job.errors);
         v_status := 'dead';
     else
@@ -2446,7 +2900,7 @@ begin
         update queue.jobs as j
         set status = 'pending', token = null, worker = null, claimed_at = null,
             lease_expires_at = null, available_at = now() + v_delay,
-            errors = j.errors || queue._error_entry(v_job.attempt, fail.error, v_job.worker, v_delay)
+            errors = j.errors || queue._error_entry(v_job.attempt, v_error, v_job.worker, v_delay)
         where j.id = v_job.id;
         if v_job.category is not null then
             delete from queue.worker_locks as w where w.job_id = v_job.id;
@@ -2480,7 +2934,7 @@ begin
     if heartbeat.job_id is null or heartbeat.token is null then
         raise exception 'job_id and token must not be null' using errcode = '22004';
     end if;
-    perform queue._check_interval(heartbeat.extend, 'extend', true, false);
+    perform queue._check_interval(heartbeat.extend, 'extend', true, false, 'lease');
     update queue.jobs as j
     set lease_expires_at = now() + coalesce(
         heartbeat.extend,
@@ -2516,7 +2970,7 @@ begin
     if cardinality(heartbeat_many.job_ids) <> cardinality(heartbeat_many.tokens) then
         raise exception 'job_ids and tokens must have the same length' using errcode = '22023';
     end if;
-    perform queue._check_interval(heartbeat_many.extend, 'extend', true, false);
+    perform queue._check_interval(heartbeat_many.extend, 'extend', true, false, 'lease');
     return query
     with input as (
         select i.id, i.tok, i.n
@@ -2540,10 +2994,11 @@ begin
             interval '60 seconds'
         )
         from locked as l where j.id = l.id
-        returning j.id, j.lease_expires_at
+        returning j.id, j.token, j.lease_expires_at
     )
+    -- by id and token: a wrong token beside the job's right one in the same call is lost
     select i.id, e.lease_expires_at
-    from input as i left join extended as e on e.id = i.id
+    from input as i left join extended as e on e.id = i.id and e.token = i.tok
     order by i.n;
 end
 $$;
@@ -2778,6 +3233,7 @@ begin
         delete from queue.lock_stats as s where s.minute < now() - interval '1 day';
         delete from queue.stat_minutes as s where s.minute < now() - interval '1 day';
         delete from queue.wal_samples as w where w.sampled_at < now() - interval '1 day';
+        perform queue._forget_unused();
     end if;
     return v_reaped;
 end
@@ -2807,7 +3263,7 @@ begin
         (6, 'andal_run_seconds_p95', '95th percentile of time in progress, last hour.'),
         (7, 'andal_failure_rate', 'Failed attempts / ended attempts, last hour.'),
         (8, 'andal_retries_per_job', 'Retries per finished job, last hour.'),
-        (9, 'andal_lock_attempts', 'Advisory try-locks on categories, last hour.'),
+        (9, 'andal_lock_attempts', 'Gate try-locks on categories, last hour.'),
         (10, 'andal_lock_contention_ratio', 'Try-locks that returned false / try-locks, last hour.'),
         (11, 'andal_pickup_seconds', 'Ready-to-start latency quantiles, last hour.'),
         (12, 'andal_wal_bytes_per_job', 'WAL bytes per ended attempt between the last two samples.')
@@ -2934,7 +3390,7 @@ begin
     if release.job_id is null or release.token is null then
         raise exception 'job_id and token must not be null' using errcode = '22004';
     end if;
-    perform queue._check_interval(release.delay, 'delay');
+    perform queue._check_interval(release.delay, 'delay', bound => 'delay');
     update queue.jobs as j
     set status = 'pending', attempt = greatest(j.attempt - 1, 0), token = null, worker = null,
         claimed_at = null, lease_expires_at = null, available_at = now() + release.delay
@@ -2951,7 +3407,8 @@ begin
         delete from queue.worker_locks as w where w.job_id = v_job.id;
     end if;
     if release.delay <= interval '0' and (queue._config(v_job.queue)).notify then
-        perform pg_notify('andal_jobs', v_job.queue);
+        perform pg_notify('andal_jobs',
+            case when queue._notify_names() then v_job.queue else '' end);
     end if;
 end
 $$;
@@ -2994,7 +3451,8 @@ begin
         perform queue._category_id(v_dead.category);
     end if;
     if (queue._config(v_dead.queue)).notify then
-        perform pg_notify('andal_jobs', v_dead.queue);
+        perform pg_notify('andal_jobs',
+            case when queue._notify_names() then v_dead.queue else '' end);
     end if;
     return v_dead.job_id;
 end
@@ -3343,6 +3801,22 @@ begin
         left join hists as h on h.queue = k.queue and h.category = k.category
         left join locks as lk on lk.category = k.category and k.category <> ''
     ),
+    queue_hists as (
+        select b.queue,
+            array_agg(b.v order by b.i) filter (where b.kind = 'run') as run_hist,
+            array_agg(b.v order by b.i) filter (where b.kind = 'wait') as wait_hist
+        from (
+            select p.queue, x.kind, x.i, sum(x.v)::bigint as v
+            from per_category as p
+            cross join lateral (
+                select 'run' as kind, r.i, r.v from unnest(p.run_hist) with ordinality as r (v, i)
+                union all
+                select 'wait', w.i, w.v from unnest(p.wait_hist) with ordinality as w (v, i)
+            ) as x
+            group by 1, 2, 3
+        ) as b
+        group by b.queue
+    ),
     rolled as (
         -- one row per queue and category, plus one per queue (category null)
         select p.queue, nullif(p.category, '') as category, false as total,
@@ -3351,23 +3825,26 @@ begin
             p.run_count, p.run_ms, p.run_hist, p.wait_hist, p.lock_attempts, p.lock_failures
         from per_category as p where p.category <> ''
         union all
-        select p.queue, null, true,
-            sum(p.ready)::bigint, sum(p.scheduled)::bigint, sum(p.running)::bigint,
-            sum(p.dead)::bigint, min(p.oldest_ready),
-            sum(p.c1)::bigint, sum(p.c15)::bigint, sum(p.c60)::bigint,
-            sum(p.r1)::bigint, sum(p.r15)::bigint, sum(p.r60)::bigint,
-            sum(p.d1)::bigint, sum(p.d15)::bigint, sum(p.d60)::bigint,
-            sum(p.run_count)::bigint, sum(p.run_ms),
-            (select coalesce(array_agg(t.v order by t.i), null) from (
-                select x.i, sum(x.v)::bigint as v from per_category as p2
-                cross join lateral unnest(p2.run_hist) with ordinality as x (v, i)
-                where p2.queue = p.queue group by x.i) as t),
-            (select coalesce(array_agg(t.v order by t.i), null) from (
-                select x.i, sum(x.v)::bigint as v from per_category as p2
-                cross join lateral unnest(p2.wait_hist) with ordinality as x (v, i)
-                where p2.queue = p.queue group by x.i) as t),
-            sum(p.lock_attempts)::bigint, sum(p.lock_failures)::bigint
-        from per_category as p group by p.queue
+        -- one per queue: the sums, and the histograms summed bucket by bucket (grouped
+        -- once for all queues, not a subquery per queue: that was quadratic)
+        select t.queue, null, true,
+            t.ready, t.scheduled, t.running, t.dead, t.oldest_ready,
+            t.c1, t.c15, t.c60, t.r1, t.r15, t.r60, t.d1, t.d15, t.d60,
+            t.run_count, t.run_ms, qh.run_hist, qh.wait_hist, t.lock_attempts, t.lock_failures
+        from (
+            select p.queue,
+                sum(p.ready)::bigint as ready, sum(p.scheduled)::bigint as scheduled,
+                sum(p.running)::bigint as running, sum(p.dead)::bigint as dead,
+                min(p.oldest_ready) as oldest_ready,
+                sum(p.c1)::bigint as c1, sum(p.c15)::bigint as c15, sum(p.c60)::bigint as c60,
+                sum(p.r1)::bigint as r1, sum(p.r15)::bigint as r15, sum(p.r60)::bigint as r60,
+                sum(p.d1)::bigint as d1, sum(p.d15)::bigint as d15, sum(p.d60)::bigint as d60,
+                sum(p.run_count)::bigint as run_count, sum(p.run_ms) as run_ms,
+                sum(p.lock_attempts)::bigint as lock_attempts,
+                sum(p.lock_failures)::bigint as lock_failures
+            from per_category as p group by p.queue
+        ) as t
+        left join queue_hists as qh on qh.queue = t.queue
     )
     select r.queue, r.category, r.ready, r.scheduled, r.running, r.dead,
         now() - r.oldest_ready,
@@ -3508,6 +3985,7 @@ CREATE TABLE cache.config (
     ewma_alpha double precision DEFAULT 0.3 NOT NULL,
     max_value_bytes integer DEFAULT 1048576 NOT NULL,
     log_keep interval DEFAULT '01:00:00'::interval NOT NULL,
+    refresh_queues text[] DEFAULT '{}'::text[] NOT NULL,
     CONSTRAINT config_default_ttl_check CHECK ((default_ttl > '00:00:00'::interval)),
     CONSTRAINT config_ewma_alpha_check CHECK (((ewma_alpha > (0)::double precision) AND (ewma_alpha <= (1)::double precision))),
     CONSTRAINT config_log_keep_check CHECK ((log_keep > '00:00:00'::interval)),
@@ -3618,6 +4096,22 @@ ALTER TABLE queue.categories ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
     NO MINVALUE
     NO MAXVALUE
     CACHE 1
+);
+
+CREATE TABLE queue.config (
+    id boolean DEFAULT true NOT NULL,
+    max_lease interval DEFAULT '1 day'::interval NOT NULL,
+    max_delay interval DEFAULT '1 year'::interval NOT NULL,
+    min_priority integer DEFAULT '-1000000'::integer NOT NULL,
+    max_priority integer DEFAULT 1000000 NOT NULL,
+    max_error_bytes integer DEFAULT 65536 NOT NULL,
+    max_result_bytes integer DEFAULT 1048576 NOT NULL,
+    CONSTRAINT config_max_delay_check CHECK (((max_delay > '00:00:00'::interval) AND (max_delay <= '100 years'::interval))),
+    CONSTRAINT config_max_error_bytes_check CHECK ((max_error_bytes >= 1024)),
+    CONSTRAINT config_max_lease_check CHECK (((max_lease > '00:00:00'::interval) AND (max_lease <= '100 years'::interval))),
+    CONSTRAINT config_max_result_bytes_check CHECK ((max_result_bytes > 0)),
+    CONSTRAINT config_priority_check CHECK (((min_priority <= 0) AND (max_priority >= 0))),
+    CONSTRAINT config_single CHECK (id)
 );
 
 CREATE TABLE queue.history (
@@ -3793,6 +4287,9 @@ ALTER TABLE ONLY queue.categories
 ALTER TABLE ONLY queue.categories
     ADD CONSTRAINT categories_pkey PRIMARY KEY (id);
 
+ALTER TABLE ONLY queue.config
+    ADD CONSTRAINT config_pkey PRIMARY KEY (id);
+
 ALTER TABLE ONLY queue.dead_letters
     ADD CONSTRAINT dead_letters_pkey PRIMARY KEY (job_id);
 
@@ -3850,6 +4347,8 @@ CREATE UNIQUE INDEX jobs_dedup_idx ON queue.jobs USING btree (queue, dedup_key) 
 
 CREATE INDEX jobs_gated_idx ON queue.jobs USING btree (priority DESC, available_at, id) WHERE ((status = 'pending'::text) AND (category IS NOT NULL));
 
+CREATE INDEX jobs_gated_pair_idx ON queue.jobs USING btree ((ARRAY[queue, category]), priority DESC, available_at, id) WHERE ((status = 'pending'::text) AND (category IS NOT NULL));
+
 CREATE INDEX jobs_gated_queue_idx ON queue.jobs USING btree (queue, priority DESC, available_at, id) WHERE ((status = 'pending'::text) AND (category IS NOT NULL));
 
 CREATE INDEX jobs_lease_idx ON queue.jobs USING btree (lease_expires_at) WHERE (status = 'running'::text);
@@ -3889,6 +4388,8 @@ REVOKE ALL ON FUNCTION cache._apply(key text, op text, value jsonb, ttl interval
 
 REVOKE ALL ON FUNCTION cache._check_key(key text, argument text) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION cache._check_refresh_queue(queue_name text) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION cache._check_value(value jsonb, argument text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION cache._current_version(key text) FROM PUBLIC;
@@ -3897,9 +4398,13 @@ REVOKE ALL ON FUNCTION cache._enqueue_refresh(key text, queue_name text) FROM PU
 
 REVOKE ALL ON FUNCTION cache._epoch() FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION cache._invalidate(key text, reason text, job_id bigint, token uuid, fenced boolean) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION cache._job_done(key text, policy text, result jsonb, reason text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION cache._metrics() FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION cache._put(key text, value jsonb, ttl interval, if_version bigint, job_id bigint, token uuid, fenced boolean) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION cache._track_changes() FROM PUBLIC;
 
@@ -3923,6 +4428,10 @@ REVOKE ALL ON FUNCTION cache.invalidate(key text, reason text) FROM PUBLIC;
 GRANT ALL ON FUNCTION cache.invalidate(key text, reason text) TO andal_worker;
 GRANT ALL ON FUNCTION cache.invalidate(key text, reason text) TO andal_admin;
 
+REVOKE ALL ON FUNCTION cache.invalidate(key text, job_id bigint, token uuid, reason text) FROM PUBLIC;
+GRANT ALL ON FUNCTION cache.invalidate(key text, job_id bigint, token uuid, reason text) TO andal_worker;
+GRANT ALL ON FUNCTION cache.invalidate(key text, job_id bigint, token uuid, reason text) TO andal_admin;
+
 REVOKE ALL ON FUNCTION cache.prune(log_keep interval, entries_keep interval) FROM PUBLIC;
 GRANT ALL ON FUNCTION cache.prune(log_keep interval, entries_keep interval) TO andal_admin;
 
@@ -3930,6 +4439,11 @@ REVOKE ALL ON FUNCTION cache.put(key text, value jsonb, ttl interval, if_version
 GRANT ALL ON FUNCTION cache.put(key text, value jsonb, ttl interval, if_version bigint) TO andal_producer;
 GRANT ALL ON FUNCTION cache.put(key text, value jsonb, ttl interval, if_version bigint) TO andal_worker;
 GRANT ALL ON FUNCTION cache.put(key text, value jsonb, ttl interval, if_version bigint) TO andal_admin;
+
+REVOKE ALL ON FUNCTION cache.put(key text, value jsonb, job_id bigint, token uuid, ttl interval, if_version bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION cache.put(key text, value jsonb, job_id bigint, token uuid, ttl interval, if_version bigint) TO andal_producer;
+GRANT ALL ON FUNCTION cache.put(key text, value jsonb, job_id bigint, token uuid, ttl interval, if_version bigint) TO andal_worker;
+GRANT ALL ON FUNCTION cache.put(key text, value jsonb, job_id bigint, token uuid, ttl interval, if_version bigint) TO andal_admin;
 
 REVOKE ALL ON FUNCTION cache.refresh_due() FROM PUBLIC;
 GRANT ALL ON FUNCTION cache.refresh_due() TO andal_admin;
@@ -3974,21 +4488,31 @@ REVOKE ALL ON FUNCTION queue._backoff(cfg queue.queues, attempt integer) FROM PU
 
 REVOKE ALL ON FUNCTION queue._bury(job_id bigint, reason text, last_error text, errors jsonb) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION queue._caller() FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION queue._candidates(queues text[], lim integer, exclude_categories text[], exclude_ids bigint[]) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._category_id(category_name text) FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION queue._check_interval(value interval, argument text, strict_positive boolean, required boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION queue._check_fence(job_id bigint, token uuid) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._check_interval(value interval, argument text, strict_positive boolean, required boolean, bound text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._check_name(value text, argument text, required boolean, max_length integer) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._check_payload(payload jsonb, argument text, payload_limit integer) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION queue._check_priority(priority integer) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._check_result(result jsonb, argument text) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION queue._config(queue_name text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._error_entry(attempt integer, error text, worker text, retry_in interval) FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION queue._gate_key(category_id bigint) FROM PUBLIC;
+REVOKE ALL ON FUNCTION queue._forget_unused() FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._gated_scan(queues text[], lim integer, exclude_categories text[], exclude_ids bigint[]) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._hist_bounds() FROM PUBLIC;
 
@@ -3996,7 +4520,13 @@ REVOKE ALL ON FUNCTION queue._hist_quantile(hist bigint[], q double precision) F
 
 REVOKE ALL ON FUNCTION queue._lease_lost(job_id bigint, token uuid) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION queue._limits(OUT max_lease interval, OUT max_delay interval, OUT min_priority integer, OUT max_priority integer, OUT max_error_bytes integer, OUT max_result_bytes integer) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION queue._live_state(status text, available_at timestamp with time zone, attempt integer) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._lock_down() FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._notify_names() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._prom_label(value text) FROM PUBLIC;
 
