@@ -224,6 +224,11 @@ def queue_calls(job: int, dead: int) -> list[Call]:
     out += over("queue.purge_dead", {"older_than": "'1 day'"}, "older_than",
                 [("null", "22004")] + each(NEG + HUGE, "22023"))  # fmt: skip
     out += over("queue.list_dead", {}, "lim", each(["0", "-1", "null"], "22023"))
+    out += over("queue.purge_dead_jobs", {"job_ids": "'{1}'"}, "job_ids",
+                [("null", "22004"), ("'{1,null}'", "22004"),
+                 ("array(select generate_series(1, 10001))::bigint[]", "22023")])  # fmt: skip
+    out += intervals("queue.stats_by_minute", {}, "span", True, BOUNDED)
+    out += over("queue.stats_by_minute", {}, "span", [("null", "22004")])
     out += over("queue.shard_of", {"queue": "'h'"}, "queue", NAME_BAD)
     out += over("queue.set_shards", {"shards": "1"}, "shards",
                 [("null", "22004"), ("0", "22023"), ("65", "22023"), ("-1", "22023")])  # fmt: skip
@@ -335,6 +340,7 @@ def read_only_calls(job: int, dead: int) -> list[Call]:
         f"select queue.cancel(job_id => {job})",
         f"select queue.requeue_dead(job_id => {dead})",
         "select queue.purge_dead(older_than => '0')",
+        f"select queue.purge_dead_jobs(job_ids => array[{dead}]::bigint[])",
         "select queue.set_shards(shards => 2)",
         "select cache.put(key => 'ro', value => '1')",
         "select cache.invalidate(key => 'ro')",
