@@ -150,6 +150,12 @@ def test_read_only_flag_offers_no_action(dsn: str, ids: dict[str, Any]) -> None:
     assert dead_state(dsn) == before
 
 
+def test_one_database_only(dsn: str) -> None:
+    argv = [sys.executable, "-m", "andal.cli", "--dsn", dsn, "--dsn", dsn + "?x=1", "web"]
+    result = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2 and "one --dsn" in result.stderr
+
+
 def test_an_unreachable_database_exits_3() -> None:
     result = subprocess.run(
         [sys.executable, "-m", "andal.cli", "--dsn", "postgresql://postgres@127.0.0.1:1/x", "web"],

@@ -10,7 +10,7 @@ import pytest
 
 pytest.importorskip("starlette")
 
-from andal.web import app, charts, security  # noqa: E402
+from andal.web import app, charts, command, security  # noqa: E402
 
 
 def test_live_pages_are_read_once_per_interval_for_every_viewer() -> None:
@@ -70,3 +70,12 @@ def test_spark_scales_to_the_box() -> None:
     assert charts.spark([]).points == "" and charts.spark([None, None]).peak == 0.0
     rate = charts.spark([0.5], peak=1.0)
     assert float(rate.points.split(",")[1]) == pytest.approx(charts.HEIGHT / 2)
+
+
+def test_bind() -> None:
+    assert command.parse_bind("127.0.0.1:8080") == ("127.0.0.1", 8080)
+    assert command.parse_bind("[::1]:9000") == ("::1", 9000)
+    assert command.parse_bind(":9000") == ("127.0.0.1", 9000)
+    for bad in ("8080", "host:", "host:http", "host:70000"):
+        with pytest.raises(ValueError):
+            command.parse_bind(bad)

@@ -95,7 +95,6 @@ class Web:
             version=self.db.version,
             refresh_ms=int(self.settings.refresh * 1000),
             notice=notice,
-            path=request.url.path,
             **context,
         )
         response = HTMLResponse(html, status, headers={"Cache-Control": "no-store"})
