@@ -150,6 +150,15 @@ def test_read_only_flag_offers_no_action(dsn: str, ids: dict[str, Any]) -> None:
     assert dead_state(dsn) == before
 
 
+def test_role_prefix(dsn: str) -> None:
+    """An install with another role prefix: the dashboard takes that install's roles."""
+    web = [sys.executable, "-m", "andal.cli", "--dsn", dsn, "web", "--role-prefix"]
+    result = subprocess.run([*web, "nosuch"], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 4 and "may not read as nosuch_monitor" in result.stderr
+    result = subprocess.run([*web, "Bad-Prefix"], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2 and "--role-prefix" in result.stderr
+
+
 def test_one_database_only(dsn: str) -> None:
     argv = [sys.executable, "-m", "andal.cli", "--dsn", dsn, "--dsn", dsn + "?x=1", "web"]
     result = subprocess.run(argv, capture_output=True, text=True, timeout=60)

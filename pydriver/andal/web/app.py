@@ -37,6 +37,7 @@ from .fmt import FILTERS
 class Settings:
     dsn: str
     admin_dsn: str | None = None
+    role_prefix: str = "andal"
     root_path: str = ""
     refresh: float = 2.0
     access: security.Access = security.Access()
@@ -182,8 +183,8 @@ class Web:
             )
         if not self.db.can_act:
             return form, PlainTextResponse(
-                "refused: this dashboard is read-only (its login role is not a member of"
-                " andal_admin)\n",
+                "refused: this dashboard is read-only (started with --read-only, or its login"
+                f" role is not a member of {self.db.admin_role})\n",
                 403,
             )
         return form, None
@@ -288,7 +289,7 @@ def _errors(errors: list[str]) -> str:
 
 def create_app(settings: Settings, db: Database | None = None) -> Starlette:
     """The ASGI application. ``db`` (opened) may be given; else it is opened at startup."""
-    database = db or Database(settings.dsn, settings.admin_dsn)
+    database = db or Database(settings.dsn, settings.admin_dsn, settings.role_prefix)
     web = Web(settings, database)
 
     @asynccontextmanager

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 
 DEFAULT_BIND = "127.0.0.1:8080"
@@ -25,6 +26,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="DSN",
         help="database connection for actions (requeue, purge, cancel, pause), as a member of"
         " andal_admin; default: --dsn, when its role is a member of andal_admin",
+    )
+    p.add_argument(
+        "--role-prefix",
+        default="andal",
+        metavar="PREFIX",
+        help="the install's role prefix: reads as PREFIX_monitor, acts as PREFIX_admin"
+        " (default andal)",
     )
     p.add_argument(
         "--read-only", action="store_true", help="offer no action, whatever the role may do"
@@ -69,6 +77,8 @@ def run(args: argparse.Namespace) -> int:
         root = args.root_path.rstrip("/")
         if root and not root.startswith("/"):
             raise ValueError("--root-path must start with /")
+        if not re.fullmatch(r"[a-z][a-z0-9_]{0,47}", args.role_prefix):
+            raise ValueError("--role-prefix: a lower-case letter, then letters, digits or _")
         if not args.refresh > 0:
             raise ValueError("--refresh must be a positive number of seconds")
         if args.basic_auth is not None and ":" not in args.basic_auth:

@@ -1,4 +1,5 @@
-"""The dashboard's connections: reads as andal_monitor, actions as andal_admin.
+"""The dashboard's connections: reads as andal_monitor, actions as andal_admin (the roles of
+an install with another role prefix: ``<prefix>_monitor``, ``<prefix>_admin``).
 
 Reads and actions each run in one short transaction that starts with ``SET LOCAL ROLE``, so
 PostgreSQL enforces the grants: a read transaction can execute only what andal_monitor was
@@ -15,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import psycopg
+from psycopg import sql
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
@@ -32,9 +34,19 @@ class SetupError(Exception):
 class Database:
     dsn: str
     admin_dsn: str | None = None
+    #: the install's role prefix: reads as <prefix>_monitor, actions as <prefix>_admin
+    role_prefix: str = "andal"
     can_act: bool = False
     version: str = ""
     _pools: list[ConnectionPool] = field(default_factory=list)
+
+    @property
+    def reader_role(self) -> str:
+        return f"{self.role_prefix}_monitor"
+
+    @property
+    def admin_role(self) -> str:
+        return f"{self.role_prefix}_admin"
 
     def open(self) -> None:
         """Check the install and the roles, then open the pools."""
@@ -64,30 +76,33 @@ class Database:
             with psycopg.connect(self.dsn, autocommit=True, connect_timeout=5) as conn:
                 if not _one(conn, queries.INSTALLED):
                     raise SetupError("andal is not installed in this database; run `andal install`")
-                if not _one(conn, queries.MEMBER_OF, {"role": queries.READER}):
+                if not _one(conn, queries.MEMBER_OF, {"role": self.reader_role}):
                     raise SetupError(
-                        f"the login role may not read as {queries.READER}: run `andal install`"
-                        f" (it creates the role), then `grant {queries.READER} to <login role>`"
+                        f"the login role may not read as {self.reader_role}: run `andal install`"
+                        f" (it creates the role), then `grant {self.reader_role} to <login role>`"
                     )
-                self.can_act = self.admin_dsn is None and _is_admin(conn)
+                self.can_act = self.admin_dsn is None and self._is_admin(conn)
             if self.admin_dsn:
                 with psycopg.connect(self.admin_dsn, autocommit=True, connect_timeout=5) as conn:
-                    self.can_act = _is_admin(conn)
+                    self.can_act = self._is_admin(conn)
                     if not self.can_act:
-                        raise SetupError("--admin-dsn: its login role is not in andal_admin")
+                        raise SetupError(f"--admin-dsn: its login role is not in {self.admin_role}")
         except psycopg.OperationalError as exc:
             reason = " ".join(str(exc).split())
             raise SetupError(f"cannot connect to the database: {reason}") from None
 
+    def _is_admin(self, conn: psycopg.Connection) -> bool:
+        return bool(_one(conn, queries.MEMBER_OF, {"role": self.admin_role}))
+
     @contextmanager
     def _session(self, pool: ConnectionPool, role: str) -> Iterator[psycopg.Connection]:
         with pool.connection() as conn, conn.transaction():
-            conn.execute(role)
+            conn.execute(sql.SQL(queries.SET_ROLE).format(sql.Identifier(role)))
             yield conn
 
     def read(self, statement: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
         """Rows of one read statement, as andal_monitor."""
-        with self._session(self.reader, queries.READ_ROLE) as conn:
+        with self._session(self.reader, self.reader_role) as conn:
             cur = conn.cursor(row_factory=dict_row)
             return cur.execute(statement, params).fetchall()
 
@@ -95,12 +110,12 @@ class Database:
         self, statements: Sequence[tuple[str, Mapping[str, Any] | None]]
     ) -> list[list[dict[str, Any]]]:
         """Rows of several read statements in one transaction (one snapshot per statement)."""
-        with self._session(self.reader, queries.READ_ROLE) as conn:
+        with self._session(self.reader, self.reader_role) as conn:
             cur = conn.cursor(row_factory=dict_row)
             return [cur.execute(s, p).fetchall() for s, p in statements]
 
     def read_one(self, statement: str, params: Mapping[str, Any] | None = None) -> Any:
-        with self._session(self.reader, queries.READ_ROLE) as conn:
+        with self._session(self.reader, self.reader_role) as conn:
             row = conn.execute(statement, params).fetchone()
             return row[0] if row else None
 
@@ -108,7 +123,7 @@ class Database:
         """One action (or an admin's read), as andal_admin, in its own transaction; the first
         column of its row. Raises psycopg.Error when the database refuses (nothing is changed
         then)."""
-        with self._session(self.admin, queries.ADMIN_ROLE) as conn:
+        with self._session(self.admin, self.admin_role) as conn:
             row = conn.execute(statement, params).fetchone()
             return row[0] if row else None
 
@@ -116,7 +131,3 @@ class Database:
 def _one(conn: psycopg.Connection, statement: str, params: Mapping[str, Any] | None = None) -> Any:
     row = conn.execute(statement, params).fetchone()
     return row[0] if row else None
-
-
-def _is_admin(conn: psycopg.Connection) -> bool:
-    return bool(_one(conn, queries.MEMBER_OF, {"role": "andal_admin"}))

@@ -2,16 +2,16 @@
 
 Each one calls an andal SQL function with named arguments and casts; the dashboard computes no
 queue fact of its own. Reads run inside a transaction that first takes the read-only role
-(``READ_ROLE``); actions inside one that takes the admin role (``ADMIN_ROLE``), so PostgreSQL
+(``SET_ROLE``, andal_monitor); actions inside one that takes the admin role, so PostgreSQL
 checks every grant whatever the login role may otherwise do.
 """
 
 from __future__ import annotations
 
-#: The role that may only read (statistics, workers, job lookups; no payload).
-READER = "andal_monitor"
-READ_ROLE = f"set local role {READER}"
-ADMIN_ROLE = "set local role andal_admin"
+#: Formatted with psycopg.sql.Identifier(role): ``<prefix>_monitor`` (reads only: statistics,
+#: workers, job lookups, no payload) or ``<prefix>_admin``; the prefix is ``andal`` unless the
+#: install chose another.
+SET_ROLE = "set local role {}"
 
 #: Whether the login role may take ``role`` (false when the role does not exist).
 MEMBER_OF = (

@@ -17,12 +17,13 @@ def serve(args: argparse.Namespace, host: str, port: int, root: str) -> int:
     settings = Settings(
         dsn=args.dsn,
         admin_dsn=args.admin_dsn,
+        role_prefix=args.role_prefix,
         root_path=root,
         refresh=args.refresh,
         access=security.Access(token=args.auth_token or None, basic=args.basic_auth or None),
         secret=os.environ.get("ANDAL_WEB_SECRET"),
     )
-    db = Database(settings.dsn, settings.admin_dsn)
+    db = Database(settings.dsn, settings.admin_dsn, settings.role_prefix)
     try:
         db.open()
     except SetupError as exc:
@@ -30,7 +31,7 @@ def serve(args: argparse.Namespace, host: str, port: int, root: str) -> int:
         return 3 if str(exc).startswith("cannot connect") else 4
     if args.read_only:
         db.can_act = False
-    mode = "actions enabled (andal_admin)" if db.can_act else "read-only"
+    mode = f"actions enabled ({db.admin_role})" if db.can_act else "read-only"
     print(f"andal web: serving http://{host}:{port}{root or ''}/ ({mode})", flush=True)
     try:
         uvicorn.run(
