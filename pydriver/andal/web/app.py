@@ -56,7 +56,7 @@ def environment() -> jinja2.Environment:
 
 class Shared:
     """The live pages' data, read once for every viewer within ``ttl`` seconds: however many
-    browsers are open, the overview's functions run at most about twice per refresh."""
+    browsers are open, the overview's functions run at most once per ``ttl``."""
 
     def __init__(self, ttl: float) -> None:
         self.ttl = ttl
