@@ -989,6 +989,12 @@ def parser() -> argparse.ArgumentParser:
     from .cli_jobs import add_commands
 
     add_commands(sub, connect, CliError)
+
+    from .web import command as web  # argparse only: the web libraries load when it runs
+
+    s = sub.add_parser("web", help="serve the dashboard to a browser (docs/web.md)")
+    web.add_arguments(s)
+    s.set_defaults(func=web.run)
     return p
 
 
