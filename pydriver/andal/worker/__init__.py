@@ -62,25 +62,34 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from types import FrameType
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 from psycopg import sql as psql
 from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from . import sql
-from . import tracing as tracing_
-from .errors import NotInstalled, is_lease_lost
-from .logs import event, log
-from .metrics import WorkerMetrics
+from .. import sql
+from .. import tracing as tracing_
+from ..errors import NotInstalled, is_lease_lost
+from ..logs import event, log
+from ..metrics import WorkerMetrics
+from .handlers import (
+    F,
+    Fail,
+    Handler,
+    HandlerFn,
+    Job,
+    Registry,
+    Retry,
+    Seconds,
+    as_interval,
+    undecodable,
+)
 
 if TYPE_CHECKING:
-    from .cache import Cache
+    from ..cache import Cache
 
-Seconds = float | int | timedelta
-HandlerFn = Callable[..., Any]
-F = TypeVar("F", bound=HandlerFn)
 
 #: SQLSTATE classes of a lost or refused connection: connection exception, insufficient
 #: resources (too many connections), operator intervention (terminated, shutting down),
@@ -118,124 +127,6 @@ def plain_array(items: Iterable[Any]) -> str:
 
 def _quote(value: str) -> str:
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
-def as_interval(value: Seconds | None) -> timedelta | None:
-    """Seconds (int/float) or a timedelta, as a timedelta; None stays None."""
-    if value is None or isinstance(value, timedelta):
-        return value
-    return timedelta(seconds=float(value))
-
-
-# -- what handlers see and raise -------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Job:
-    """One claimed job, as ``queue.claim`` returned it."""
-
-    id: int
-    queue: str
-    category: str | None
-    payload: Any
-    attempt: int
-    max_attempts: int
-    token: uuid.UUID
-    lease_expires_at: datetime
-    enqueued_at: datetime
-    cache_key: str | None
-    cache_version: int | None
-    priority: int = 0
-    #: The label of the database the job came from (``Source.label``: ``dbname@host:port``).
-    database: str = ""
-
-
-class Retry(Exception):  # noqa: N818 - the name is the API
-    """Raise from a handler to fail this attempt and retry after ``delay`` (seconds/timedelta).
-
-    Without a delay the queue's backoff policy decides. The attempt is spent: a job past its
-    attempts is dead-lettered by ``queue.fail`` as usual.
-    """
-
-    def __init__(self, message: str = "retry requested", *, delay: Seconds | None = None):
-        super().__init__(message)
-        self.delay = as_interval(delay)
-
-
-class Fail(Exception):  # noqa: N818 - the name is the API
-    """Raise from a handler to fail the job for good: it is dead-lettered at once."""
-
-
-# -- handler registry -----------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Handler:
-    """A queue's handler: ``fn(job)`` (leased) or ``fn(job, conn)`` (transactional)."""
-
-    queue: str
-    fn: HandlerFn
-    transactional: bool = False
-
-
-def _undecodable(handler: Handler, error: str) -> Handler:
-    """A stand-in for a job whose payload this process cannot decode: it raises ``Fail``."""
-
-    def fail(*_args: Any) -> None:
-        raise Fail(f"the payload cannot be decoded by the Python driver ({error})")
-
-    return Handler(handler.queue, fail, handler.transactional)
-
-
-class Registry:
-    """Handlers by queue. Fill it with ``@registry.handler("queue")`` or from a mapping."""
-
-    def __init__(self, handlers: Mapping[str, HandlerFn | Handler] | None = None) -> None:
-        self._handlers: dict[str, Handler] = {}
-        for queue, fn in (handlers or {}).items():
-            if isinstance(fn, Handler):
-                self.add(queue, fn.fn, transactional=fn.transactional)
-            else:
-                self.add(queue, fn)
-
-    @classmethod
-    def coerce(cls, handlers: Registry | Mapping[str, HandlerFn | Handler] | None) -> Registry:
-        return handlers if isinstance(handlers, Registry) else cls(handlers)
-
-    def add(self, queue: str, fn: HandlerFn, *, transactional: bool = False) -> Handler:
-        if not isinstance(queue, str) or not queue:
-            raise ValueError("a queue name must be a non-empty string")
-        if not callable(fn):
-            raise TypeError(f"the handler of queue {queue!r} is not callable")
-        if queue in self._handlers:
-            raise ValueError(f"queue {queue!r} already has a handler")
-        handler = Handler(queue, fn, transactional)
-        self._handlers[queue] = handler
-        return handler
-
-    def handler(self, queue: str, *, transactional: bool = False) -> Callable[[F], F]:
-        """Decorator: register ``fn`` as the handler of ``queue``."""
-
-        def register(fn: F) -> F:
-            self.add(queue, fn, transactional=transactional)
-            return fn
-
-        return register
-
-    def queues(self) -> list[str]:
-        return list(self._handlers)
-
-    def __getitem__(self, queue: str) -> Handler:
-        return self._handlers[queue]
-
-    def __contains__(self, queue: object) -> bool:
-        return queue in self._handlers
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._handlers)
-
-    def __len__(self) -> int:
-        return len(self._handlers)
 
 
 # -- internal state -------------------------------------------------------------------------
@@ -1331,7 +1222,7 @@ class Worker:
             # Valid JSON for PostgreSQL, not for this process (nested past Python's recursion
             # limit): the job fails for good through the usual path, the others run.
             payload = None
-            handler = _undecodable(handler, f"{type(exc).__name__}: {exc}"[:200])
+            handler = undecodable(handler, f"{type(exc).__name__}: {exc}"[:200])
         # Positional (the field order of Job), which is cheaper than keywords per job.
         job = Job(
             row[0], row[1], row[2], payload, row[5], row[6], row[7], row[8], row[9], row[10],
