@@ -52,28 +52,30 @@ import os
 import queue as queues_
 import random
 import signal
-import socket
 import threading
 import time
-import traceback
-import uuid
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 import psycopg
-from psycopg import sql as psql
-from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from .. import sql
 from .. import tracing as tracing_
-from ..errors import NotInstalled, is_lease_lost
+from ..errors import is_lease_lost
 from ..logs import event, log
 from ..metrics import WorkerMetrics
+from .databases import (
+    Source,
+    check_installed,
+    database_label,
+    database_labels,
+    dsn_list,
+    is_connection_error,
+)
 from .handlers import (
     F,
     Fail,
@@ -86,328 +88,48 @@ from .handlers import (
     as_interval,
     undecodable,
 )
+from .state import (
+    _LINGER,
+    _STOP,
+    _TX_PROBE,
+    _Backoff,
+    _dump_result,
+    _failure,
+    _Lane,
+    _Outcome,
+    _Run,
+    default_name,
+    one_line,
+    plain_array,
+    text_array,
+)
+from .vacuum import VACUUM_LOCK_KEY, VacuumReport, vacuum_tables
 
 if TYPE_CHECKING:
     from ..cache import Cache
 
-
-#: SQLSTATE classes of a lost or refused connection: connection exception, insufficient
-#: resources (too many connections), operator intervention (terminated, shutting down),
-#: system error.
-_CONNECTION_CLASSES = ("08", "53", "57", "58")
-
-
-def is_connection_error(exc: BaseException) -> bool:
-    """Whether ``exc`` means the connection or the server is gone (retry with backoff),
-    rather than the database refusing the statement."""
-    if isinstance(exc, PoolTimeout):
-        return True
-    if not isinstance(exc, psycopg.OperationalError):
-        return False
-    state = exc.sqlstate
-    return state is None or state[:2] in _CONNECTION_CLASSES
-
-
-_ERROR_LIMIT = 4000  # characters of error text sent to queue.fail
-
-
-def text_array(items: Iterable[str | None]) -> str:
-    """A PostgreSQL array literal of strings (each quoted, None as NULL), for a ``::text[]``
-    or ``::jsonb[]`` parameter. The driver sends its arrays as literals: psycopg adapts a list
-    element by element to choose its dumper, which cost more client CPU than the statement
-    itself for a batch of 100."""
-    return "{" + ",".join("NULL" if v is None else _quote(v) for v in items) + "}"
-
-
-def plain_array(items: Iterable[Any]) -> str:
-    """A PostgreSQL array literal of values whose text never needs quoting (integers, UUIDs),
-    for a ``::bigint[]`` or ``::uuid[]`` parameter."""
-    return "{" + ",".join(map(str, items)) + "}"
-
-
-def _quote(value: str) -> str:
-    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
-# -- internal state -------------------------------------------------------------------------
-
-
-class _Run:
-    """A job held by this worker, from claim until its outcome is recorded or dropped.
-
-    ``state``: claimed -> running -> finishing -> done; claimed/running -> released.
-    ``lost`` is set once the lease is known to be gone (the outcome will be discarded).
-    ``source``: the database it came from (every statement about it goes there). ``slot``:
-    it holds a handler slot (a leased run until its handler returns, a run that never ran
-    until it is finished). ``ran``: its handler is done (the outcome waits for the completer).
-    """
-
-    __slots__ = (
-        "source",
-        "slot",
-        "ran",
-        "job",
-        "handler",
-        "state",
-        "lost",
-        "finished",
-        "claimed_at",
-        "lease_len",
-        "next_beat",
-        "deadline",
-        "span",
-    )
-
-    def __init__(
-        self,
-        source: Source,
-        job: Job,
-        handler: Handler,
-        lease_len: float,
-        now: float | None = None,
-    ) -> None:
-        if now is None:
-            now = time.monotonic()
-        self.source = source
-        self.slot = True
-        self.ran = False
-        self.job = job
-        self.handler = handler
-        self.state = "claimed"
-        self.lost = False
-        self.finished = False
-        self.claimed_at = now
-        self.lease_len = max(lease_len, 0.001)
-        self.next_beat = now + self.lease_len / 3
-        self.deadline = now + self.lease_len
-        self.span: Any = None  # the job's root span, when tracing
-
-    def fields(self, **extra: Any) -> dict[str, Any]:
-        job = self.job
-        out = {
-            "job_id": job.id,
-            "queue": job.queue,
-            "category": job.category,
-            "attempt": job.attempt,
-            "database": job.database,
-        }
-        out.update(extra)
-        return out
-
-
-@dataclass(slots=True)
-class _Outcome:
-    run: _Run
-    ok: bool
-    duration_ms: float
-    result: str | None = None  # JSON text
-    error: str | None = None
-    reason: str | None = None  # exception | retry | fail
-    retry_in: timedelta | None = None
-    retryable: bool = True
-    rides: bool = False  # the next claim of its database rides on its completion
-
-
-class _Lane:
-    """One pooled connection a thread keeps between its statements: the claim loop's and the
-    completer's. Taking a connection from the pool and giving it back costs about as much
-    client CPU as a small statement, which a worker at batch 1 paid twice per job; a lane pays
-    it once. The connection goes back to the pool when it is broken or not idle after an error
-    (the pool replaces or resets it), after ``_HOLD`` seconds (so the pool's health checks and
-    ``max_lifetime`` still see it) and when its thread ends (``release``)."""
-
-    _HOLD = 60.0
-
-    __slots__ = ("pool", "conn", "since")
-
-    def __init__(self, pool: ConnectionPool) -> None:
-        self.pool = pool
-        self.conn: psycopg.Connection | None = None
-        self.since = 0.0
-
-    @contextlib.contextmanager
-    def connection(self) -> Iterator[psycopg.Connection]:
-        conn = self.conn
-        if conn is None:
-            conn = self.pool.getconn()
-            self.conn, self.since = conn, time.monotonic()
-        try:
-            yield conn
-        except BaseException as exc:
-            if not isinstance(exc, psycopg.Error) or not self._idle(conn):
-                self.release()
-            raise
-        if not self._idle(conn) or time.monotonic() - self.since > self._HOLD:
-            self.release()
-
-    @staticmethod
-    def _idle(conn: psycopg.Connection) -> bool:
-        return not conn.broken and conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
-
-    def release(self) -> None:
-        conn, self.conn = self.conn, None
-        if conn is not None:
-            with contextlib.suppress(Exception):  # a closing pool refuses it: nothing to do
-                self.pool.putconn(conn)
-
-
-class _Backoff:
-    """Exponential backoff with jitter for reconnects: 50 ms doubling up to ``cap``."""
-
-    def __init__(self, first: float = 0.05, cap: float = 2.0) -> None:
-        self.first, self.cap, self.current = first, cap, 0.0
-
-    def next(self) -> float:
-        self.current = self.first if not self.current else min(self.current * 2, self.cap)
-        return self.current * (0.5 + random.random() / 2)
-
-    def reset(self) -> None:
-        self.current = 0.0
-
-
-class _Dry:
-    """After an empty claim: the queues may be empty, or other claimers held the rows or the
-    category locks. Claim again after a pause that doubles from 10 ms up to the poll interval
-    while claims stay empty (so an idle worker polls every ``poll`` seconds); a claim that
-    finds work or a NOTIFY hint ends the pause. ``hints`` counts the hints: an empty claim
-    sent before the last hint arrived (its snapshot may predate the new job) starts no
-    pause."""
-
-    def __init__(self, poll: float) -> None:
-        self.poll, self.step, self.until, self.hints = poll, 0.0, 0.0, 0
-
-    def ready(self, now: float) -> bool:
-        return now >= self.until
-
-    def empty(self, hints: int | None = None) -> None:
-        if hints is not None and hints != self.hints:
-            return
-        self.step = min(self.step * 2 or 0.01, self.poll)
-        self.until = time.monotonic() + self.step
-
-    def found(self) -> None:
-        self.step = self.until = 0.0
-
-    def hint(self) -> None:
-        self.hints += 1
-        self.until = 0.0
-
-
-#: How long the completer waits for the outcomes of the jobs still in their slots before it
-#: sends the ones it has (see _complete_loop).
-_LINGER = 0.002
-
-_TX_PROBE = object()  # work item: claim one transactional job in a slot
-_STOP = object()
-
-
-def error_text(exc: BaseException) -> str:
-    """The error sent to ``queue.fail``: the exception and a short traceback."""
-    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__, limit=-5))
-    return text if len(text) <= _ERROR_LIMIT else text[: _ERROR_LIMIT - 3] + "..."
-
-
-def one_line(exc: BaseException) -> str:
-    """The first line of an error's text (psycopg adds CONTEXT and HINT lines)."""
-    lines = str(exc).strip().splitlines()
-    return lines[0] if lines else type(exc).__name__
-
-
-def default_name() -> str:
-    return f"{socket.gethostname()[:40]}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
-
-
-# -- databases ------------------------------------------------------------------------------
-
-
-def dsn_list(dsn: str | Sequence[str]) -> list[str]:
-    """One DSN or several, as a list. Refuses none, a non-string, an empty or a repeated one."""
-    if isinstance(dsn, str):
-        dsns = [dsn]
-    elif isinstance(dsn, Iterable):
-        dsns = list(dsn)
-    else:
-        raise TypeError("dsn must be a connection string or a sequence of them")
-    if not dsns:
-        raise ValueError("no database: give at least one DSN")
-    for one in dsns:
-        if not isinstance(one, str) or not one.strip():
-            raise ValueError("every DSN must be a non-empty string")
-    if len(set(dsns)) != len(dsns):
-        raise ValueError("the same DSN is given twice")
-    return dsns
-
-
-def database_label(dsn: str, index: int = 0) -> str:
-    """How logs, metrics and ``andal status`` name a database: ``dbname@host:port`` from the
-    connection string and the ``PG*`` environment (never a password); ``db<index>`` when the
-    string cannot be parsed."""
-    try:
-        info = conninfo_to_dict(dsn)
-    except psycopg.Error:
-        return f"db{index}"
-    env = os.environ
-    dbname = info.get("dbname") or env.get("PGDATABASE") or info.get("user") or ""
-    host = info.get("host") or info.get("hostaddr") or env.get("PGHOST") or "localhost"
-    port = info.get("port") or env.get("PGPORT") or "5432"
-    return f"{dbname}@{host}:{port}"
-
-
-def database_labels(dsns: Sequence[str]) -> list[str]:
-    """``database_label`` of each DSN, made unique (``#2``, ``#3``, ... appended to repeats:
-    two roles on one database, say)."""
-    labels: list[str] = []
-    seen: Counter[str] = Counter()
-    for i, dsn in enumerate(dsns):
-        label = database_label(dsn, i)
-        seen[label] += 1
-        labels.append(label if seen[label] == 1 else f"{label}#{seen[label]}")
-    return labels
-
-
-class Source:
-    """One andal database a worker claims from (see the module's docstring).
-
-    Read-only for users: ``index`` (position in ``Worker.dsns``), ``dsn``, ``label``
-    (``dbname@host:port``), ``up`` (False from a lost connection until the database answers
-    again; meanwhile its claim loop reconnects with backoff and its share of the slots goes
-    to the other databases), ``busy`` (slots held for its jobs), ``held`` (its jobs this
-    worker holds) and ``counts`` (``Worker.counts`` for this database alone).
-    ``reporting``: its jobs whose handler returned and whose outcome is not recorded yet
-    (they hold no slot).
-    """
-
-    def __init__(self, index: int, dsn: str, label: str, poll: float) -> None:
-        self.index = index
-        self.dsn = dsn
-        self.label = label
-        self.up = True
-        self.down_since: float | None = None
-        self.busy = 0
-        self.reporting = 0
-        self.riding = 0  # successes waiting for the completer, whose claim rides on them
-        self.inline: list[_Run] = []  # claimed by the completer, to run in its own thread
-        self.counts: Counter[str] = Counter()
-        self.pool: ConnectionPool | None = None
-        self.claim_lane: _Lane | None = None  # the claim loop's connection
-        self.complete_lane: _Lane | None = None  # the completer's connection
-        self.active: dict[int, _Run] = {}  # job id (of this database) -> run
-        self.done: queues_.SimpleQueue[Any] = queues_.SimpleQueue()  # outcomes to record
-        self.wake = threading.Event()
-        self.leased_dry = _Dry(poll)
-        self.tx_dry = _Dry(poll)
-        self.tx_searching = 0
-        self.vacuum_thread: threading.Thread | None = None
-        self.vacuum_conn: psycopg.Connection | None = None
-        self.vacuum_denied = False
-
-    @property
-    def held(self) -> int:
-        return len(self.active)
-
-    def __repr__(self) -> str:
-        state = "up" if self.up else "down"
-        return f"<Source {self.index} {self.label} {state} busy={self.busy}>"
+__all__ = [
+    "VACUUM_LOCK_KEY",
+    "Fail",
+    "Handler",
+    "HandlerFn",
+    "Job",
+    "Registry",
+    "Retry",
+    "Seconds",
+    "Source",
+    "VacuumReport",
+    "Worker",
+    "as_interval",
+    "check_installed",
+    "database_label",
+    "database_labels",
+    "dsn_list",
+    "is_connection_error",
+    "plain_array",
+    "text_array",
+    "vacuum_tables",
+]
 
 
 class _DatabaseMetrics:
@@ -2085,101 +1807,3 @@ class Worker:
             return True
         self._finish(run)
         return reachable
-
-
-#: Session-level advisory lock held while vacuuming, so one worker vacuums at a time ("ANDALVAC":
-#: outside the range of andal's category gate keys).
-VACUUM_LOCK_KEY = int.from_bytes(b"ANDALVAC", "big")
-
-
-@dataclass
-class VacuumReport:
-    """What ``vacuum_tables`` did. ``reason``: vacuumed, autovacuum_on, locked (another worker
-    is vacuuming), nothing_due, denied."""
-
-    reason: str
-    role: str = ""
-    vacuumed: list[str] = field(default_factory=list)
-    denied: list[str] = field(default_factory=list)
-    dead_tuples: dict[str, int] = field(default_factory=dict)
-    duration_ms: float = 0.0
-
-
-def vacuum_tables(conn: psycopg.Connection, every: float) -> VacuumReport:
-    """``VACUUM (ANALYZE)`` the tables of andal's schemas that changed since their last
-    vacuum, when the server runs with ``autovacuum = off`` (dead tuples of ``queue.jobs`` would
-    pile up otherwise); a table vacuumed less than ``every`` seconds ago (by anyone) is left
-    alone. Takes the session-level advisory lock ``VACUUM_LOCK_KEY`` first, and does nothing
-    when another session holds it. Tables this role may not vacuum (only their owner, the
-    database owner or a superuser may) are listed in ``denied``, not raised.
-
-    ``conn`` must be in autocommit mode (VACUUM cannot run inside a transaction)."""
-    if not conn.autocommit:
-        raise ValueError("vacuum_tables needs an autocommit connection")
-    off, role = conn.execute(sql.AUTOVACUUM_OFF_ROLE).fetchone()
-    if not off:
-        return VacuumReport("autovacuum_on", role)
-    if not conn.execute(sql.VACUUM_LOCK, {"key": VACUUM_LOCK_KEY}).fetchone()[0]:
-        return VacuumReport("locked", role)
-    report = VacuumReport("nothing_due", role)
-    denied_now: list[str] = []
-
-    def on_notice(diag: psycopg.errors.Diagnostic) -> None:
-        if diag.sqlstate == "42501":  # "skipping ... only table or database owner can vacuum"
-            denied_now.append(diag.message_primary or "")
-
-    started = time.perf_counter()
-    conn.add_notice_handler(on_notice)
-    try:
-        due = conn.execute(sql.VACUUM_DUE, {"every": timedelta(seconds=every)}).fetchall()
-        for schema, table, dead, allowed in due:
-            name = f"{schema}.{table}"
-            if not allowed:
-                report.denied.append(name)
-                continue
-            denied_now.clear()
-            try:
-                conn.execute(psql.SQL(sql.VACUUM).format(psql.Identifier(schema, table)))
-            except psycopg.errors.InsufficientPrivilege:
-                report.denied.append(name)
-                continue
-            if denied_now:
-                report.denied.append(name)
-                continue
-            report.vacuumed.append(name)
-            report.dead_tuples[name] = int(dead)
-    finally:
-        conn.remove_notice_handler(on_notice)
-        if not conn.closed and not conn.broken:
-            with contextlib.suppress(psycopg.Error):
-                conn.execute(sql.VACUUM_UNLOCK, {"key": VACUUM_LOCK_KEY})
-    report.duration_ms = round((time.perf_counter() - started) * 1000, 3)
-    if report.vacuumed:
-        report.reason = "vacuumed"
-    elif report.denied:
-        report.reason = "denied"
-    return report
-
-
-def _dump_result(value: Any) -> str | None:
-    return None if value is None else json.dumps(value)
-
-
-def _failure(run: _Run, exc: BaseException) -> _Outcome:
-    if isinstance(exc, Retry):
-        return _Outcome(
-            run, False, 0.0, error=str(exc) or "retry requested", reason="retry",
-            retry_in=exc.delay,
-        )  # fmt: skip
-    if isinstance(exc, Fail):
-        return _Outcome(run, False, 0.0, error=str(exc) or "failed", reason="fail", retryable=False)
-    return _Outcome(run, False, 0.0, error=error_text(exc), reason="exception")
-
-
-def check_installed(dsn: str, connect_timeout: int = 5) -> None:
-    """Raise ``psycopg.OperationalError`` when the server does not answer, ``NotInstalled``
-    when andal's schema is missing from the database."""
-    with psycopg.connect(dsn, autocommit=True, connect_timeout=connect_timeout) as conn:
-        row = conn.execute(sql.INSTALLED).fetchone()
-    if not row or not row[0]:
-        raise NotInstalled("andal is not installed in this database; run `andal install`")
