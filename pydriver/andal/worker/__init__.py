@@ -76,6 +76,7 @@ from .databases import (
     dsn_list,
     is_connection_error,
 )
+from .execute import Executor, TxGroup
 from .handlers import (
     F,
     Fail,
@@ -88,13 +89,12 @@ from .handlers import (
     as_interval,
     undecodable,
 )
+from .limits import Limits
+from .observe import Observer
 from .state import (
     _LINGER,
     _STOP,
-    _TX_PROBE,
     _Backoff,
-    _dump_result,
-    _failure,
     _Lane,
     _Outcome,
     _Run,
@@ -130,47 +130,6 @@ __all__ = [
     "text_array",
     "vacuum_tables",
 ]
-
-
-class _DatabaseMetrics:
-    """Per-database figures of a worker with several databases, in the worker's registry:
-    ``andal_worker_database_up``, ``andal_worker_database_busy_slots``,
-    ``andal_worker_database_held_jobs`` (read at scrape time) and
-    ``andal_worker_database_claimed_jobs_total``, each labelled ``database``."""
-
-    def __init__(self, registry: Any, sources: list[Source]) -> None:
-        import prometheus_client as prom
-
-        up = prom.Gauge(
-            "andal_worker_database_up",
-            "1 while the database answers, 0 while the worker reconnects to it.",
-            ["database"],
-            registry=registry,
-        )
-        busy = prom.Gauge(
-            "andal_worker_database_busy_slots",
-            "Slots holding or claiming a job of the database.",
-            ["database"],
-            registry=registry,
-        )
-        held = prom.Gauge(
-            "andal_worker_database_held_jobs",
-            "Leased jobs of the database held by this worker.",
-            ["database"],
-            registry=registry,
-        )
-        claimed = prom.Counter(
-            "andal_worker_database_claimed_jobs",
-            "Jobs claimed from the database.",
-            ["database"],
-            registry=registry,
-        )
-        self.claimed: list[Any] = []
-        for s in sources:
-            up.labels(s.label).set_function(lambda s=s: 1.0 if s.up else 0.0)
-            busy.labels(s.label).set_function(lambda s=s: float(s.busy))
-            held.labels(s.label).set_function(lambda s=s: float(len(s.active)))
-            self.claimed.append(claimed.labels(s.label))
 
 
 # -- the worker -----------------------------------------------------------------------------
@@ -274,7 +233,6 @@ class Worker:
             metrics = metrics_port is not None
         #: This worker's Prometheus metrics (None when off).
         self.metrics: WorkerMetrics | None = None
-        self._db_metrics: _DatabaseMetrics | None = None
         if metrics:
             self.metrics = WorkerMetrics(
                 self.name,
@@ -285,18 +243,18 @@ class Worker:
                 cache=cache,
                 version=tracing_._version(),
             )
-            if len(self.sources) > 1:
-                self._db_metrics = _DatabaseMetrics(self.metrics.registry, self.sources)
+        #: Metrics, traces and per-job logs (traces made from the start: with
+        #: ``tracing=None``, only when a tracer provider is set by then).
+        self.observer = Observer(self.name, self.metrics, self.sources)
         self.tracing = tracing
-        #: Made at start: with ``tracing=None``, only when a tracer provider is set by then.
-        self._tracer: tracing_.JobTracer | None = None
 
         self._lock = threading.Lock()
         self._slots_cv = threading.Condition(self._lock)
         self._busy = 0  # slots in use, all databases
         self._reporting = 0  # unfinished runs that gave their slot back (see _handler_done)
         self._turn = 0  # rotates the remainder of an uneven split of the slots (see _room)
-        self._work: queues_.SimpleQueue[Any] = queues_.SimpleQueue()
+        self._executor: Executor | None = None
+        self._tx_groups: list[TxGroup] = []
         self._stopping = threading.Event()
         self._stopped = threading.Event()
         self._helpers_stop = threading.Event()
@@ -360,8 +318,7 @@ class Worker:
         finally:
             for signum, handler in previous.items():
                 signal.signal(signum, handler)
-            if self.metrics is not None:
-                self.metrics.close()
+            self.observer.close()
             self._stopped.set()
         event("worker_stopped", worker=self.name, exit_code=code, **self.counts)
         return code
@@ -394,35 +351,54 @@ class Worker:
         missing = [q for q in wanted if q not in self.registry]
         if missing:
             raise ValueError(f"no handler for queue(s): {', '.join(missing)}")
-        self._leased_queues = [q for q in wanted if not self.registry[q].transactional]
+        handlers = [self.registry[q] for q in wanted]
+        self._leased_queues = [h.queue for h in handlers if not h.transactional]
         self._leased_array = text_array(self._leased_queues)
-        self._tx_queues = [q for q in wanted if self.registry[q].transactional]
+        self._tx_queues = [h.queue for h in handlers if h.transactional]
+        for is_async in (False, True):
+            group = [h.queue for h in handlers if h.transactional and h.is_async == is_async]
+            if group:
+                self._tx_groups.append(TxGroup(group, is_async))
         self._queue_set = set(wanted)
         self._check_sources()
         self._prepared = True
-        extra = self.concurrency if self._tx_queues else 0
+        sync_tx = any(h.transactional and not h.is_async for h in handlers)
         for src in self.sources:
             src.pool = ConnectionPool(
                 src.dsn,
                 min_size=2,
-                max_size=3 + extra,
-                kwargs={
-                    "autocommit": True,
-                    "application_name": f"andal {self.name}"[:63],
-                    "connect_timeout": 5,
-                },
-                timeout=self.pool_timeout,
-                reconnect_timeout=24 * 3600,
-                name=f"andal-{self.name}-{src.index}",
+                max_size=3 + (self.concurrency if sync_tx else 0),
                 open=False,
+                **self._pool_options(src),
             )
             src.claim_lane = _Lane(src.pool)
             src.complete_lane = _Lane(src.pool)
+        limits = Limits[_Run]({h.queue: h.limit for h in handlers if h.limit is not None})
+        self._limited = bool(limits)
+        threads = self.concurrency if any(not h.is_async for h in handlers) else 0
+        needs_loop = any(h.is_async for h in handlers)
+        self._executor = Executor(self, threads, needs_loop, limits)
         tracing = self.tracing if self.tracing is not None else tracing_.configured()
-        self._tracer = tracing_.JobTracer(self.name) if tracing else None
-        if self.metrics is not None and self.metrics_port is not None:
-            port = self.metrics.serve(self.metrics_port, self.metrics_addr)
-            event("metrics_serving", worker=self.name, addr=self.metrics_addr, port=port)
+        self.observer.start_tracing(bool(tracing))
+        self.observer.serve(self.metrics_port, self.metrics_addr)
+
+    def _pool_options(self, src: Source) -> dict[str, Any]:
+        """The options of ``src``'s connection pools (the threads' and the event loop's)."""
+        return {
+            "kwargs": {
+                "autocommit": True,
+                "application_name": f"andal {self.name}"[:63],
+                "connect_timeout": 5,
+            },
+            "timeout": self.pool_timeout,
+            "reconnect_timeout": 24 * 3600,
+            "name": f"andal-{self.name}-{src.index}",
+        }
+
+    @property
+    def _tracer(self) -> tracing_.JobTracer | None:
+        """The job tracer (None when not tracing)."""
+        return self.observer.tracer
 
     def _check_sources(self) -> None:
         """Check every database at once. Raise when none answers, or when one answers without
@@ -480,8 +456,8 @@ class Worker:
         for src in self.sources:
             assert src.pool is not None
             src.pool.open(wait=False)
-        for i in range(self.concurrency):
-            self._threads.append(spawn(self._slot_loop, f"andal-slot-{i}"))
+        assert self._executor is not None
+        self._executor.start()
         for src in self.sources:
             i = src.index
             self._threads.append(
@@ -524,7 +500,7 @@ class Worker:
         work, or a NOTIFY or the poll timer says it may have some)."""
         return src.up and (
             (bool(self._leased_queues) and src.leased_dry.ready(now))
-            or (bool(self._tx_queues) and src.tx_dry.ready(now))
+            or any(src.probes[g.is_async].dry.ready(now) for g in self._tx_groups)
         )
 
     def _room(self, src: Source) -> int:
@@ -689,12 +665,9 @@ class Worker:
                 src.counts[outcome] += n
             self._slots_cv.notify_all()
             unblocked = blocked and src.reporting <= self.concurrency
-        metrics = self.metrics
+        observer = self.observer
         for run in ended:
-            if metrics is not None:
-                metrics.outcome(run.job.queue, outcome)
-            if run.span is not None:
-                self._end_trace(run, outcome)
+            observer.outcome(run, outcome)
         if slots:
             self._wake_all()
         elif unblocked:  # its backlog held its claims back (see _room): no longer
@@ -719,16 +692,11 @@ class Worker:
     def _ended(self, run: _Run, outcome: str, error: str | None = None) -> None:
         """Count a job attempt's outcome (counts, metrics) and end its trace."""
         self._count(outcome, src=run.source)
-        if self.metrics is not None:
-            self.metrics.outcome(run.job.queue, outcome)
-        if run.span is not None:
-            self._end_trace(run, outcome, error)
+        self.observer.outcome(run, outcome, error)
 
     @staticmethod
     def _end_trace(run: _Run, outcome: str, error: str | None = None) -> None:
-        span, run.span = run.span, None
-        if span is not None:
-            tracing_.JobTracer.end(span, outcome, error)
+        Observer.end_trace(run, outcome, error)
 
     # -- claim loop (one per database) ---------------------------------------------------
 
@@ -756,27 +724,31 @@ class Worker:
                     backoff.reset()
                     asked, got = claimed
                     more = bool(asked) and got == asked
-                if (
-                    self._tx_queues
-                    and src.up
-                    and src.tx_dry.ready(now)
-                    and src.tx_searching == 0
-                    and not self._should_stop()
-                    and self._reserve(src, 1)
-                ):
-                    with self._lock:
-                        src.tx_searching += 1
-                    self._work.put((_TX_PROBE, src))
+                for group in self._tx_groups:
+                    self._start_probe(src, group, now)
                 if more and self._has_room(src):
                     continue
                 # Short waits so a signal (which only sets a count) is seen promptly.
                 now = time.monotonic()
-                dry = (src.leased_dry, src.tx_dry)
+                dry = [src.leased_dry] + [src.probes[g.is_async].dry for g in self._tx_groups]
                 wait = min([0.2] + [d.until - now for d in dry if d.until > now])
                 src.wake.wait(max(wait, 0.001))
             except Exception:  # a bug of ours must not stop a database's claims for good
                 self._internal_error("claim loop")
                 self._pause(0.2)
+
+    def _start_probe(self, src: Source, group: TxGroup, now: float) -> None:
+        """A transactional probe of ``group`` when ``src`` may have its jobs and none is
+        claiming already."""
+        probe = src.probes[group.is_async]
+        if not (src.up and probe.dry.ready(now) and probe.searching == 0):
+            return
+        if self._should_stop() or not self._reserve(src, 1):
+            return
+        with self._lock:
+            probe.searching += 1
+        assert self._executor is not None
+        self._executor.probe(src, group)
 
     def _has_room(self, src: Source) -> bool:
         with self._lock:
@@ -885,9 +857,7 @@ class Worker:
                 " tuples will pile up; turn autovacuum on, or run the workers as the owner",
             )
         if report.vacuumed:
-            if self.metrics is not None:
-                for table in report.vacuumed:
-                    self.metrics.vacuumed(table)
+            self.observer.vacuumed(report.vacuumed)
             event(
                 "vacuumed",
                 worker=self.name,
@@ -928,7 +898,8 @@ class Worker:
     def _hint(self, src: Source) -> None:
         """New work may be in ``src``: claim at once instead of waiting for the poll timer."""
         src.leased_dry.hint()
-        src.tx_dry.hint()
+        for probe in src.probes.values():
+            probe.dry.hint()
         src.wake.set()
 
     def _make_run(
@@ -952,9 +923,9 @@ class Worker:
         )  # fmt: skip
         db_now: datetime = row[12]
         run = _Run(src, job, handler, (row[8] - db_now).total_seconds(), now)
-        if logged and log.isEnabledFor(logging.INFO):  # no formatting when not logged
+        if logged and self.observer.job_logs():  # no formatting when not logged
             waited = round((db_now - job.enqueued_at).total_seconds() * 1000, 3)
-            event("claimed", worker=self.name, **run.fields(duration_ms=waited))
+            self.observer.job_line("claimed", run, duration_ms=waited)
         return run
 
     def _claim_params(self, queues: list[str], batch: int) -> dict[str, Any]:
@@ -972,22 +943,21 @@ class Worker:
         assert src.claim_lane is not None
         if src.riding or not self._has_room(src):  # riding: the completer claims (_complete)
             return 0, 0
-        tracer, metrics = self._tracer, self.metrics
         n = 0
         try:
             # A connection first, the slots next: a database that does not answer holds none.
             with src.claim_lane.connection() as conn:
-                n = self._reserve(src, self.batch)
-                if not n:
+                params = self._leased_claim_params(self.batch)
+                n = self._reserve(src, self.batch) if params is not None else 0
+                if not n or params is None:
                     return 0, 0
-                started = time.perf_counter()
-                started_ns = time.time_ns() if tracer is not None else 0
+                params["batch"] = n
+                started, started_ns = time.perf_counter(), self.observer.now_ns()
                 hints = src.leased_dry.hints
-                rows = conn.execute(sql.CLAIM, self._leased_claim_params(n)).fetchall()
+                rows = conn.execute(sql.CLAIM, params).fetchall()
         except psycopg.Error as exc:
             self._slots_back(src, n)
-            if metrics is not None:
-                metrics.claim_error("leased")
+            self.observer.claim_error("leased")
             if is_connection_error(exc):
                 self._db_trouble(src, "claim", exc)
                 return None
@@ -1003,13 +973,17 @@ class Worker:
         took = time.perf_counter() - started
         return n, self._claimed(src, n, rows, took, started_ns, hints)
 
-    def _leased_claim_params(self, n: int) -> dict[str, Any]:
-        return {
-            "worker": self.name,
-            "queues": self._leased_array,
-            "batch": n,
-            "lease": self.lease,
-        }
+    def _leased_claim_params(self, n: int) -> dict[str, Any] | None:
+        """The parameters of a leased claim of ``n``; None when every queue is at its
+        handler limit (nothing to claim)."""
+        queues = self._leased_array
+        if self._limited:
+            assert self._executor is not None
+            open_ = self._executor.limits.open(self._leased_queues)
+            if not open_:
+                return None
+            queues = text_array(open_)
+        return {"worker": self.name, "queues": queues, "batch": n, "lease": self.lease}
 
     def _claimed(
         self,
@@ -1024,23 +998,11 @@ class Worker:
         """Hand the jobs of a leased claim of ``n`` (``rows``) to the slots (or to ``keep``: the
         caller runs them), give back the slots it did not fill, and note whether ``src`` had
         work. Returns how many were claimed."""
-        tracer, metrics = self._tracer, self.metrics
-        now, logged = time.monotonic(), log.isEnabledFor(logging.INFO)
+        now, logged = time.monotonic(), self.observer.job_logs()
         runs = [self._make_run(src, row, now, logged) for row in rows]
-        if metrics is not None:
-            metrics.claim("leased", took, n, len(rows))
-            if len(self._leased_queues) == 1:
-                metrics.jobs_claimed(self._leased_queues[0], len(runs))
-            else:
-                for queue, count in Counter(r.job.queue for r in runs).items():
-                    metrics.jobs_claimed(queue, count)
-            if self._db_metrics is not None:
-                self._db_metrics.claimed[src.index].inc(len(runs))
-        if tracer is not None and runs:
-            roots = tracer.claimed([r.job for r in runs], started_ns, time.time_ns())
-            for run, root in zip(runs, roots, strict=True):
-                root.set_attribute("andal.database", src.label)
-                run.span = root
+        self.observer.claim("leased", took, n, len(rows))
+        if runs:
+            self.observer.claimed(src, runs, started_ns)
         with self._lock:
             closed = self._closed
             for run in runs:
@@ -1056,9 +1018,9 @@ class Worker:
             return len(runs)
         if keep is not None:
             keep.extend(runs)
-        else:
-            for run in runs:
-                self._work.put(run)
+        elif runs:
+            assert self._executor is not None
+            self._executor.dispatch(runs)
         self._slots_back(src, n - len(runs))
         if not runs:
             src.leased_dry.empty(hints)
@@ -1071,8 +1033,7 @@ class Worker:
         """A lost connection or an unreachable server: ``src`` is down until its claim loop
         reaches it again; meanwhile its share of the slots goes to the other databases."""
         self._count("db_errors", src=src)
-        if self.metrics is not None:
-            self.metrics.db_error(what)
+        self.observer.db_error(what)
         event(
             "db_error",
             logging.WARNING,
@@ -1097,54 +1058,11 @@ class Worker:
 
     # -- leased runs ---------------------------------------------------------------------
 
-    def _slot_loop(self) -> None:
-        while True:
-            item = self._work.get()
-            if item is _STOP:
-                return
-            try:
-                if isinstance(item, tuple):  # (_TX_PROBE, source)
-                    self._tx_probe(item[1])
-                else:
-                    self._run_leased(item)
-            except Exception:  # a bug of ours must not shrink the worker by a slot
-                self._internal_error("slot")
-
-    def _internal_error(self, where: str) -> None:
+    def _internal_error(self, where: str, exc: BaseException | None = None) -> None:
         self._count("internal_errors")
         # exc_info is an argument of the logging call, not a field (logging refuses it there)
-        log.error("internal_error", exc_info=True, extra={"worker": self.name, "where": where})
-
-    def _run_leased(self, run: _Run) -> None:
-        with self._lock:
-            if run.state != "claimed":
-                return  # released by a stop before it started
-            if run.lost:
-                run.state = "done"
-                skip = True
-            else:
-                run.state = "running"
-                skip = False
-        if skip:
-            self._finish(run)
-            return
-        tracer = self._tracer
-        start = time.monotonic()
-        try:
-            if tracer is None or run.span is None:
-                value = run.handler.fn(run.job)
-            else:
-                with tracer.handler(run.job, run.span):
-                    value = run.handler.fn(run.job)
-            outcome = _Outcome(run, True, 0.0, result=_dump_result(value))
-        except BaseException as exc:  # a handler never takes the worker down
-            outcome = _failure(run, exc)
-        took = time.monotonic() - start
-        outcome.duration_ms = round(took * 1000, 3)
-        if self.metrics is not None:
-            self.metrics.handler(run.job.queue, took)
-        outcome.rides = self._handler_done(run, outcome.ok)
-        run.source.done.put(outcome)
+        info = exc if exc is not None else True
+        log.error("internal_error", exc_info=info, extra={"worker": self.name, "where": where})
 
     def _complete_loop(self, src: Source) -> None:
         while True:
@@ -1186,7 +1104,8 @@ class Worker:
                 me = threading.current_thread()
                 self._in_handler.add(me)
                 try:
-                    self._run_leased(src.inline.pop())
+                    assert self._executor is not None
+                    self._executor.run_here(src.inline.pop())
                 except Exception:
                     self._internal_error("slot")
                 finally:
@@ -1248,19 +1167,19 @@ class Worker:
         backoff = _Backoff()
         retried = False
         combine = bool(self._leased_queues)
-        tracer = self._tracer
         n = 0
         claimed: list[tuple[Any, ...]] = []
         while True:
-            started = time.perf_counter()
-            started_ns = time.time_ns() if tracer is not None else 0
+            started, started_ns = time.perf_counter(), self.observer.now_ns()
             try:
                 with lane.connection() as conn:
-                    n = self._reserve_next(src, ride) if combine else 0
+                    claim = self._leased_claim_params(self.batch) if combine else None
+                    n = self._reserve_next(src, ride, claim is not None) if combine else 0
                     hints = src.leased_dry.hints
-                    if n:
+                    if n and claim is not None:
+                        claim["batch"] = n
                         both = conn.execute(
-                            sql.COMPLETE_MANY_THEN_CLAIM, {**params, **self._leased_claim_params(n)}
+                            sql.COMPLETE_MANY_THEN_CLAIM, {**params, **claim}
                         ).fetchall()
                         rows = [(r[1], r[14]) for r in both if not r[0]]
                         claimed = [r[1:14] for r in both if r[0]]
@@ -1273,8 +1192,7 @@ class Worker:
                     src.wake.set()
                 if n:
                     self._slots_back(src, n)
-                    if self.metrics is not None:
-                        self.metrics.claim_error("leased")
+                    self.observer.claim_error("leased")
                     n, combine = 0, False
                     if not is_connection_error(exc):
                         # The claim or the completion was refused, both rolled back: log it
@@ -1318,19 +1236,15 @@ class Worker:
             # and two thread hand-offs per job (to a slot and back) are saved.
             keep = src.inline if self.concurrency == 1 else None
             self._claimed(src, n, claimed, took, started_ns, hints, keep)
-        if self.metrics is not None:
-            self.metrics.report("complete_many", took)
-        ended_ns = time.time_ns() if tracer is not None else 0
+        self.observer.reported_many([o.run for o in oks], took, started_ns)
         completed = dict(rows)
-        logged = log.isEnabledFor(logging.INFO)
+        logged = self.observer.job_logs()
         done: list[_Run] = []
         for o in oks:
             run = o.run
-            if tracer is not None and run.span is not None:
-                tracer.reported(run.job, run.span, "andal.complete", started_ns, ended_ns, len(oks))
             if completed.get(run.job.id):
                 if logged:
-                    event("completed", worker=self.name, **run.fields(duration_ms=o.duration_ms))
+                    self.observer.job_line("completed", run, duration_ms=o.duration_ms)
                 done.append(run)
                 continue
             if retried:
@@ -1362,9 +1276,7 @@ class Worker:
     def _complete_one(self, o: _Outcome) -> None:
         src = o.run.source
         assert src.complete_lane is not None
-        tracer = self._tracer
-        started = time.perf_counter()
-        started_ns = time.time_ns() if tracer is not None else 0
+        started, started_ns = time.perf_counter(), self.observer.now_ns()
         try:
             with src.complete_lane.connection() as conn:
                 conn.execute(
@@ -1383,11 +1295,8 @@ class Worker:
                 self._fail(o)
                 return
         else:
-            if self.metrics is not None:
-                self.metrics.report("complete", time.perf_counter() - started)
-            if tracer is not None and o.run.span is not None:
-                tracer.reported(o.run.job, o.run.span, "andal.complete", started_ns, time.time_ns())
-            event("completed", worker=self.name, **o.run.fields(duration_ms=o.duration_ms))
+            self.observer.reported(o.run, "complete", started, started_ns)
+            self.observer.job_line("completed", o.run, duration_ms=o.duration_ms)
             self._finish(o.run, "completed")
             return
         self._finish(o.run)
@@ -1404,10 +1313,8 @@ class Worker:
             "retryable": o.retryable,
         }
         backoff = _Backoff()
-        tracer = self._tracer
         while True:
-            started = time.perf_counter()
-            started_ns = time.time_ns() if tracer is not None else 0
+            started, started_ns = time.perf_counter(), self.observer.now_ns()
             try:
                 with lane.connection() as conn:
                     row = conn.execute(sql.FAIL, params).fetchone()
@@ -1426,16 +1333,11 @@ class Worker:
                 self._lost(o.run, "fail", outcome="unknown: queue.fail not recorded")
                 self._finish(o.run)
                 return
-        if self.metrics is not None:
-            self.metrics.report("fail", time.perf_counter() - started)
         status = row[0] if row else None
-        first_line = (o.error or "").strip().splitlines()[-1:] or [""]
-        fields = o.run.fields(duration_ms=o.duration_ms, reason=o.reason, error=first_line[0])
+        error = o.summary()
+        fields = o.run.fields(duration_ms=o.duration_ms, reason=o.reason, error=error)
         outcome = "dead" if status == "dead" else "retried"
-        if tracer is not None and o.run.span is not None:
-            tracer.reported(
-                o.run.job, o.run.span, "andal.fail", started_ns, time.time_ns(), outcome=outcome
-            )
+        self.observer.reported(o.run, "fail", started, started_ns, outcome=outcome)
         if outcome == "dead":
             fields["reason"] = "non_retryable" if not o.retryable else "exhausted"
             event("dead", logging.WARNING, worker=self.name, **fields)
@@ -1443,7 +1345,7 @@ class Worker:
             if o.retry_in is not None:
                 fields["retry_in_s"] = o.retry_in.total_seconds()
             event("retried", worker=self.name, **fields)
-        self._finish(o.run, outcome, first_line[0])
+        self._finish(o.run, outcome, error)
 
     def _give_up(self, runs: list[_Run]) -> bool:
         """Stop resending an outcome once every lease is past or a hard stop is asked."""
@@ -1456,8 +1358,7 @@ class Worker:
             run.lost = True
             self.counts["lease_lost"] += 1
             run.source.counts["lease_lost"] += 1
-        if self.metrics is not None:
-            self.metrics.lease_lost(run.job.queue, detected_by)
+        self.observer.lease_lost(run.job.queue, detected_by)
         event(
             "lease_lost",
             logging.WARNING,
@@ -1468,133 +1369,6 @@ class Worker:
                 **extra,
             ),
         )
-
-    # -- transactional runs --------------------------------------------------------------
-
-    def _tx_probe(self, src: Source) -> None:
-        """Claim one transactional job of ``src`` and run it in the claim's transaction."""
-        assert src.pool is not None
-        searching = True
-
-        def found() -> None:
-            nonlocal searching
-            if searching:
-                searching = False
-                with self._lock:
-                    src.tx_searching -= 1
-
-        run: _Run | None = None
-        result: tuple[str, dict[str, Any]] | None = None
-        tracer, metrics = self._tracer, self.metrics
-        try:
-            if self._should_stop():
-                return
-            with src.pool.connection() as conn, conn.transaction():
-                started = time.perf_counter()
-                started_ns = time.time_ns() if tracer is not None else 0
-                rows = conn.execute(sql.CLAIM, self._claim_params(self._tx_queues, 1)).fetchall()
-                if metrics is not None:
-                    metrics.claim("tx", time.perf_counter() - started, 1, len(rows))
-                found()
-                if not rows:
-                    src.tx_dry.empty()
-                    self._wake_others(src)  # idle now: its share is theirs
-                    return
-                src.tx_dry.found()
-                src.wake.set()  # there was work: let the claim loop start another probe
-                run = self._make_run(src, rows[0])
-                self._count("claimed", src=src)
-                if metrics is not None:
-                    metrics.jobs_claimed(run.job.queue)
-                    if self._db_metrics is not None:
-                        self._db_metrics.claimed[src.index].inc()
-                if tracer is not None:
-                    run.span = tracer.claimed([run.job], started_ns, time.time_ns())[0]
-                    run.span.set_attribute("andal.database", src.label)
-                run.state = "running"
-                result = self._run_in_tx(conn, run)
-            # committed: the handler's writes and the job's outcome together
-            name, fields = result
-            self._ended(run, name, fields.get("error"))
-            event(name, logging.WARNING if name == "dead" else logging.INFO, **fields)
-        except psycopg.Error as exc:
-            # The transaction is rolled back: a claimed job is simply pending again.
-            if metrics is not None and run is None:
-                metrics.claim_error("tx")
-            if is_connection_error(exc):
-                self._db_trouble(src, "transactional run", exc)
-            else:
-                self._count("errors", src=src)
-                event(
-                    "transaction_failed",
-                    logging.ERROR,
-                    database=src.label,
-                    error=one_line(exc),
-                )
-            if run is not None:
-                self._ended(run, "rolled_back", one_line(exc))
-                event("rolled_back", logging.WARNING, worker=self.name, **run.fields())
-            self._pause(0.1)
-        finally:
-            found()
-            if run is not None and run.span is not None:  # an error of ours: rolled back
-                self._end_trace(run, "rolled_back")
-            self._give_slot(src)
-
-    def _run_in_tx(self, conn: psycopg.Connection, run: _Run) -> tuple[str, dict[str, Any]]:
-        tracer, metrics = self._tracer, self.metrics
-        start = time.monotonic()
-        try:
-            with conn.transaction():  # a savepoint: a failing handler's writes roll back
-                if tracer is None or run.span is None:
-                    value = run.handler.fn(run.job, conn)
-                else:
-                    with tracer.handler(run.job, run.span):
-                        value = run.handler.fn(run.job, conn)
-                result = _dump_result(value)
-        except BaseException as exc:
-            if metrics is not None:
-                metrics.handler(run.job.queue, time.monotonic() - start)
-            if conn.broken:  # the transaction is gone with its connection
-                raise psycopg.OperationalError(f"connection lost in the handler: {exc}") from exc
-            o = _failure(run, exc)
-            o.duration_ms = round((time.monotonic() - start) * 1000, 3)
-            started = time.perf_counter()
-            started_ns = time.time_ns() if tracer is not None else 0
-            status = conn.execute(
-                sql.FAIL,
-                {
-                    "job_id": run.job.id,
-                    "token": run.job.token,
-                    "error": o.error,
-                    "retry_in": o.retry_in,
-                    "retryable": o.retryable,
-                },
-            ).fetchone()
-            outcome = "dead" if status and status[0] == "dead" else "retried"
-            if metrics is not None:
-                metrics.report("fail", time.perf_counter() - started)
-            if tracer is not None and run.span is not None:
-                tracer.reported(
-                    run.job, run.span, "andal.fail", started_ns, time.time_ns(), outcome=outcome
-                )
-            first_line = (o.error or "").strip().splitlines()[-1:] or [""]
-            fields = run.fields(
-                worker=self.name, duration_ms=o.duration_ms, reason=o.reason, error=first_line[0]
-            )
-            if outcome == "dead":
-                fields["reason"] = "non_retryable" if not o.retryable else "exhausted"
-            return outcome, fields
-        took = time.monotonic() - start
-        started = time.perf_counter()
-        started_ns = time.time_ns() if tracer is not None else 0
-        conn.execute(sql.COMPLETE, {"job_id": run.job.id, "token": run.job.token, "result": result})
-        if metrics is not None:
-            metrics.handler(run.job.queue, took)
-            metrics.report("complete", time.perf_counter() - started)
-        if tracer is not None and run.span is not None:
-            tracer.reported(run.job, run.span, "andal.complete", started_ns, time.time_ns())
-        return "completed", run.fields(worker=self.name, duration_ms=round(took * 1000, 3))
 
     # -- heartbeat (one per database) ----------------------------------------------------
 
@@ -1645,8 +1419,7 @@ class Worker:
                 r.next_beat = time.monotonic() + min(0.2, r.lease_len / 12)
             return
         self._count("heartbeats", src=src)
-        if self.metrics is not None:
-            self.metrics.heartbeat(time.perf_counter() - started)
+        self.observer.heartbeat(time.perf_counter() - started)
         expiry = {row[0]: (row[1], row[2]) for row in rows}
         for r in due:
             got = expiry.get(r.job.id)
@@ -1733,8 +1506,8 @@ class Worker:
                 for r in late:
                     r.state = "released"
             self._release_all(late, "grace period over")
-        for _ in range(self.concurrency):
-            self._work.put(_STOP)
+        if self._executor is not None:
+            self._executor.stop()
         for src in self.sources:
             src.done.put(_STOP)
         self._helpers_stop.set()

@@ -15,7 +15,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from .. import sql
 from ..errors import NotInstalled
-from .state import _Dry, _Lane, _Run
+from .state import Probe, _Dry, _Lane, _Run
 
 #: SQLSTATE classes of a lost or refused connection: connection exception, insufficient
 #: resources (too many connections), operator intervention (terminated, shutting down),
@@ -112,8 +112,8 @@ class Source:
         self.done: queues_.SimpleQueue[Any] = queues_.SimpleQueue()  # outcomes to record
         self.wake = threading.Event()
         self.leased_dry = _Dry(poll)
-        self.tx_dry = _Dry(poll)
-        self.tx_searching = 0
+        #: Transactional probes, by handler form (False: plain, True: ``async def``).
+        self.probes = {False: Probe(poll), True: Probe(poll)}
         self.vacuum_thread: threading.Thread | None = None
         self.vacuum_conn: psycopg.Connection | None = None
         self.vacuum_denied = False

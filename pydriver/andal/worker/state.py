@@ -122,6 +122,15 @@ class _Outcome:
     retry_in: timedelta | None = None
     retryable: bool = True
     rides: bool = False  # the next claim of its database rides on its completion
+    brief: str | None = None  # the exception's first line (see summary)
+
+    def summary(self) -> str:
+        """The error as logs and traces report it: the exception's first line (its type and
+        message, not the traceback nor the CONTEXT lines psycopg appends)."""
+        if self.brief is not None:
+            return self.brief
+        lines = (self.error or "").strip().splitlines()
+        return lines[0] if lines else ""
 
 
 class _Lane:
@@ -181,6 +190,17 @@ class _Backoff:
         self.current = 0.0
 
 
+class Probe:
+    """The transactional probes of one database and handler form: ``dry`` (whether its last
+    claim found work), ``searching`` (probes claiming now: at most one at a time)."""
+
+    __slots__ = ("dry", "searching")
+
+    def __init__(self, poll: float) -> None:
+        self.dry = _Dry(poll)
+        self.searching = 0
+
+
 class _Dry:
     """After an empty claim: the queues may be empty, or other claimers held the rows or the
     category locks. Claim again after a pause that doubles from 10 ms up to the poll interval
@@ -213,7 +233,6 @@ class _Dry:
 #: sends the ones it has (see _complete_loop).
 _LINGER = 0.002
 
-_TX_PROBE = object()  # work item: claim one transactional job in a slot
 _STOP = object()
 
 
@@ -245,4 +264,12 @@ def _failure(run: _Run, exc: BaseException) -> _Outcome:
         )  # fmt: skip
     if isinstance(exc, Fail):
         return _Outcome(run, False, 0.0, error=str(exc) or "failed", reason="fail", retryable=False)
-    return _Outcome(run, False, 0.0, error=error_text(exc), reason="exception")
+    return _Outcome(
+        run, False, 0.0, error=error_text(exc), reason="exception", brief=exception_line(exc)
+    )
+
+
+def exception_line(exc: BaseException) -> str:
+    """``Type: message``, the message's first line only (psycopg appends CONTEXT lines)."""
+    text = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
