@@ -273,9 +273,12 @@ class Worker:
 
     # -- public API ---------------------------------------------------------------------
 
-    def handler(self, queue: str, *, transactional: bool = False) -> Callable[[F], F]:
-        """Decorator: register the handler of ``queue`` on this worker's registry."""
-        return self.registry.handler(queue, transactional=transactional)
+    def handler(
+        self, queue: str, *, transactional: bool = False, limit: int | None = None
+    ) -> Callable[[F], F]:
+        """Decorator: register the handler of ``queue`` (a function or an ``async def``) on
+        this worker's registry; ``limit``: at most this many of its jobs at once."""
+        return self.registry.handler(queue, transactional=transactional, limit=limit)
 
     def run(self, install_signals: bool | None = None) -> int:
         """Work until ``stop()`` (or SIGTERM/SIGINT). Returns 0 after a graceful stop, 1 when
