@@ -71,6 +71,7 @@ from ..metrics import WorkerMetrics
 from .databases import (
     Source,
     check_installed,
+    config_hint,
     database_label,
     database_labels,
     dsn_list,
@@ -90,6 +91,7 @@ from .handlers import (
     undecodable,
 )
 from .limits import Limits
+from .listen import VIA_POLLING, Listener, listen_via, lost_event, report_listening
 from .observe import Observer
 from .state import (
     _LINGER,
@@ -109,6 +111,7 @@ if TYPE_CHECKING:
     from ..cache import Cache
 
 __all__ = [
+    "EXIT_CONFIG",
     "VACUUM_LOCK_KEY",
     "Fail",
     "Handler",
@@ -133,6 +136,12 @@ __all__ = [
 
 
 # -- the worker -----------------------------------------------------------------------------
+
+
+#: The exit code of a worker stopped by a configuration problem (see ``Worker._refused``).
+EXIT_CONFIG = 6
+#: Configuration errors in a row that stop a worker.
+_REFUSALS = 3
 
 
 class Worker:
@@ -177,6 +186,8 @@ class Worker:
         grace: float = 30.0,
         name: str | None = None,
         listen: bool = True,
+        listen_dsn: str | Sequence[str] | None = None,
+        pooler: str | None = None,
         heartbeat: bool = True,
         pool_timeout: float = 5.0,
         maintain_every: float = 60.0,
@@ -196,10 +207,12 @@ class Worker:
             raise ValueError("poll must be positive")
         if grace < 0:
             raise ValueError("grace must not be negative")
-        if lease is not None and as_interval(lease) <= timedelta(0):
+        if lease is not None and (as_interval(lease) or timedelta(0)) <= timedelta(0):
             raise ValueError("lease must be positive")
         if metrics_port is not None and not 0 <= metrics_port <= 65535:
             raise ValueError("metrics_port must be between 0 and 65535")
+        if pooler not in (None, "transaction", "session"):
+            raise ValueError("pooler must be 'transaction', 'session' or None")
         if tracing and not tracing_.AVAILABLE:
             raise ValueError("tracing needs opentelemetry: pip install 'andal[otel]'")
         #: As given: one connection string, or the sequence of them.
@@ -220,6 +233,11 @@ class Worker:
         self.grace = grace
         self.name = name or default_name()
         self.listen = listen
+        #: "transaction" or "session": a pooler (pgbouncer) is between the worker and the
+        #: databases (see docs/poolers.md); None: direct connections.
+        self.pooler = pooler
+        for src, direct in zip(self.sources, _listen_dsns(listen_dsn, len(dsns)), strict=True):
+            src.listen_dsn = direct
         self.heartbeat = heartbeat
         self.pool_timeout = pool_timeout
         self.maintain_every = maintain_every
@@ -270,6 +288,8 @@ class Worker:
         self._threads: list[threading.Thread] = []
         self._runner: threading.Thread | None = None
         self._exit_code: int | None = None
+        self._refusals = 0  # configuration errors in a row (see _refused)
+        self._misconfigured = False
 
     # -- public API ---------------------------------------------------------------------
 
@@ -310,6 +330,9 @@ class Worker:
                 batch=self.batch,
                 databases=[s.label for s in self.sources],
             )
+            for src in self.sources:  # once: how it hears of new jobs
+                via = listen_via(self.listen, self.pooler, src.listen_dsn)
+                report_listening(self.name, src.label, via, self.poll, self.pooler)
             code = 1
             try:
                 # The claim loops work; this thread waits for a stop. Short waits, so a
@@ -317,7 +340,8 @@ class Worker:
                 while not self._should_stop():
                     self._stopping.wait(0.2)
             finally:
-                code = self._exit_code = self._shutdown()
+                code = self._shutdown()
+                code = self._exit_code = EXIT_CONFIG if self._misconfigured else code
         finally:
             for signum, handler in previous.items():
                 signal.signal(signum, handler)
@@ -386,13 +410,18 @@ class Worker:
         self.observer.serve(self.metrics_port, self.metrics_addr)
 
     def _pool_options(self, src: Source) -> dict[str, Any]:
-        """The options of ``src``'s connection pools (the threads' and the event loop's)."""
+        """The options of ``src``'s connection pools (the threads' and the event loop's).
+        Behind a pooler, no server-side prepared statements: the server connection that
+        prepared one may not be the one the next statement lands on."""
+        kwargs: dict[str, Any] = {
+            "autocommit": True,
+            "application_name": f"andal {self.name}"[:63],
+            "connect_timeout": 5,
+        }
+        if self.pooler is not None:
+            kwargs["prepare_threshold"] = None
         return {
-            "kwargs": {
-                "autocommit": True,
-                "application_name": f"andal {self.name}"[:63],
-                "connect_timeout": 5,
-            },
+            "kwargs": kwargs,
             "timeout": self.pool_timeout,
             "reconnect_timeout": 24 * 3600,
             "name": f"andal-{self.name}-{src.index}",
@@ -468,15 +497,17 @@ class Worker:
             )
             if self.heartbeat:
                 self._threads.append(spawn(self._heartbeat_loop, f"andal-heartbeat-{i}", src))
-            if self.listen:
-                self._threads.append(spawn(self._listen_loop, f"andal-listener-{i}", src))
+            via = listen_via(self.listen, self.pooler, src.listen_dsn)
+            if via != VIA_POLLING:
+                listener = self._listener(src)
+                self._threads.append(spawn(listener.run, f"andal-listener-{i}"))
         for src in self.sources:
             self._claimers.append(
                 spawn(keeping(src.claim_lane, self._claim_loop), f"andal-claim-{src.index}", src)
             )
 
     def _install_signals(self) -> dict[int, Any]:
-        previous = {}
+        previous: dict[int, Any] = {}
         for signum in (signal.SIGTERM, signal.SIGINT):
             previous[signum] = signal.signal(signum, self._on_signal)
         return previous
@@ -753,6 +784,35 @@ class Worker:
         assert self._executor is not None
         self._executor.probe(src, group)
 
+    def _refused(self, src: Source, during: str, exc: BaseException) -> bool:
+        """Whether ``exc`` is a configuration problem (``config_hint``): then it is logged as
+        one (``configuration_error``, with what to do), and after ``_REFUSALS`` of them in a
+        row the worker stops with exit code ``EXIT_CONFIG``: a worker set up wrong does not
+        flap between up and down as if the database were away."""
+        hint = config_hint(exc)
+        if hint is None:
+            return False
+        with self._lock:
+            self._refusals += 1
+            stop = self._refusals >= _REFUSALS and not self._misconfigured
+            if stop:
+                self._misconfigured = True
+        self._count("config_errors", src=src)
+        event(
+            "configuration_error",
+            logging.ERROR,
+            worker=self.name,
+            database=src.label,
+            during=during,
+            sqlstate=getattr(exc, "sqlstate", None),
+            error=one_line(exc),
+            hint=hint,
+        )
+        if stop:
+            event("worker_misconfigured", logging.ERROR, worker=self.name, exit_code=EXIT_CONFIG)
+            self.stop()
+        return True
+
     def _has_room(self, src: Source) -> bool:
         with self._lock:
             return self._room(src) > 0
@@ -788,7 +848,7 @@ class Worker:
         try:
             with src.claim_lane.connection() as conn:
                 row = conn.execute(sql.MAINTAIN).fetchone()
-                if self.vacuum and not self._vacuuming(src):
+                if self.vacuum and not self._vacuuming(src) and self._vacuum_dsn(src):
                     off = conn.execute(sql.AUTOVACUUM_OFF).fetchone()
                     if off and off[0]:
                         self._start_vacuum(src)
@@ -811,6 +871,13 @@ class Worker:
 
     # -- vacuum (autovacuum off) ---------------------------------------------------------
 
+    def _vacuum_dsn(self, src: Source) -> str | None:
+        """Where the vacuum connects: its advisory lock is a session's, which a transaction-
+        mode pooler does not keep; so the listen DSN there, and no vacuum without one."""
+        if src.listen_dsn is not None:
+            return src.listen_dsn
+        return None if self.pooler == "transaction" else src.dsn
+
     def _vacuuming(self, src: Source) -> bool:
         return src.vacuum_thread is not None and src.vacuum_thread.is_alive()
 
@@ -825,7 +892,7 @@ class Worker:
         connections stay free for claims): see ``vacuum_tables``."""
         try:
             with psycopg.connect(
-                src.dsn,
+                self._vacuum_dsn(src) or src.dsn,
                 autocommit=True,
                 connect_timeout=5,
                 application_name=f"andal {self.name} vacuum"[:63],
@@ -964,6 +1031,8 @@ class Worker:
             if is_connection_error(exc):
                 self._db_trouble(src, "claim", exc)
                 return None
+            if self._refused(src, "claim", exc):
+                return None
             self._count("errors", src=src)
             event(
                 "claim_failed",
@@ -1004,6 +1073,7 @@ class Worker:
         now, logged = time.monotonic(), self.observer.job_logs()
         runs = [self._make_run(src, row, now, logged) for row in rows]
         self.observer.claim("leased", took, n, len(rows))
+        self._refusals = 0
         if runs:
             self.observer.claimed(src, runs, started_ns)
         with self._lock:
@@ -1200,6 +1270,8 @@ class Worker:
                     if not is_connection_error(exc):
                         # The claim or the completion was refused, both rolled back: log it
                         # as the claim loop would, and send the completions alone.
+                        if self._refused(src, "claim", exc):
+                            continue
                         self._count("errors", src=src)
                         event(
                             "claim_failed",
@@ -1292,6 +1364,8 @@ class Worker:
             elif is_connection_error(exc):
                 self._db_trouble(src, "complete", exc)
                 self._lost(o.run, "complete", outcome="unknown: connection lost")
+            elif self._refused(src, "complete", exc):
+                self._lost(o.run, "complete", outcome="unknown: queue.complete refused")
             else:  # the result itself was refused: fail the attempt with the reason
                 o.ok, o.reason = False, "exception"
                 o.error = f"result refused by queue.complete: {str(exc).strip()}"
@@ -1332,7 +1406,8 @@ class Worker:
                     self._unslot([o.run])
                     time.sleep(backoff.next())
                     continue
-                event("fail_failed", logging.ERROR, error=one_line(exc), **o.run.fields())
+                if not self._refused(src, "fail", exc):
+                    event("fail_failed", logging.ERROR, error=one_line(exc), **o.run.fields())
                 self._lost(o.run, "fail", outcome="unknown: queue.fail not recorded")
                 self._finish(o.run)
                 return
@@ -1440,36 +1515,20 @@ class Worker:
 
     # -- listener (one per database) -----------------------------------------------------
 
-    def _listen_loop(self, src: Source) -> None:
-        backoff = _Backoff(first=0.1, cap=5.0)
-        while not self._helpers_stop.is_set():
-            try:
-                with psycopg.connect(
-                    src.dsn,
-                    autocommit=True,
-                    connect_timeout=5,
-                    application_name=f"andal {self.name} listen"[:63],
-                ) as conn:
-                    conn.execute(sql.LISTEN)
-                    backoff.reset()
-                    self._hint(src)  # notifications may have been missed while away
-                    while not self._helpers_stop.is_set():
-                        for note in conn.notifies(timeout=0.25):
-                            if not note.payload or note.payload in self._queue_set:
-                                self._hint(src)
-            except psycopg.Error as exc:
-                self._count("listener_lost", src=src)
-                event(
-                    "listener_lost",
-                    logging.WARNING,
-                    worker=self.name,
-                    database=src.label,
-                    error=one_line(exc),
-                )
-                self._helpers_stop.wait(backoff.next())
-            except Exception:
-                self._internal_error("listener")
-                self._helpers_stop.wait(backoff.next())
+    def _listener(self, src: Source) -> Listener:
+        dsn = src.listen_dsn or src.dsn
+
+        def hint(payload: str) -> None:
+            if not payload or payload in self._queue_set:
+                self._hint(src)
+
+        def lost(error: str) -> None:
+            self._count("listener_lost", src=src)
+            report_lost(error)
+
+        report_lost = lost_event(self.name, src.label)
+        name = f"andal {self.name} listen"
+        return Listener(dsn, name, hint, lost, self._helpers_stop, self._internal_error)
 
     # -- shutdown ------------------------------------------------------------------------
 
@@ -1583,3 +1642,13 @@ class Worker:
             return True
         self._finish(run)
         return reachable
+
+
+def _listen_dsns(given: str | Sequence[str] | None, count: int) -> list[str | None]:
+    """One listen DSN per database (None: none given)."""
+    if given is None:
+        return [None] * count
+    dsns = dsn_list(given)
+    if len(dsns) != count:
+        raise ValueError("listen_dsn: give one connection string per database")
+    return list(dsns)

@@ -23,6 +23,29 @@ from .state import Probe, _Dry, _Lane, _Run
 _CONNECTION_CLASSES = ("08", "53", "57", "58")
 
 
+#: SQLSTATEs that mean the worker is set up wrong, not that the database is away: a prepared
+#: statement missing or already there (a transaction-mode pooler in between, without
+#: ``pooler="transaction"``), a missing grant, andal's schema or functions missing or older
+#: than this driver. Each maps to the hint an operator can act on.
+CONFIG_HINTS = {
+    "26000": "a transaction-mode pooler (pgbouncer) between the worker and the database?"
+    " run the worker with pooler='transaction' (andal worker --pooler transaction)",
+    "42P05": "a transaction-mode pooler (pgbouncer) between the worker and the database?"
+    " run the worker with pooler='transaction' (andal worker --pooler transaction)",
+    "42501": "the worker's role lacks a privilege: grant it andal_worker",
+    "42883": "andal is missing or older than this driver: run `andal install`",
+    "42P01": "andal is missing or older than this driver: run `andal install`",
+    "3F000": "andal is missing or older than this driver: run `andal install`",
+}
+
+
+def config_hint(exc: BaseException) -> str | None:
+    """The hint for a configuration problem (see ``CONFIG_HINTS``), None for anything else."""
+    if not isinstance(exc, psycopg.Error):
+        return None
+    return CONFIG_HINTS.get(exc.sqlstate or "")
+
+
 def is_connection_error(exc: BaseException) -> bool:
     """Whether ``exc`` means the connection or the server is gone (retry with backoff),
     rather than the database refusing the statement."""
@@ -97,6 +120,9 @@ class Source:
     def __init__(self, index: int, dsn: str, label: str, poll: float) -> None:
         self.index = index
         self.dsn = dsn
+        #: A direct connection string for LISTEN and the vacuum's session lock, when the
+        #: worker's DSN goes through a transaction-mode pooler (None: not given).
+        self.listen_dsn: str | None = None
         self.label = label
         self.up = True
         self.down_since: float | None = None

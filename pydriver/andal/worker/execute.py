@@ -247,7 +247,7 @@ class Executor:
             w.observer.claim_error("tx")
         if is_connection_error(exc):
             w._db_trouble(src, "transactional run", exc)
-        else:
+        elif not w._refused(src, "transactional run", exc):
             w._count("errors", src=src)
             event("transaction_failed", logging.ERROR, database=src.label, error=one_line(exc))
         if run is not None:

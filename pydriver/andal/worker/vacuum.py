@@ -6,6 +6,7 @@ import contextlib
 import time
 from dataclasses import dataclass, field
 from datetime import timedelta
+from typing import Any
 
 import psycopg
 from psycopg import sql as psql
@@ -41,10 +42,10 @@ def vacuum_tables(conn: psycopg.Connection, every: float) -> VacuumReport:
     ``conn`` must be in autocommit mode (VACUUM cannot run inside a transaction)."""
     if not conn.autocommit:
         raise ValueError("vacuum_tables needs an autocommit connection")
-    off, role = conn.execute(sql.AUTOVACUUM_OFF_ROLE).fetchone()
+    off, role = _one(conn.execute(sql.AUTOVACUUM_OFF_ROLE).fetchone())
     if not off:
         return VacuumReport("autovacuum_on", role)
-    if not conn.execute(sql.VACUUM_LOCK, {"key": VACUUM_LOCK_KEY}).fetchone()[0]:
+    if not _one(conn.execute(sql.VACUUM_LOCK, {"key": VACUUM_LOCK_KEY}).fetchone())[0]:
         return VacuumReport("locked", role)
     report = VacuumReport("nothing_due", role)
     denied_now: list[str] = []
@@ -84,3 +85,9 @@ def vacuum_tables(conn: psycopg.Connection, every: float) -> VacuumReport:
     elif report.denied:
         report.reason = "denied"
     return report
+
+
+def _one(row: tuple[Any, ...] | None) -> tuple[Any, ...]:
+    if row is None:  # a select of values always answers one row
+        raise psycopg.InterfaceError("no row returned")
+    return row
