@@ -90,6 +90,7 @@ from .handlers import (
     as_interval,
     undecodable,
 )
+from .heartbeat import Heartbeat
 from .limits import Limits
 from .listen import VIA_POLLING, Listener, listen_via, lost_event, report_listening
 from .observe import Observer
@@ -496,7 +497,8 @@ class Worker:
                 spawn(keeping(src.complete_lane, self._complete_loop), f"andal-completer-{i}", src)
             )
             if self.heartbeat:
-                self._threads.append(spawn(self._heartbeat_loop, f"andal-heartbeat-{i}", src))
+                beats = Heartbeat(_BeatHost(self), src, self.lease, self._helpers_stop)
+                self._threads.append(spawn(beats.run, f"andal-heartbeat-{i}", self._internal_error))
             via = listen_via(self.listen, self.pooler, src.listen_dsn)
             if via != VIA_POLLING:
                 listener = self._listener(src)
@@ -1448,71 +1450,6 @@ class Worker:
             ),
         )
 
-    # -- heartbeat (one per database) ----------------------------------------------------
-
-    def _heartbeat_loop(self, src: Source) -> None:
-        while not self._helpers_stop.is_set():
-            try:
-                self._heartbeat_once(src)
-            except Exception:
-                self._internal_error("heartbeat")
-                self._helpers_stop.wait(0.2)
-
-    def _heartbeat_once(self, src: Source) -> None:
-        now = time.monotonic()
-        with self._lock:
-            held = [
-                r
-                for r in src.active.values()
-                if not r.lost and not r.handler.transactional and r.state != "done"
-            ]
-        due = [r for r in held if r.next_beat - min(0.2, r.lease_len / 12) <= now]
-        if due:
-            self._beat(src, due)
-        with self._lock:
-            nxt = min((r.next_beat for r in src.active.values() if not r.lost), default=None)
-        wait = 0.25 if nxt is None else min(max(nxt - time.monotonic(), 0.01), 0.25)
-        self._helpers_stop.wait(wait)
-
-    def _beat(self, src: Source, due: list[_Run]) -> None:
-        assert src.pool is not None
-        sent = time.monotonic()
-        started = time.perf_counter()
-        try:
-            with src.pool.connection() as conn:
-                rows = conn.execute(
-                    sql.HEARTBEAT_MANY,
-                    {
-                        "job_ids": plain_array([r.job.id for r in due]),
-                        "tokens": plain_array([r.job.token for r in due]),
-                        "extend": self.lease,
-                    },
-                ).fetchall()
-        except psycopg.Error as exc:
-            if is_connection_error(exc):
-                self._db_trouble(src, "heartbeat", exc)
-            else:
-                event("heartbeat_failed", logging.ERROR, database=src.label, error=one_line(exc))
-            for r in due:  # try again soon, not in a tight loop
-                r.next_beat = time.monotonic() + min(0.2, r.lease_len / 12)
-            return
-        self._count("heartbeats", src=src)
-        self.observer.heartbeat(time.perf_counter() - started)
-        expiry = {row[0]: (row[1], row[2]) for row in rows}
-        for r in due:
-            got = expiry.get(r.job.id)
-            if got is None or got[0] is None:
-                with self._lock:
-                    # A finishing run's fate is told by its complete/fail, not by this beat.
-                    real = r.state in ("claimed", "running")
-                if real:
-                    self._lost(r, "heartbeat")
-                continue
-            lease_len = max((got[0] - got[1]).total_seconds(), 0.001)
-            r.lease_len = lease_len
-            r.deadline = sent + lease_len
-            r.next_beat = sent + lease_len / 3
-
     # -- listener (one per database) -----------------------------------------------------
 
     def _listener(self, src: Source) -> Listener:
@@ -1652,3 +1589,34 @@ def _listen_dsns(given: str | Sequence[str] | None, count: int) -> list[str | No
     if len(dsns) != count:
         raise ValueError("listen_dsn: give one connection string per database")
     return list(dsns)
+
+
+class _BeatHost:
+    """The worker, as its heartbeats see it (``heartbeat.Host``)."""
+
+    __slots__ = ("w",)
+
+    def __init__(self, worker: Worker) -> None:
+        self.w = worker
+
+    def held(self, src: Source) -> list[_Run]:
+        with self.w._lock:
+            return [
+                r
+                for r in src.active.values()
+                if not r.lost and not r.handler.transactional and r.state != "done"
+            ]
+
+    def holding(self, run: _Run) -> bool:
+        with self.w._lock:
+            return run.state in ("claimed", "running")
+
+    def lost(self, run: _Run, detected_by: str) -> None:
+        self.w._lost(run, detected_by)
+
+    def trouble(self, src: Source, during: str, exc: BaseException) -> None:
+        self.w._db_trouble(src, during, exc)
+
+    def beaten(self, src: Source, took: float) -> None:
+        self.w._count("heartbeats", src=src)
+        self.w.observer.heartbeat(took)
