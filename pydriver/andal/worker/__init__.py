@@ -93,6 +93,7 @@ from .handlers import (
 from .heartbeat import Heartbeat
 from .limits import Limits
 from .listen import VIA_POLLING, Listener, listen_via, lost_event, report_listening
+from .maintenance import Maintenance
 from .observe import Observer
 from .state import (
     _LINGER,
@@ -273,6 +274,8 @@ class Worker:
         self._reporting = 0  # unfinished runs that gave their slot back (see _handler_done)
         self._turn = 0  # rotates the remainder of an uneven split of the slots (see _room)
         self._executor: Executor | None = None
+        self._host = _Host(self)  # the worker, as its rooms see it
+        self._maintenance: dict[int, Maintenance] = {}
         self._tx_groups: list[TxGroup] = []
         self._stopping = threading.Event()
         self._stopped = threading.Event()
@@ -401,6 +404,17 @@ class Worker:
             )
             src.claim_lane = _Lane(src.pool)
             src.complete_lane = _Lane(src.pool)
+        self._maintenance = {
+            src.index: Maintenance(
+                self._host,
+                src,
+                self.name,
+                self.maintain_every,
+                self._vacuum_dsn(src) if self.vacuum else None,
+                self._helpers_stop,
+            )
+            for src in self.sources
+        }
         limits = Limits[_Run]({h.queue: h.limit for h in handlers if h.limit is not None})
         self._limited = bool(limits)
         threads = self.concurrency if any(not h.is_async for h in handlers) else 0
@@ -497,7 +511,7 @@ class Worker:
                 spawn(keeping(src.complete_lane, self._complete_loop), f"andal-completer-{i}", src)
             )
             if self.heartbeat:
-                beats = Heartbeat(_BeatHost(self), src, self.lease, self._helpers_stop)
+                beats = Heartbeat(self._host, src, self.lease, self._helpers_stop)
                 self._threads.append(spawn(beats.run, f"andal-heartbeat-{i}", self._internal_error))
             via = listen_via(self.listen, self.pooler, src.listen_dsn)
             if via != VIA_POLLING:
@@ -750,7 +764,8 @@ class Worker:
                 now = time.monotonic()
                 if self.maintain_every > 0 and now >= next_maintain:
                     next_maintain = now + self.maintain_every
-                    self._maintain(src)
+                    assert src.claim_lane is not None
+                    self._maintenance[src.index].run(src.claim_lane)
                 more = False
                 if self._leased_queues and src.up and src.leased_dry.ready(now):
                     claimed = self._claim_leased(src)
@@ -843,121 +858,12 @@ class Worker:
         self._hint(src)  # notifications were missed while away
         return True
 
-    def _maintain(self, src: Source) -> None:
-        """``queue.maintain()``: take back expired leases, prune old counters; then, when the
-        server does not vacuum by itself, vacuum andal's tables in the background."""
-        assert src.claim_lane is not None
-        try:
-            with src.claim_lane.connection() as conn:
-                row = conn.execute(sql.MAINTAIN).fetchone()
-                if self.vacuum and not self._vacuuming(src) and self._vacuum_dsn(src):
-                    off = conn.execute(sql.AUTOVACUUM_OFF).fetchone()
-                    if off and off[0]:
-                        self._start_vacuum(src)
-        except psycopg.Error as exc:
-            if is_connection_error(exc):
-                self._db_trouble(src, "maintain", exc)
-            else:
-                event(
-                    "maintain_failed",
-                    logging.WARNING,
-                    worker=self.name,
-                    database=src.label,
-                    error=one_line(exc),
-                )
-            return
-        reaped = row[0] if row else 0
-        if reaped:
-            self._hint(src)  # jobs are pending again
-        event("maintained", logging.DEBUG, worker=self.name, database=src.label, taken_back=reaped)
-
-    # -- vacuum (autovacuum off) ---------------------------------------------------------
-
     def _vacuum_dsn(self, src: Source) -> str | None:
         """Where the vacuum connects: its advisory lock is a session's, which a transaction-
         mode pooler does not keep; so the listen DSN there, and no vacuum without one."""
         if src.listen_dsn is not None:
             return src.listen_dsn
         return None if self.pooler == "transaction" else src.dsn
-
-    def _vacuuming(self, src: Source) -> bool:
-        return src.vacuum_thread is not None and src.vacuum_thread.is_alive()
-
-    def _start_vacuum(self, src: Source) -> None:
-        src.vacuum_thread = threading.Thread(
-            target=self._vacuum_run, args=(src,), name=f"andal-vacuum-{src.index}", daemon=True
-        )
-        src.vacuum_thread.start()
-
-    def _vacuum_run(self, src: Source) -> None:
-        """On a connection of its own (VACUUM cannot run in a transaction, and the pool's
-        connections stay free for claims): see ``vacuum_tables``."""
-        try:
-            with psycopg.connect(
-                self._vacuum_dsn(src) or src.dsn,
-                autocommit=True,
-                connect_timeout=5,
-                application_name=f"andal {self.name} vacuum"[:63],
-            ) as conn:
-                src.vacuum_conn = conn
-                report = vacuum_tables(conn, self.maintain_every)
-        except psycopg.Error as exc:
-            if not self._helpers_stop.is_set():  # not a cancel at shutdown
-                event(
-                    "vacuum_failed",
-                    logging.WARNING,
-                    worker=self.name,
-                    database=src.label,
-                    error=one_line(exc),
-                )
-            return
-        except Exception:
-            self._internal_error("vacuum")
-            return
-        finally:
-            src.vacuum_conn = None
-        if report.denied and not src.vacuum_denied:
-            src.vacuum_denied = True
-            event(
-                "vacuum_denied",
-                logging.WARNING,
-                worker=self.name,
-                database=src.label,
-                role=report.role,
-                tables=report.denied,
-                hint="autovacuum is off and this role cannot vacuum andal's tables: dead"
-                " tuples will pile up; turn autovacuum on, or run the workers as the owner",
-            )
-        if report.vacuumed:
-            self.observer.vacuumed(report.vacuumed)
-            event(
-                "vacuumed",
-                worker=self.name,
-                database=src.label,
-                tables=report.vacuumed,
-                dead_tuples=report.dead_tuples,
-                duration_ms=report.duration_ms,
-            )
-        else:
-            event(
-                "vacuum_skipped",
-                logging.DEBUG,
-                worker=self.name,
-                database=src.label,
-                reason=report.reason,
-            )
-
-    def _stop_vacuum(self, src: Source) -> None:
-        thread, conn = src.vacuum_thread, src.vacuum_conn
-        if thread is None or not thread.is_alive():
-            return
-        if conn is not None:
-            with contextlib.suppress(Exception):
-                if hasattr(conn, "cancel_safe"):  # psycopg >= 3.2
-                    conn.cancel_safe(timeout=2)
-                else:
-                    conn.cancel()
-        thread.join(timeout=5)
 
     def _pause(self, seconds: float) -> None:
         deadline = time.monotonic() + seconds
@@ -1517,7 +1423,7 @@ class Worker:
             if not t.name.startswith("andal-slot-") and t not in self._in_handler:
                 t.join(max(deadline - time.monotonic(), 0.01))
         for src in self.sources:
-            self._stop_vacuum(src)
+            self._maintenance[src.index].stop()
         for src in self.sources:
             if src.pool is not None:
                 src.pool.close(timeout=1)
@@ -1591,8 +1497,8 @@ def _listen_dsns(given: str | Sequence[str] | None, count: int) -> list[str | No
     return list(dsns)
 
 
-class _BeatHost:
-    """The worker, as its heartbeats see it (``heartbeat.Host``)."""
+class _Host:
+    """The worker, as its rooms see it (``heartbeat.Host``, ``maintenance.Host``)."""
 
     __slots__ = ("w",)
 
@@ -1620,3 +1526,12 @@ class _BeatHost:
     def beaten(self, src: Source, took: float) -> None:
         self.w._count("heartbeats", src=src)
         self.w.observer.heartbeat(took)
+
+    def hint(self, src: Source) -> None:
+        self.w._hint(src)
+
+    def vacuumed(self, tables: list[str]) -> None:
+        self.w.observer.vacuumed(tables)
+
+    def internal_error(self, where: str) -> None:
+        self.w._internal_error(where)

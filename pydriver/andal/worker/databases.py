@@ -140,9 +140,6 @@ class Source:
         self.leased_dry = _Dry(poll)
         #: Transactional probes, by handler form (False: plain, True: ``async def``).
         self.probes = {False: Probe(poll), True: Probe(poll)}
-        self.vacuum_thread: threading.Thread | None = None
-        self.vacuum_conn: psycopg.Connection | None = None
-        self.vacuum_denied = False
 
     @property
     def held(self) -> int:
