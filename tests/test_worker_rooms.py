@@ -105,3 +105,25 @@ def test_retry_and_fail_report_their_message(kind: str) -> None:
     src = Source(0, "dbname=x", "x@h:1", 1.0)
     exc = andal.Retry("later") if kind == "retry" else andal.Fail("hopeless")
     assert _failure(a_run(src, 1), exc).summary() == str(exc)
+
+
+def test_slots_share_fairly_and_give_back() -> None:
+    from andal.worker.observe import Observer
+    from andal.worker.slots import Slots
+
+    a = Source(0, "dbname=a", "a@h:1", 1.0)
+    b = Source(1, "dbname=b", "b@h:1", 1.0)
+    slots = Slots(4, 100, [a, b], Observer("w", None, [a, b]), lambda: False)
+    slots.configure(leased=True, tx_forms=[])
+    assert slots.reserve(a, 10) == 2  # two databases with work: half each
+    assert slots.reserve(b, 10) == 2
+    assert slots.reserve(a, 10) == 0 and slots.busy == 4
+    slots.back(b, 2)  # b claimed nothing
+    b.up = False  # and is away: its share is a's
+    assert slots.reserve(a, 10) == 2 and a.busy == 4
+    run = a_run(a, 1)
+    a.active[1] = run
+    assert slots.handler_done(run, ok=True)  # the next claim rides on its completion
+    assert slots.busy == 3 and slots.reporting == 1 and a.riding == 1
+    slots.finish(run, "completed")
+    assert slots.reporting == 0 and slots.counts["completed"] == 1 and 1 not in a.active

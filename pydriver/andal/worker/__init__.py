@@ -95,6 +95,7 @@ from .limits import Limits
 from .listen import VIA_POLLING, Listener, listen_via, lost_event, report_listening
 from .maintenance import Maintenance
 from .observe import Observer
+from .slots import Slots
 from .state import (
     _LINGER,
     _STOP,
@@ -247,8 +248,6 @@ class Worker:
         self.metrics_port = metrics_port
         self.metrics_addr = metrics_addr
         self.cache = cache
-        #: What happened, over all databases (each ``Source`` counts its own too).
-        self.counts: Counter[str] = Counter()
         if metrics is None:
             metrics = metrics_port is not None
         #: This worker's Prometheus metrics (None when off).
@@ -258,7 +257,7 @@ class Worker:
                 self.name,
                 concurrency=concurrency,
                 batch=batch,
-                busy=lambda: self._busy,
+                busy=lambda: self.slots.busy,
                 held=lambda: sum(len(s.active) for s in self.sources),
                 cache=cache,
                 version=tracing_._version(),
@@ -268,11 +267,10 @@ class Worker:
         self.observer = Observer(self.name, self.metrics, self.sources)
         self.tracing = tracing
 
-        self._lock = threading.Lock()
-        self._slots_cv = threading.Condition(self._lock)
-        self._busy = 0  # slots in use, all databases
-        self._reporting = 0  # unfinished runs that gave their slot back (see _handler_done)
-        self._turn = 0  # rotates the remainder of an uneven split of the slots (see _room)
+        #: Slot accounting: the one owner of the state the worker's threads share.
+        self.slots = Slots(concurrency, batch, self.sources, self.observer, self._should_stop)
+        #: What happened, over all databases (each ``Source`` counts its own too).
+        self.counts: Counter[str] = self.slots.counts
         self._executor: Executor | None = None
         self._host = _Host(self)  # the worker, as its rooms see it
         self._maintenance: dict[int, Maintenance] = {}
@@ -357,7 +355,7 @@ class Worker:
     def stop(self) -> None:
         """Stop claiming, release unstarted jobs, let running handlers finish (``grace``)."""
         self._stopping.set()
-        self._wake_all()
+        self.slots.wake_all()
 
     def join(self, timeout: float | None = None) -> int | None:
         """Wait for a ``start``-ed worker to finish; returns its exit code (None: still on)."""
@@ -369,7 +367,7 @@ class Worker:
     def busy(self) -> int:
         """Jobs in hand: slots in use (claimed or running jobs, transactional probes) plus the
         jobs whose handler returned and whose outcome is not recorded yet. 0: nothing held."""
-        return self._busy + self._reporting
+        return self.slots.busy + self.slots.reporting
 
     # -- setup ---------------------------------------------------------------------------
 
@@ -391,6 +389,7 @@ class Worker:
             if group:
                 self._tx_groups.append(TxGroup(group, is_async))
         self._queue_set = set(wanted)
+        self.slots.configure(bool(self._leased_queues), [g.is_async for g in self._tx_groups])
         self._check_sources()
         self._prepared = True
         sync_tx = any(h.transactional and not h.is_async for h in handlers)
@@ -540,214 +539,6 @@ class Worker:
     def _should_stop(self) -> bool:
         return self._signals > 0 or self._stopping.is_set()
 
-    # -- slots ---------------------------------------------------------------------------
-
-    def _free(self) -> int:
-        return self.concurrency - self._busy
-
-    def _contending(self, src: Source, now: float) -> bool:
-        """Whether ``src`` competes for slots: it answers and is not idle (its last claim found
-        work, or a NOTIFY or the poll timer says it may have some)."""
-        return src.up and (
-            (bool(self._leased_queues) and src.leased_dry.ready(now))
-            or any(src.probes[g.is_async].dry.ready(now) for g in self._tx_groups)
-        )
-
-    def _room(self, src: Source) -> int:
-        """How many more slots ``src`` may take now. Call with ``_lock`` held.
-
-        The fairness rule: the databases contending for slots are ``src`` and every other one
-        that is reachable and not idle (``_contending``). The slots not held by the others
-        (idle or unreachable databases whose jobs still run) are split evenly among the
-        contending ones, the remainder of an uneven split going to each in turn (the turn
-        moves every time a slot is freed). ``src`` may take its share minus what it holds,
-        and never more than the free slots. So an idle or unreachable database leaves its
-        share to the others, and a database that has work again gets its share back as the
-        others' jobs end (running jobs are never preempted). With one database: the free
-        slots.
-
-        Backpressure: a database's jobs in hand (in slots, or waiting for the completer to
-        record their outcome) stay within twice ``concurrency``, so a completer that falls
-        behind slows its own database's claims instead of piling up outcomes."""
-        now = time.monotonic()
-        contending = rank = elsewhere = 0
-        for s in self.sources:
-            if s is src or self._contending(s, now):
-                if s is src:
-                    rank = contending
-                contending += 1
-            else:
-                elsewhere += s.busy
-        base, extra = divmod(max(self.concurrency - elsewhere, 0), contending)
-        share = base + (1 if (rank - self._turn) % contending < extra else 0)
-        backlog = 2 * self.concurrency - src.busy - src.reporting
-        return max(0, min(share - src.busy, self.concurrency - self._busy, backlog))
-
-    def _reserve(self, src: Source, most: int) -> int:
-        """Take up to ``most`` slots of ``src``'s room for it; returns how many were taken."""
-        with self._lock:
-            n = min(self._room(src), most)
-            if n > 0:
-                self._busy += n
-                src.busy += n
-        return max(n, 0)
-
-    def _slots_back(self, src: Source, n: int) -> None:
-        """Slots taken for a claim and not used: free again, maybe for another database."""
-        if n:
-            with self._slots_cv:
-                self._busy -= n
-                src.busy -= n
-                self._slots_cv.notify_all()
-            self._wake_others(src)
-
-    def _give_slot(self, src: Source) -> None:
-        with self._slots_cv:
-            self._busy -= 1
-            src.busy -= 1
-            self._turn += 1
-            self._slots_cv.notify_all()
-        self._wake_all()
-
-    def _handler_done(self, run: _Run, ok: bool) -> bool:
-        """A leased run's handler returned: its slot is free for the next job at once. The run
-        stays held (heartbeated, resent, waited for by a stop) until its outcome is recorded
-        or its lease is past. A success's completion carries the next claim of its database
-        (``_complete``), so that database's claim loop is not woken for it (it would claim
-        the slots one by one as they free); the other databases' claim loops are, when the
-        slot lets them claim (``_wanted``). Returns whether the next claim rides on it."""
-        src = run.source
-        own = not ok or bool(self._tx_queues)  # no claim rides on the outcome: wake its loop
-        with self._slots_cv:
-            run.ran = True
-            if not run.slot or run.finished:
-                return False
-            if not own:
-                src.riding += 1
-            run.slot = False
-            self._busy -= 1
-            src.busy -= 1
-            self._turn += 1
-            self._reporting += 1
-            src.reporting += 1
-            self._slots_cv.notify_all()
-            wake = self._wanted(None if own else src)
-        for s in wake:
-            s.wake.set()
-        return not own
-
-    def _wanted(self, but: Source | None = None) -> list[Source]:
-        """Sources (other than ``but``) whose claim loop a freed slot lets claim: a futile
-        wake-up costs a thread switch. Call with ``_lock`` held."""
-        return [s for s in self.sources if s is not but and s.up and self._room(s) > 0]
-
-    def _unslot(self, runs: list[_Run]) -> None:
-        """The outcomes of ``runs`` wait on a database that does not answer: give their slots to
-        the jobs of the other databases. The runs stay held (heartbeated, resent, waited for
-        by a stop) until their outcome is recorded or their lease is past."""
-        freed = False
-        with self._slots_cv:
-            for r in runs:
-                if r.slot and not r.finished:
-                    r.slot = False
-                    self._reporting += 1
-                    r.source.reporting += 1
-                    self._busy -= 1
-                    r.source.busy -= 1
-                    freed = True
-            if freed:
-                self._slots_cv.notify_all()
-        if freed:
-            self._wake_all()
-
-    def _finish(self, run: _Run, outcome: str | None = None, error: str | None = None) -> None:
-        """The run's outcome is recorded, dropped or released: free its slot. ``outcome``
-        (when this call decides it) is counted in the metrics and ends the job's trace."""
-        with self._lock:
-            if run.finished:
-                return
-            run.finished = True
-            run.source.active.pop(run.job.id, None)
-            slot, run.slot = run.slot, False
-        if outcome is not None:
-            self._ended(run, outcome, error)
-        elif run.span is not None:  # lost or released: counted when it was noticed
-            self._end_trace(run, "lease_lost" if run.lost else "released")
-        if slot:
-            self._give_slot(run.source)
-        else:
-            src = run.source
-            with self._slots_cv:
-                self._reporting -= 1
-                src.reporting -= 1
-                self._slots_cv.notify_all()
-                unblocked = src.reporting == self.concurrency
-            if unblocked:  # its backlog held its claims back (see _room): no longer
-                src.wake.set()
-
-    def _finish_many(self, runs: list[_Run], outcome: str) -> None:
-        """``_finish(run, outcome)`` for a batch of one database's runs: one lock, one count and
-        one wake-up for the batch."""
-        src = runs[0].source
-        ended: list[_Run] = []
-        slots = 0
-        with self._slots_cv:
-            blocked = src.reporting > self.concurrency
-            for run in runs:
-                if run.finished:
-                    continue
-                run.finished = True
-                src.active.pop(run.job.id, None)
-                if run.slot:
-                    run.slot = False
-                    slots += 1
-                else:
-                    self._reporting -= 1
-                    src.reporting -= 1
-                ended.append(run)
-            if slots:
-                self._busy -= slots
-                src.busy -= slots
-                self._turn += slots
-            n = len(ended)
-            if n:
-                self.counts[outcome] += n
-                src.counts[outcome] += n
-            self._slots_cv.notify_all()
-            unblocked = blocked and src.reporting <= self.concurrency
-        observer = self.observer
-        for run in ended:
-            observer.outcome(run, outcome)
-        if slots:
-            self._wake_all()
-        elif unblocked:  # its backlog held its claims back (see _room): no longer
-            src.wake.set()
-
-    def _wake_all(self) -> None:
-        for s in self.sources:
-            s.wake.set()
-
-    def _wake_others(self, src: Source) -> None:
-        """``src`` left slots unused: the other databases' claim loops may take them."""
-        for s in self.sources:
-            if s is not src:
-                s.wake.set()
-
-    def _count(self, key: str, n: int = 1, src: Source | None = None) -> None:
-        with self._lock:
-            self.counts[key] += n
-            if src is not None:
-                src.counts[key] += n
-
-    def _ended(self, run: _Run, outcome: str, error: str | None = None) -> None:
-        """Count a job attempt's outcome (counts, metrics) and end its trace."""
-        self._count(outcome, src=run.source)
-        self.observer.outcome(run, outcome, error)
-
-    @staticmethod
-    def _end_trace(run: _Run, outcome: str, error: str | None = None) -> None:
-        Observer.end_trace(run, outcome, error)
-
     # -- claim loop (one per database) ---------------------------------------------------
 
     def _claim_loop(self, src: Source) -> None:
@@ -777,7 +568,7 @@ class Worker:
                     more = bool(asked) and got == asked
                 for group in self._tx_groups:
                     self._start_probe(src, group, now)
-                if more and self._has_room(src):
+                if more and self.slots.has_room(src):
                     continue
                 # Short waits so a signal (which only sets a count) is seen promptly.
                 now = time.monotonic()
@@ -794,9 +585,9 @@ class Worker:
         probe = src.probes[group.is_async]
         if not (src.up and probe.dry.ready(now) and probe.searching == 0):
             return
-        if self._should_stop() or not self._reserve(src, 1):
+        if self._should_stop() or not self.slots.reserve(src, 1):
             return
-        with self._lock:
+        with self.slots.lock:
             probe.searching += 1
         assert self._executor is not None
         self._executor.probe(src, group)
@@ -809,12 +600,12 @@ class Worker:
         hint = config_hint(exc)
         if hint is None:
             return False
-        with self._lock:
+        with self.slots.lock:
             self._refusals += 1
             stop = self._refusals >= _REFUSALS and not self._misconfigured
             if stop:
                 self._misconfigured = True
-        self._count("config_errors", src=src)
+        self.slots.count("config_errors", src=src)
         event(
             "configuration_error",
             logging.ERROR,
@@ -829,10 +620,6 @@ class Worker:
             event("worker_misconfigured", logging.ERROR, worker=self.name, exit_code=EXIT_CONFIG)
             self.stop()
         return True
-
-    def _has_room(self, src: Source) -> bool:
-        with self._lock:
-            return self._room(src) > 0
 
     def _reconnect(self, src: Source) -> bool:
         """While ``src`` is down: whether it answers again (then it is up: claimed from)."""
@@ -849,7 +636,7 @@ class Worker:
                 error=one_line(exc),
             )
             return False
-        with self._lock:
+        with self.slots.lock:
             was_down, src.up = not src.up, True
             since, src.down_since = src.down_since, None
         if was_down:
@@ -919,14 +706,14 @@ class Worker:
         slots. Returns (asked, got), (0, 0) when ``src`` has no room; None when the database
         failed."""
         assert src.claim_lane is not None
-        if src.riding or not self._has_room(src):  # riding: the completer claims (_complete)
+        if src.riding or not self.slots.has_room(src):  # riding: the completer claims (_complete)
             return 0, 0
         n = 0
         try:
             # A connection first, the slots next: a database that does not answer holds none.
             with src.claim_lane.connection() as conn:
                 params = self._leased_claim_params(self.batch)
-                n = self._reserve(src, self.batch) if params is not None else 0
+                n = self.slots.reserve(src, self.batch) if params is not None else 0
                 if not n or params is None:
                     return 0, 0
                 params["batch"] = n
@@ -934,14 +721,14 @@ class Worker:
                 hints = src.leased_dry.hints
                 rows = conn.execute(sql.CLAIM, params).fetchall()
         except psycopg.Error as exc:
-            self._slots_back(src, n)
+            self.slots.back(src, n)
             self.observer.claim_error("leased")
             if is_connection_error(exc):
                 self._db_trouble(src, "claim", exc)
                 return None
             if self._refused(src, "claim", exc):
                 return None
-            self._count("errors", src=src)
+            self.slots.count("errors", src=src)
             event(
                 "claim_failed",
                 logging.ERROR,
@@ -984,7 +771,7 @@ class Worker:
         self._refusals = 0
         if runs:
             self.observer.claimed(src, runs, started_ns)
-        with self._lock:
+        with self.slots.lock:
             closed = self._closed
             for run in runs:
                 if closed:
@@ -994,7 +781,7 @@ class Worker:
                 self.counts["claimed"] += len(runs)
                 src.counts["claimed"] += len(runs)
         if closed:  # the stop has already handed back the unstarted jobs: these too
-            self._slots_back(src, n - len(runs))
+            self.slots.back(src, n - len(runs))
             self._release_all(runs, "not started")
             return len(runs)
         if keep is not None:
@@ -1002,10 +789,10 @@ class Worker:
         elif runs:
             assert self._executor is not None
             self._executor.dispatch(runs)
-        self._slots_back(src, n - len(runs))
+        self.slots.back(src, n - len(runs))
         if not runs:
             src.leased_dry.empty(hints)
-            self._wake_others(src)  # idle now: its share is theirs
+            self.slots.wake_others(src)  # idle now: its share is theirs
         else:
             src.leased_dry.found()
         return len(runs)
@@ -1013,7 +800,7 @@ class Worker:
     def _db_trouble(self, src: Source, what: str, exc: BaseException) -> None:
         """A lost connection or an unreachable server: ``src`` is down until its claim loop
         reaches it again; meanwhile its share of the slots goes to the other databases."""
-        self._count("db_errors", src=src)
+        self.slots.count("db_errors", src=src)
         self.observer.db_error(what)
         event(
             "db_error",
@@ -1023,7 +810,7 @@ class Worker:
             during=what,
             error=one_line(exc),
         )
-        with self._lock:
+        with self.slots.lock:
             went_down, src.up = src.up, False
             if went_down:
                 src.down_since = time.monotonic()
@@ -1031,8 +818,8 @@ class Worker:
         if went_down:
             event("database_down", logging.WARNING, worker=self.name, database=src.label)
             # Outcomes waiting to be sent there hold no slot; its share goes to the others.
-            self._unslot(waiting)
-            self._wake_others(src)
+            self.slots.unslot(waiting)
+            self.slots.wake_others(src)
         if src.pool is not None and not isinstance(exc, PoolTimeout):
             with contextlib.suppress(Exception):  # a closing pool has nothing to check
                 src.pool.check()
@@ -1040,7 +827,7 @@ class Worker:
     # -- leased runs ---------------------------------------------------------------------
 
     def _internal_error(self, where: str, exc: BaseException | None = None) -> None:
-        self._count("internal_errors")
+        self.slots.count("internal_errors")
         # exc_info is an argument of the logging call, not a field (logging refuses it there)
         info = exc if exc is not None else True
         log.error("internal_error", exc_info=info, extra={"worker": self.name, "where": where})
@@ -1080,7 +867,7 @@ class Worker:
             except Exception:
                 self._internal_error("completer")
                 for o in batch:  # whatever happened, the slots are free again
-                    self._finish(o.run)
+                    self.slots.finish(o.run)
             while src.inline:  # the job its claim took, with one slot (see _complete)
                 me = threading.current_thread()
                 self._in_handler.add(me)
@@ -1105,14 +892,14 @@ class Worker:
             self._record_batch(outcomes, ride)
         finally:
             if ride[0]:
-                with self._lock:
+                with self.slots.lock:
                     src.riding -= ride[0]
                 src.wake.set()
 
     def _record_batch(self, outcomes: list[_Outcome], ride: list[int]) -> None:
         keep: list[_Outcome] = []
         dropped: list[_Outcome] = []
-        with self._lock:
+        with self.slots.lock:
             for o in outcomes:
                 if o.run.lost or o.run.state == "released":
                     o.run.state = "done"
@@ -1124,7 +911,7 @@ class Worker:
                     keep.append(o)
         for o in dropped:
             event("outcome_discarded", logging.DEBUG, worker=self.name, **o.run.fields())
-            self._finish(o.run)
+            self.slots.finish(o.run)
         oks = [o for o in keep if o.ok]
         if oks:
             self._complete(oks, ride)
@@ -1155,7 +942,7 @@ class Worker:
             try:
                 with lane.connection() as conn:
                     claim = self._leased_claim_params(self.batch) if combine else None
-                    n = self._reserve_next(src, ride, claim is not None) if combine else 0
+                    n = self.slots.reserve_next(src, ride, claim is not None) if combine else 0
                     hints = src.leased_dry.hints
                     if n and claim is not None:
                         claim["batch"] = n
@@ -1169,10 +956,10 @@ class Worker:
                 break
             except psycopg.Error as exc:
                 if ride and ride[0]:  # no claim rides on a failed attempt
-                    self._reserve_next(src, ride, claim=False)
+                    self.slots.reserve_next(src, ride, claim=False)
                     src.wake.set()
                 if n:
-                    self._slots_back(src, n)
+                    self.slots.back(src, n)
                     self.observer.claim_error("leased")
                     n, combine = 0, False
                     if not is_connection_error(exc):
@@ -1180,7 +967,7 @@ class Worker:
                         # as the claim loop would, and send the completions alone.
                         if self._refused(src, "claim", exc):
                             continue
-                        self._count("errors", src=src)
+                        self.slots.count("errors", src=src)
                         event(
                             "claim_failed",
                             logging.ERROR,
@@ -1193,11 +980,11 @@ class Worker:
                 combine = False
                 if is_connection_error(exc):
                     self._db_trouble(src, "complete", exc)
-                    self._unslot([o.run for o in oks])
+                    self.slots.unslot([o.run for o in oks])
                     if self._give_up([o.run for o in oks]):
                         for o in oks:
                             self._lost(o.run, "complete", outcome="unknown: connection lost")
-                            self._finish(o.run)
+                            self.slots.finish(o.run)
                         return
                     retried = True
                     time.sleep(backoff.next())
@@ -1234,27 +1021,9 @@ class Worker:
                 self._lost(run, "complete", outcome="unknown: resent after a lost connection")
             else:
                 self._lost(run, "complete")
-            self._finish(run)
+            self.slots.finish(run)
         if done:
-            self._finish_many(done, "completed")
-
-    def _reserve_next(self, src: Source, ride: list[int] | None, claim: bool = True) -> int:
-        """Slots for a claim sent with the completions (see ``_complete``): ``src``'s room,
-        when it is contending for slots and no stop is asked. The successes riding on this
-        claim stop holding its claim loop back in the same step (no claim loop slips a
-        one-slot claim in between)."""
-        want = (
-            claim and src.up and not self._should_stop() and src.leased_dry.ready(time.monotonic())
-        )
-        with self._lock:
-            if ride and ride[0]:
-                src.riding -= ride[0]
-                ride[0] = 0
-            n = min(self._room(src), self.batch) if want else 0
-            if n > 0:
-                self._busy += n
-                src.busy += n
-        return max(n, 0)
+            self.slots.finish_many(done, "completed")
 
     def _complete_one(self, o: _Outcome) -> None:
         src = o.run.source
@@ -1282,9 +1051,9 @@ class Worker:
         else:
             self.observer.reported(o.run, "complete", started, started_ns)
             self.observer.job_line("completed", o.run, duration_ms=o.duration_ms)
-            self._finish(o.run, "completed")
+            self.slots.finish(o.run, "completed")
             return
-        self._finish(o.run)
+        self.slots.finish(o.run)
 
     def _fail(self, o: _Outcome) -> None:
         src = o.run.source
@@ -1307,17 +1076,17 @@ class Worker:
             except psycopg.Error as exc:
                 if is_lease_lost(exc):
                     self._lost(o.run, "fail")
-                    self._finish(o.run)
+                    self.slots.finish(o.run)
                     return
                 if is_connection_error(exc) and not self._give_up([o.run]):
                     self._db_trouble(src, "fail", exc)
-                    self._unslot([o.run])
+                    self.slots.unslot([o.run])
                     time.sleep(backoff.next())
                     continue
                 if not self._refused(src, "fail", exc):
                     event("fail_failed", logging.ERROR, error=one_line(exc), **o.run.fields())
                 self._lost(o.run, "fail", outcome="unknown: queue.fail not recorded")
-                self._finish(o.run)
+                self.slots.finish(o.run)
                 return
         status = row[0] if row else None
         error = o.summary()
@@ -1331,14 +1100,14 @@ class Worker:
             if o.retry_in is not None:
                 fields["retry_in_s"] = o.retry_in.total_seconds()
             event("retried", worker=self.name, **fields)
-        self._finish(o.run, outcome, error)
+        self.slots.finish(o.run, outcome, error)
 
     def _give_up(self, runs: list[_Run]) -> bool:
         """Stop resending an outcome once every lease is past or a hard stop is asked."""
         return self._signals > 1 or time.monotonic() > max(r.deadline for r in runs)
 
     def _lost(self, run: _Run, detected_by: str, **extra: Any) -> None:
-        with self._lock:
+        with self.slots.lock:
             if run.lost:
                 return
             run.lost = True
@@ -1366,7 +1135,7 @@ class Worker:
                 self._hint(src)
 
         def lost(error: str) -> None:
-            self._count("listener_lost", src=src)
+            self.slots.count("listener_lost", src=src)
             report_lost(error)
 
         report_lost = lost_event(self.name, src.label)
@@ -1377,15 +1146,15 @@ class Worker:
 
     def _shutdown(self) -> int:
         self._stopping.set()
-        self._wake_all()
-        event("worker_stopping", worker=self.name, running=self._busy)
+        self.slots.wake_all()
+        event("worker_stopping", worker=self.name, running=self.slots.busy)
         # No claim may land unnoticed: wait for the claim loops (one blocked on a database
         # that does not answer gives up at its pool timeout; a claim landing even later is
         # released by its loop, see _claim_leased).
         deadline = time.monotonic() + self.pool_timeout + 1
         for t in self._claimers:
             t.join(max(deadline - time.monotonic(), 0.01))
-        with self._lock:
+        with self.slots.lock:
             self._closed = True
             unstarted = [r for s in self.sources for r in s.active.values() if r.state == "claimed"]
             for r in unstarted:
@@ -1393,15 +1162,15 @@ class Worker:
         self._release_all(unstarted, "not started")
         code = 0
         deadline = time.monotonic() + self.grace
-        with self._slots_cv:
-            while (self._busy > 0 or self._reporting > 0) and self._signals < 2:
+        with self.slots.cv:
+            while (self.slots.busy > 0 or self.slots.reporting > 0) and self._signals < 2:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     break
-                self._slots_cv.wait(min(left, 0.2))
-        if self._busy > 0 or self._reporting > 0:
+                self.slots.cv.wait(min(left, 0.2))
+        if self.slots.busy > 0 or self.slots.reporting > 0:
             code = 1
-            with self._lock:
+            with self.slots.lock:
                 late = [
                     r
                     for s in self.sources
@@ -1449,7 +1218,7 @@ class Worker:
                     error="the database did not answer",
                     **r.fields(),
                 )
-                self._finish(r)
+                self.slots.finish(r)
 
         groups = list(by_source.values())
         if len(groups) == 1:
@@ -1481,9 +1250,9 @@ class Worker:
         else:
             duration = round((time.monotonic() - run.claimed_at) * 1000, 3)
             event("released", worker=self.name, **run.fields(reason=why, duration_ms=duration))
-            self._finish(run, "released")
+            self.slots.finish(run, "released")
             return True
-        self._finish(run)
+        self.slots.finish(run)
         return reachable
 
 
@@ -1506,7 +1275,7 @@ class _Host:
         self.w = worker
 
     def held(self, src: Source) -> list[_Run]:
-        with self.w._lock:
+        with self.w.slots.lock:
             return [
                 r
                 for r in src.active.values()
@@ -1514,7 +1283,7 @@ class _Host:
             ]
 
     def holding(self, run: _Run) -> bool:
-        with self.w._lock:
+        with self.w.slots.lock:
             return run.state in ("claimed", "running")
 
     def lost(self, run: _Run, detected_by: str) -> None:
@@ -1524,7 +1293,7 @@ class _Host:
         self.w._db_trouble(src, during, exc)
 
     def beaten(self, src: Source, took: float) -> None:
-        self.w._count("heartbeats", src=src)
+        self.w.slots.count("heartbeats", src=src)
         self.w.observer.heartbeat(took)
 
     def hint(self, src: Source) -> None:

@@ -139,7 +139,7 @@ class Executor:
     def _begin(self, run: _Run) -> bool:
         """Whether ``run`` starts now: not when a stop released it or its lease is gone."""
         w = self.w
-        with w._lock:
+        with w.slots.lock:
             if run.state != "claimed":
                 skip, finish = True, False  # released by a stop before it started
             elif run.lost:
@@ -150,7 +150,7 @@ class Executor:
                 skip = finish = False
         if skip:
             if finish:
-                w._finish(run)
+                w.slots.finish(run)
             self._queue_done(run)
         return not skip
 
@@ -159,7 +159,7 @@ class Executor:
         w = self.w
         outcome.duration_ms = round(took * 1000, 3)
         w.observer.handler(run.job.queue, took)
-        outcome.rides = w._handler_done(run, outcome.ok)
+        outcome.rides = w.slots.handler_done(run, outcome.ok)
         run.source.done.put(outcome)
         self._queue_done(run)
 
@@ -217,13 +217,13 @@ class Executor:
         if not rows:
             self.limits.untake(asked)
             src.probes[group.is_async].dry.empty()
-            w._wake_others(src)  # idle now: its share is theirs
+            w.slots.wake_others(src)  # idle now: its share is theirs
             return None
         src.probes[group.is_async].dry.found()
         src.wake.set()  # there was work: let the claim loop start another probe
         run = w._make_run(src, rows[0])
         self.limits.untake(asked, run.job.queue)
-        w._count("claimed", src=src)
+        w.slots.count("claimed", src=src)
         w.observer.claimed(src, [run], started_ns)
         run.state = "running"
         return run
@@ -232,12 +232,12 @@ class Executor:
         """This probe's claim is done (whatever it found): another may start."""
         if search.on:
             search.on = False
-            with self.w._lock:
+            with self.w.slots.lock:
                 search.probe.searching -= 1
 
     def _tx_committed(self, run: _Run, result: tuple[str, dict[str, Any]]) -> None:
         name, fields = result
-        self.w._ended(run, name, fields.get("error"))
+        self.w.slots.ended(run, name, fields.get("error"))
         event(name, logging.WARNING if name == "dead" else logging.INFO, **fields)
 
     def _tx_error(self, src: Source, run: _Run | None, exc: psycopg.Error) -> None:
@@ -248,10 +248,10 @@ class Executor:
         if is_connection_error(exc):
             w._db_trouble(src, "transactional run", exc)
         elif not w._refused(src, "transactional run", exc):
-            w._count("errors", src=src)
+            w.slots.count("errors", src=src)
             event("transaction_failed", logging.ERROR, database=src.label, error=one_line(exc))
         if run is not None:
-            w._ended(run, "rolled_back", one_line(exc))
+            w.slots.ended(run, "rolled_back", one_line(exc))
             event("rolled_back", logging.WARNING, worker=w.name, **run.fields())
 
     def _tx_end(self, search: _Search, src: Source, run: _Run | None) -> None:
@@ -259,9 +259,9 @@ class Executor:
         self._searched(search)
         if run is not None:
             if run.span is not None:  # an error of ours: rolled back
-                w._end_trace(run, "rolled_back")
+                w.slots.end_trace(run, "rolled_back")
             self._queue_done(run)
-        w._give_slot(src)
+        w.slots.give(src)
 
     def _tx_fail_params(self, run: _Run, o: _Outcome) -> dict[str, Any]:
         return {
