@@ -49,7 +49,6 @@ import contextlib
 import json
 import logging
 import os
-import queue as queues_
 import random
 import signal
 import threading
@@ -68,6 +67,7 @@ from .. import tracing as tracing_
 from ..errors import is_lease_lost
 from ..logs import event, log
 from ..metrics import WorkerMetrics
+from .complete import Completer
 from .databases import (
     Source,
     check_installed,
@@ -97,11 +97,9 @@ from .maintenance import Maintenance
 from .observe import Observer
 from .slots import Slots
 from .state import (
-    _LINGER,
     _STOP,
     _Backoff,
     _Lane,
-    _Outcome,
     _Run,
     default_name,
     one_line,
@@ -273,6 +271,7 @@ class Worker:
         self.counts: Counter[str] = self.slots.counts
         self._executor: Executor | None = None
         self._host = _Host(self)  # the worker, as its rooms see it
+        self._completer = Completer(self)
         self._maintenance: dict[int, Maintenance] = {}
         self._tx_groups: list[TxGroup] = []
         self._stopping = threading.Event()
@@ -507,7 +506,7 @@ class Worker:
         for src in self.sources:
             i = src.index
             self._threads.append(
-                spawn(keeping(src.complete_lane, self._complete_loop), f"andal-completer-{i}", src)
+                spawn(keeping(src.complete_lane, self._completer.run), f"andal-completer-{i}", src)
             )
             if self.heartbeat:
                 beats = Heartbeat(self._host, src, self.lease, self._helpers_stop)
@@ -831,276 +830,6 @@ class Worker:
         # exc_info is an argument of the logging call, not a field (logging refuses it there)
         info = exc if exc is not None else True
         log.error("internal_error", exc_info=info, extra={"worker": self.name, "where": where})
-
-    def _complete_loop(self, src: Source) -> None:
-        while True:
-            first = src.done.get()
-            if first is _STOP:
-                return
-            batch = [first]
-            stop = False
-            # Take what is there; while this database's other jobs are still in their slots,
-            # wait up to _LINGER for their outcomes too, so that a batch claimed together is
-            # completed together (and the claim riding on it is not split in two).
-            linger = 0.0
-            while len(batch) < 500:
-                try:
-                    item = src.done.get_nowait()
-                except queues_.Empty:
-                    if src.busy <= 0 or self._should_stop():
-                        break
-                    now = time.monotonic()
-                    if not linger:
-                        linger = now + _LINGER
-                    if now >= linger:
-                        break
-                    try:
-                        item = src.done.get(timeout=linger - now)
-                    except queues_.Empty:
-                        break
-                if item is _STOP:
-                    stop = True
-                    break
-                batch.append(item)
-            try:
-                self._record(batch)
-            except Exception:
-                self._internal_error("completer")
-                for o in batch:  # whatever happened, the slots are free again
-                    self.slots.finish(o.run)
-            while src.inline:  # the job its claim took, with one slot (see _complete)
-                me = threading.current_thread()
-                self._in_handler.add(me)
-                try:
-                    assert self._executor is not None
-                    self._executor.run_here(src.inline.pop())
-                except Exception:
-                    self._internal_error("slot")
-                finally:
-                    self._in_handler.discard(me)
-            if stop:
-                return
-
-    def _record(self, outcomes: list[_Outcome]) -> None:
-        """Record outcomes of one database's jobs (its completer's batch)."""
-        src = outcomes[0].run.source
-        # The successes of the batch that kept their database's claim loop asleep (see
-        # _handler_done): _complete's claim takes over from them, or, when there is none, the
-        # claim loop is woken below.
-        ride = [sum(1 for o in outcomes if o.rides)]
-        try:
-            self._record_batch(outcomes, ride)
-        finally:
-            if ride[0]:
-                with self.slots.lock:
-                    src.riding -= ride[0]
-                src.wake.set()
-
-    def _record_batch(self, outcomes: list[_Outcome], ride: list[int]) -> None:
-        keep: list[_Outcome] = []
-        dropped: list[_Outcome] = []
-        with self.slots.lock:
-            for o in outcomes:
-                if o.run.lost or o.run.state == "released":
-                    o.run.state = "done"
-                    dropped.append(o)
-                    self.counts["discarded"] += 1
-                    o.run.source.counts["discarded"] += 1
-                else:
-                    o.run.state = "finishing"
-                    keep.append(o)
-        for o in dropped:
-            event("outcome_discarded", logging.DEBUG, worker=self.name, **o.run.fields())
-            self.slots.finish(o.run)
-        oks = [o for o in keep if o.ok]
-        if oks:
-            self._complete(oks, ride)
-        for o in keep:
-            if not o.ok:
-                self._fail(o)
-
-    def _complete(self, oks: list[_Outcome], ride: list[int] | None = None) -> None:
-        """``queue.complete_many`` for one database's successes. When that database has room
-        (the slots these jobs left), the next claim goes in the same statement
-        (``sql.COMPLETE_MANY_THEN_CLAIM``: one round trip, one commit; an error in either rolls
-        both back, and the completions are then sent alone)."""
-        src = oks[0].run.source
-        lane = src.complete_lane
-        assert lane is not None
-        params = {
-            "job_ids": plain_array([o.run.job.id for o in oks]),
-            "tokens": plain_array([o.run.job.token for o in oks]),
-            "results": text_array([o.result for o in oks]),
-        }
-        backoff = _Backoff()
-        retried = False
-        combine = bool(self._leased_queues)
-        n = 0
-        claimed: list[tuple[Any, ...]] = []
-        while True:
-            started, started_ns = time.perf_counter(), self.observer.now_ns()
-            try:
-                with lane.connection() as conn:
-                    claim = self._leased_claim_params(self.batch) if combine else None
-                    n = self.slots.reserve_next(src, ride, claim is not None) if combine else 0
-                    hints = src.leased_dry.hints
-                    if n and claim is not None:
-                        claim["batch"] = n
-                        both = conn.execute(
-                            sql.COMPLETE_MANY_THEN_CLAIM, {**params, **claim}
-                        ).fetchall()
-                        rows = [(r[1], r[14]) for r in both if not r[0]]
-                        claimed = [r[1:14] for r in both if r[0]]
-                    else:
-                        rows = conn.execute(sql.COMPLETE_MANY, params).fetchall()
-                break
-            except psycopg.Error as exc:
-                if ride and ride[0]:  # no claim rides on a failed attempt
-                    self.slots.reserve_next(src, ride, claim=False)
-                    src.wake.set()
-                if n:
-                    self.slots.back(src, n)
-                    self.observer.claim_error("leased")
-                    n, combine = 0, False
-                    if not is_connection_error(exc):
-                        # The claim or the completion was refused, both rolled back: log it
-                        # as the claim loop would, and send the completions alone.
-                        if self._refused(src, "claim", exc):
-                            continue
-                        self.slots.count("errors", src=src)
-                        event(
-                            "claim_failed",
-                            logging.ERROR,
-                            worker=self.name,
-                            database=src.label,
-                            error=one_line(exc),
-                            with_completions=len(oks),
-                        )
-                        continue
-                combine = False
-                if is_connection_error(exc):
-                    self._db_trouble(src, "complete", exc)
-                    self.slots.unslot([o.run for o in oks])
-                    if self._give_up([o.run for o in oks]):
-                        for o in oks:
-                            self._lost(o.run, "complete", outcome="unknown: connection lost")
-                            self.slots.finish(o.run)
-                        return
-                    retried = True
-                    time.sleep(backoff.next())
-                    continue
-                # Something in the batch was refused: complete one by one to isolate it.
-                event(
-                    "complete_many_failed",
-                    logging.WARNING,
-                    database=src.label,
-                    error=one_line(exc),
-                )
-                for o in oks:
-                    self._complete_one(o)
-                return
-        took = time.perf_counter() - started
-        if n:  # the next jobs first: their handlers start while these are counted
-            # With one slot, the completer runs the job it claimed itself, once this batch is
-            # recorded (_complete_loop): the only outcome it can wait for is that job's,
-            # and two thread hand-offs per job (to a slot and back) are saved.
-            keep = src.inline if self.concurrency == 1 else None
-            self._claimed(src, n, claimed, took, started_ns, hints, keep)
-        self.observer.reported_many([o.run for o in oks], took, started_ns)
-        completed = dict(rows)
-        logged = self.observer.job_logs()
-        done: list[_Run] = []
-        for o in oks:
-            run = o.run
-            if completed.get(run.job.id):
-                if logged:
-                    self.observer.job_line("completed", run, duration_ms=o.duration_ms)
-                done.append(run)
-                continue
-            if retried:
-                self._lost(run, "complete", outcome="unknown: resent after a lost connection")
-            else:
-                self._lost(run, "complete")
-            self.slots.finish(run)
-        if done:
-            self.slots.finish_many(done, "completed")
-
-    def _complete_one(self, o: _Outcome) -> None:
-        src = o.run.source
-        assert src.complete_lane is not None
-        started, started_ns = time.perf_counter(), self.observer.now_ns()
-        try:
-            with src.complete_lane.connection() as conn:
-                conn.execute(
-                    sql.COMPLETE,
-                    {"job_id": o.run.job.id, "token": o.run.job.token, "result": o.result},
-                )
-        except psycopg.Error as exc:
-            if is_lease_lost(exc):
-                self._lost(o.run, "complete")
-            elif is_connection_error(exc):
-                self._db_trouble(src, "complete", exc)
-                self._lost(o.run, "complete", outcome="unknown: connection lost")
-            elif self._refused(src, "complete", exc):
-                self._lost(o.run, "complete", outcome="unknown: queue.complete refused")
-            else:  # the result itself was refused: fail the attempt with the reason
-                o.ok, o.reason = False, "exception"
-                o.error = f"result refused by queue.complete: {str(exc).strip()}"
-                self._fail(o)
-                return
-        else:
-            self.observer.reported(o.run, "complete", started, started_ns)
-            self.observer.job_line("completed", o.run, duration_ms=o.duration_ms)
-            self.slots.finish(o.run, "completed")
-            return
-        self.slots.finish(o.run)
-
-    def _fail(self, o: _Outcome) -> None:
-        src = o.run.source
-        lane = src.complete_lane
-        assert lane is not None
-        params = {
-            "job_id": o.run.job.id,
-            "token": o.run.job.token,
-            "error": o.error or "failed",
-            "retry_in": o.retry_in,
-            "retryable": o.retryable,
-        }
-        backoff = _Backoff()
-        while True:
-            started, started_ns = time.perf_counter(), self.observer.now_ns()
-            try:
-                with lane.connection() as conn:
-                    row = conn.execute(sql.FAIL, params).fetchone()
-                break
-            except psycopg.Error as exc:
-                if is_lease_lost(exc):
-                    self._lost(o.run, "fail")
-                    self.slots.finish(o.run)
-                    return
-                if is_connection_error(exc) and not self._give_up([o.run]):
-                    self._db_trouble(src, "fail", exc)
-                    self.slots.unslot([o.run])
-                    time.sleep(backoff.next())
-                    continue
-                if not self._refused(src, "fail", exc):
-                    event("fail_failed", logging.ERROR, error=one_line(exc), **o.run.fields())
-                self._lost(o.run, "fail", outcome="unknown: queue.fail not recorded")
-                self.slots.finish(o.run)
-                return
-        status = row[0] if row else None
-        error = o.summary()
-        fields = o.run.fields(duration_ms=o.duration_ms, reason=o.reason, error=error)
-        outcome = "dead" if status == "dead" else "retried"
-        self.observer.reported(o.run, "fail", started, started_ns, outcome=outcome)
-        if outcome == "dead":
-            fields["reason"] = "non_retryable" if not o.retryable else "exhausted"
-            event("dead", logging.WARNING, worker=self.name, **fields)
-        else:
-            if o.retry_in is not None:
-                fields["retry_in_s"] = o.retry_in.total_seconds()
-            event("retried", worker=self.name, **fields)
-        self.slots.finish(o.run, outcome, error)
 
     def _give_up(self, runs: list[_Run]) -> bool:
         """Stop resending an outcome once every lease is past or a hard stop is asked."""
