@@ -46,16 +46,14 @@ level is enabled; counts and the bookkeeping of a completion are taken once per 
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
-import random
 import signal
 import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import datetime, timedelta
+from datetime import timedelta
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
@@ -67,6 +65,7 @@ from .. import tracing as tracing_
 from ..errors import is_lease_lost
 from ..logs import event, log
 from ..metrics import WorkerMetrics
+from .claim import Claimer
 from .complete import Completer
 from .databases import (
     Source,
@@ -88,7 +87,6 @@ from .handlers import (
     Retry,
     Seconds,
     as_interval,
-    undecodable,
 )
 from .heartbeat import Heartbeat
 from .limits import Limits
@@ -98,7 +96,6 @@ from .observe import Observer
 from .slots import Slots
 from .state import (
     _STOP,
-    _Backoff,
     _Lane,
     _Run,
     default_name,
@@ -272,6 +269,7 @@ class Worker:
         self._executor: Executor | None = None
         self._host = _Host(self)  # the worker, as its rooms see it
         self._completer = Completer(self)
+        self.claimer = Claimer(self)
         self._maintenance: dict[int, Maintenance] = {}
         self._tx_groups: list[TxGroup] = []
         self._stopping = threading.Event()
@@ -517,7 +515,7 @@ class Worker:
                 self._threads.append(spawn(listener.run, f"andal-listener-{i}"))
         for src in self.sources:
             self._claimers.append(
-                spawn(keeping(src.claim_lane, self._claim_loop), f"andal-claim-{src.index}", src)
+                spawn(keeping(src.claim_lane, self.claimer.run), f"andal-claim-{src.index}", src)
             )
 
     def _install_signals(self) -> dict[int, Any]:
@@ -539,57 +537,6 @@ class Worker:
         return self._signals > 0 or self._stopping.is_set()
 
     # -- claim loop (one per database) ---------------------------------------------------
-
-    def _claim_loop(self, src: Source) -> None:
-        backoff = _Backoff()
-        next_maintain = time.monotonic() + random.random() * min(self.maintain_every, 5.0)
-        while not self._should_stop():
-            try:
-                src.wake.clear()
-                if not src.up:
-                    if not self._reconnect(src):
-                        self._pause(backoff.next())
-                        continue
-                    backoff.reset()
-                now = time.monotonic()
-                if self.maintain_every > 0 and now >= next_maintain:
-                    next_maintain = now + self.maintain_every
-                    assert src.claim_lane is not None
-                    self._maintenance[src.index].run(src.claim_lane)
-                more = False
-                if self._leased_queues and src.up and src.leased_dry.ready(now):
-                    claimed = self._claim_leased(src)
-                    if claimed is None:
-                        self._pause(backoff.next())
-                        continue
-                    backoff.reset()
-                    asked, got = claimed
-                    more = bool(asked) and got == asked
-                for group in self._tx_groups:
-                    self._start_probe(src, group, now)
-                if more and self.slots.has_room(src):
-                    continue
-                # Short waits so a signal (which only sets a count) is seen promptly.
-                now = time.monotonic()
-                dry = [src.leased_dry] + [src.probes[g.is_async].dry for g in self._tx_groups]
-                wait = min([0.2] + [d.until - now for d in dry if d.until > now])
-                src.wake.wait(max(wait, 0.001))
-            except Exception:  # a bug of ours must not stop a database's claims for good
-                self._internal_error("claim loop")
-                self._pause(0.2)
-
-    def _start_probe(self, src: Source, group: TxGroup, now: float) -> None:
-        """A transactional probe of ``group`` when ``src`` may have its jobs and none is
-        claiming already."""
-        probe = src.probes[group.is_async]
-        if not (src.up and probe.dry.ready(now) and probe.searching == 0):
-            return
-        if self._should_stop() or not self.slots.reserve(src, 1):
-            return
-        with self.slots.lock:
-            probe.searching += 1
-        assert self._executor is not None
-        self._executor.probe(src, group)
 
     def _refused(self, src: Source, during: str, exc: BaseException) -> bool:
         """Whether ``exc`` is a configuration problem (``config_hint``): then it is logged as
@@ -620,30 +567,6 @@ class Worker:
             self.stop()
         return True
 
-    def _reconnect(self, src: Source) -> bool:
-        """While ``src`` is down: whether it answers again (then it is up: claimed from)."""
-        assert src.pool is not None
-        try:
-            with src.pool.connection() as conn:
-                conn.execute(sql.INSTALLED)
-        except psycopg.Error as exc:
-            event(
-                "database_still_down",
-                logging.DEBUG,
-                worker=self.name,
-                database=src.label,
-                error=one_line(exc),
-            )
-            return False
-        with self.slots.lock:
-            was_down, src.up = not src.up, True
-            since, src.down_since = src.down_since, None
-        if was_down:
-            down_s = None if since is None else round(time.monotonic() - since, 3)
-            event("database_up", worker=self.name, database=src.label, down_s=down_s)
-        self._hint(src)  # notifications were missed while away
-        return True
-
     def _vacuum_dsn(self, src: Source) -> str | None:
         """Where the vacuum connects: its advisory lock is a session's, which a transaction-
         mode pooler does not keep; so the listen DSN there, and no vacuum without one."""
@@ -665,136 +588,6 @@ class Worker:
         for probe in src.probes.values():
             probe.dry.hint()
         src.wake.set()
-
-    def _make_run(
-        self, src: Source, row: tuple[Any, ...], now: float | None = None, logged: bool = True
-    ) -> _Run:
-        """A run of the claimed ``row`` (``sql.CLAIM``'s columns). ``now``: the monotonic
-        clock, ``logged``: whether the ``claimed`` event is logged (both taken once per batch
-        by ``_claimed``)."""
-        handler = self.registry[row[1]]
-        try:
-            payload = json.loads(row[4])
-        except (RecursionError, ValueError) as exc:
-            # Valid JSON for PostgreSQL, not for this process (nested past Python's recursion
-            # limit): the job fails for good through the usual path, the others run.
-            payload = None
-            handler = undecodable(handler, f"{type(exc).__name__}: {exc}"[:200])
-        # Positional (the field order of Job), which is cheaper than keywords per job.
-        job = Job(
-            row[0], row[1], row[2], payload, row[5], row[6], row[7], row[8], row[9], row[10],
-            row[11], row[3], src.label,
-        )  # fmt: skip
-        db_now: datetime = row[12]
-        run = _Run(src, job, handler, (row[8] - db_now).total_seconds(), now)
-        if logged and self.observer.job_logs():  # no formatting when not logged
-            waited = round((db_now - job.enqueued_at).total_seconds() * 1000, 3)
-            self.observer.job_line("claimed", run, duration_ms=waited)
-        return run
-
-    def _claim_params(self, queues: list[str], batch: int) -> dict[str, Any]:
-        return {
-            "worker": self.name,
-            "queues": text_array(queues),
-            "batch": batch,
-            "lease": self.lease,
-        }
-
-    def _claim_leased(self, src: Source) -> tuple[int, int] | None:
-        """Claim leased jobs of ``src``, at most its room and ``batch``, and hand them to the
-        slots. Returns (asked, got), (0, 0) when ``src`` has no room; None when the database
-        failed."""
-        assert src.claim_lane is not None
-        if src.riding or not self.slots.has_room(src):  # riding: the completer claims (_complete)
-            return 0, 0
-        n = 0
-        try:
-            # A connection first, the slots next: a database that does not answer holds none.
-            with src.claim_lane.connection() as conn:
-                params = self._leased_claim_params(self.batch)
-                n = self.slots.reserve(src, self.batch) if params is not None else 0
-                if not n or params is None:
-                    return 0, 0
-                params["batch"] = n
-                started, started_ns = time.perf_counter(), self.observer.now_ns()
-                hints = src.leased_dry.hints
-                rows = conn.execute(sql.CLAIM, params).fetchall()
-        except psycopg.Error as exc:
-            self.slots.back(src, n)
-            self.observer.claim_error("leased")
-            if is_connection_error(exc):
-                self._db_trouble(src, "claim", exc)
-                return None
-            if self._refused(src, "claim", exc):
-                return None
-            self.slots.count("errors", src=src)
-            event(
-                "claim_failed",
-                logging.ERROR,
-                worker=self.name,
-                database=src.label,
-                error=one_line(exc),
-            )
-            return None
-        took = time.perf_counter() - started
-        return n, self._claimed(src, n, rows, took, started_ns, hints)
-
-    def _leased_claim_params(self, n: int) -> dict[str, Any] | None:
-        """The parameters of a leased claim of ``n``; None when every queue is at its
-        handler limit (nothing to claim)."""
-        queues = self._leased_array
-        if self._limited:
-            assert self._executor is not None
-            open_ = self._executor.limits.open(self._leased_queues)
-            if not open_:
-                return None
-            queues = text_array(open_)
-        return {"worker": self.name, "queues": queues, "batch": n, "lease": self.lease}
-
-    def _claimed(
-        self,
-        src: Source,
-        n: int,
-        rows: list[tuple[Any, ...]],
-        took: float,
-        started_ns: int,
-        hints: int,
-        keep: list[_Run] | None = None,
-    ) -> int:
-        """Hand the jobs of a leased claim of ``n`` (``rows``) to the slots (or to ``keep``: the
-        caller runs them), give back the slots it did not fill, and note whether ``src`` had
-        work. Returns how many were claimed."""
-        now, logged = time.monotonic(), self.observer.job_logs()
-        runs = [self._make_run(src, row, now, logged) for row in rows]
-        self.observer.claim("leased", took, n, len(rows))
-        self._refusals = 0
-        if runs:
-            self.observer.claimed(src, runs, started_ns)
-        with self.slots.lock:
-            closed = self._closed
-            for run in runs:
-                if closed:
-                    run.state = "released"
-                src.active[run.job.id] = run
-            if runs:
-                self.counts["claimed"] += len(runs)
-                src.counts["claimed"] += len(runs)
-        if closed:  # the stop has already handed back the unstarted jobs: these too
-            self.slots.back(src, n - len(runs))
-            self._release_all(runs, "not started")
-            return len(runs)
-        if keep is not None:
-            keep.extend(runs)
-        elif runs:
-            assert self._executor is not None
-            self._executor.dispatch(runs)
-        self.slots.back(src, n - len(runs))
-        if not runs:
-            src.leased_dry.empty(hints)
-            self.slots.wake_others(src)  # idle now: its share is theirs
-        else:
-            src.leased_dry.found()
-        return len(runs)
 
     def _db_trouble(self, src: Source, what: str, exc: BaseException) -> None:
         """A lost connection or an unreachable server: ``src`` is down until its claim loop

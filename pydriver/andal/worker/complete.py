@@ -145,7 +145,7 @@ class Completer:
             started, started_ns = time.perf_counter(), self.w.observer.now_ns()
             try:
                 with lane.connection() as conn:
-                    claim = self.w._leased_claim_params(self.w.batch) if combine else None
+                    claim = self.w.claimer.leased_params(self.w.batch) if combine else None
                     n = self.w.slots.reserve_next(src, ride, claim is not None) if combine else 0
                     hints = src.leased_dry.hints
                     if n and claim is not None:
@@ -209,7 +209,7 @@ class Completer:
             # recorded (_complete_loop): the only outcome it can wait for is that job's,
             # and two thread hand-offs per job (to a slot and back) are saved.
             keep = src.inline if self.w.concurrency == 1 else None
-            self.w._claimed(src, n, claimed, took, started_ns, hints, keep)
+            self.w.claimer.claimed(src, n, claimed, took, started_ns, hints, keep)
         self.w.observer.reported_many([o.run for o in oks], took, started_ns)
         completed = dict(rows)
         logged = self.w.observer.job_logs()

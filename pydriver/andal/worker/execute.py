@@ -221,7 +221,7 @@ class Executor:
             return None
         src.probes[group.is_async].dry.found()
         src.wake.set()  # there was work: let the claim loop start another probe
-        run = w._make_run(src, rows[0])
+        run = w.claimer.make_run(src, rows[0])
         self.limits.untake(asked, run.job.queue)
         w.slots.count("claimed", src=src)
         w.observer.claimed(src, [run], started_ns)
@@ -307,7 +307,7 @@ class Executor:
                 return
             with src.pool.connection() as conn, conn.transaction():
                 started, started_ns = time.perf_counter(), w.observer.now_ns()
-                rows = conn.execute(sql.CLAIM, w._claim_params(asked, 1)).fetchall()
+                rows = conn.execute(sql.CLAIM, w.claimer.params(asked, 1)).fetchall()
                 took = time.perf_counter() - started
                 run = self._tx_claimed(search, src, group, asked, rows, took, started_ns)
                 if run is None:
@@ -363,7 +363,7 @@ class Executor:
             pool = await self._apool(src)
             async with pool.connection() as conn, conn.transaction():
                 started, started_ns = time.perf_counter(), w.observer.now_ns()
-                cur = await conn.execute(sql.CLAIM, w._claim_params(asked, 1))
+                cur = await conn.execute(sql.CLAIM, w.claimer.params(asked, 1))
                 rows = await cur.fetchall()
                 took = time.perf_counter() - started
                 run = self._tx_claimed(search, src, group, asked, rows, took, started_ns)
