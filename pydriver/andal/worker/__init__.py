@@ -57,12 +57,9 @@ from datetime import timedelta
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
-import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from .. import sql
 from .. import tracing as tracing_
-from ..errors import is_lease_lost
 from ..logs import event, log
 from ..metrics import WorkerMetrics
 from .claim import Claimer
@@ -93,9 +90,9 @@ from .limits import Limits
 from .listen import VIA_POLLING, Listener, listen_via, lost_event, report_listening
 from .maintenance import Maintenance
 from .observe import Observer
+from .shutdown import Shutdown
 from .slots import Slots
 from .state import (
-    _STOP,
     _Lane,
     _Run,
     default_name,
@@ -270,6 +267,7 @@ class Worker:
         self._host = _Host(self)  # the worker, as its rooms see it
         self._completer = Completer(self)
         self.claimer = Claimer(self)
+        self._shutdown = Shutdown(self)
         self._maintenance: dict[int, Maintenance] = {}
         self._tx_groups: list[TxGroup] = []
         self._stopping = threading.Event()
@@ -339,7 +337,7 @@ class Worker:
                 while not self._should_stop():
                     self._stopping.wait(0.2)
             finally:
-                code = self._shutdown()
+                code = self._shutdown.run()
                 code = self._exit_code = EXIT_CONFIG if self._misconfigured else code
         finally:
             for signum, handler in previous.items():
@@ -663,119 +661,6 @@ class Worker:
         report_lost = lost_event(self.name, src.label)
         name = f"andal {self.name} listen"
         return Listener(dsn, name, hint, lost, self._helpers_stop, self._internal_error)
-
-    # -- shutdown ------------------------------------------------------------------------
-
-    def _shutdown(self) -> int:
-        self._stopping.set()
-        self.slots.wake_all()
-        event("worker_stopping", worker=self.name, running=self.slots.busy)
-        # No claim may land unnoticed: wait for the claim loops (one blocked on a database
-        # that does not answer gives up at its pool timeout; a claim landing even later is
-        # released by its loop, see _claim_leased).
-        deadline = time.monotonic() + self.pool_timeout + 1
-        for t in self._claimers:
-            t.join(max(deadline - time.monotonic(), 0.01))
-        with self.slots.lock:
-            self._closed = True
-            unstarted = [r for s in self.sources for r in s.active.values() if r.state == "claimed"]
-            for r in unstarted:
-                r.state = "released"
-        self._release_all(unstarted, "not started")
-        code = 0
-        deadline = time.monotonic() + self.grace
-        with self.slots.cv:
-            while (self.slots.busy > 0 or self.slots.reporting > 0) and self._signals < 2:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    break
-                self.slots.cv.wait(min(left, 0.2))
-        if self.slots.busy > 0 or self.slots.reporting > 0:
-            code = 1
-            with self.slots.lock:
-                late = [
-                    r
-                    for s in self.sources
-                    for r in s.active.values()
-                    if r.state in ("claimed", "running") and not r.lost
-                ]
-                for r in late:
-                    r.state = "released"
-            self._release_all(late, "grace period over")
-        if self._executor is not None:
-            self._executor.stop()
-        for src in self.sources:
-            src.done.put(_STOP)
-        self._helpers_stop.set()
-        deadline = time.monotonic() + 5
-        for t in self._threads:
-            # Slot threads are not waited for, nor a completer running a handler (with one
-            # slot, see _complete): a handler that outlived the grace period may never end.
-            if not t.name.startswith("andal-slot-") and t not in self._in_handler:
-                t.join(max(deadline - time.monotonic(), 0.01))
-        for src in self.sources:
-            self._maintenance[src.index].stop()
-        for src in self.sources:
-            if src.pool is not None:
-                src.pool.close(timeout=1)
-        return code
-
-    def _release_all(self, runs: list[_Run], why: str) -> None:
-        """Hand ``runs`` back to their databases, each database in a thread of its own (one
-        that does not answer delays only its own); after a connection error, a database's
-        other runs are not tried (their leases expire)."""
-        by_source: dict[int, list[_Run]] = {}
-        for r in runs:
-            by_source.setdefault(r.source.index, []).append(r)
-
-        def release(mine: list[_Run]) -> None:
-            reachable = True
-            for r in mine:
-                if reachable:
-                    reachable = self._release(r, why)
-                    continue
-                event(
-                    "release_failed",
-                    logging.WARNING,
-                    error="the database did not answer",
-                    **r.fields(),
-                )
-                self.slots.finish(r)
-
-        groups = list(by_source.values())
-        if len(groups) == 1:
-            release(groups[0])
-            return
-        threads = [threading.Thread(target=release, args=(g,), daemon=True) for g in groups]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-
-    def _release(self, run: _Run, why: str) -> bool:
-        """Release one run on its database; False when the database could not be reached."""
-        src = run.source
-        assert src.pool is not None
-        reachable = True
-        try:
-            with src.pool.connection() as conn:
-                conn.execute(
-                    sql.RELEASE,
-                    {"job_id": run.job.id, "token": run.job.token, "delay": timedelta(0)},
-                )
-        except psycopg.Error as exc:
-            if is_lease_lost(exc):
-                self._lost(run, "release")
-            else:
-                reachable = not is_connection_error(exc)
-                event("release_failed", logging.WARNING, error=one_line(exc), **run.fields())
-        else:
-            duration = round((time.monotonic() - run.claimed_at) * 1000, 3)
-            event("released", worker=self.name, **run.fields(reason=why, duration_ms=duration))
-            self.slots.finish(run, "released")
-            return True
-        self.slots.finish(run)
-        return reachable
 
 
 def _listen_dsns(given: str | Sequence[str] | None, count: int) -> list[str | None]:

@@ -226,7 +226,7 @@ class Claimer:
                 src.counts["claimed"] += len(runs)
         if closed:  # the stop has already handed back the unstarted jobs: these too
             self.w.slots.back(src, n - len(runs))
-            self.w._release_all(runs, "not started")
+            self.w._shutdown.release_all(runs, "not started")
             return len(runs)
         if keep is not None:
             keep.extend(runs)
