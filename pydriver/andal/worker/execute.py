@@ -32,6 +32,7 @@ from ..logs import event
 from .aio import EventLoop
 from .databases import Source, is_connection_error
 from .limits import Limits
+from .observe import JOB_LEVEL
 from .state import _STOP, Probe, _dump_result, _failure, _Outcome, _Run, one_line
 
 if TYPE_CHECKING:
@@ -238,7 +239,11 @@ class Executor:
     def _tx_committed(self, run: _Run, result: tuple[str, dict[str, Any]]) -> None:
         name, fields = result
         self.w.slots.ended(run, name, fields.get("error"))
-        event(name, logging.WARNING if name == "dead" else logging.INFO, **fields)
+        if name == "completed":
+            level = JOB_LEVEL
+        else:
+            level = logging.WARNING if name == "dead" else logging.INFO
+        event(name, level, **fields)
 
     def _tx_error(self, src: Source, run: _Run | None, exc: psycopg.Error) -> None:
         """The transaction is rolled back: a claimed job is simply pending again."""

@@ -24,8 +24,10 @@ if TYPE_CHECKING:
     from .databases import Source
     from .state import _Run
 
-#: The level of the per-job lines (``claimed``, ``completed``).
-JOB_LEVEL = logging.INFO
+#: The level of the per-job lines (``claimed``, ``completed``): two lines per job would be most
+#: of a busy worker's output; info keeps the transitions an operator acts on (retries, dead
+#: letters, lost leases, releases, stops).
+JOB_LEVEL = logging.DEBUG
 
 _NO_SCOPE: AbstractContextManager[Any] = contextlib.nullcontext()
 
