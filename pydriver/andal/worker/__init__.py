@@ -45,8 +45,6 @@ level is enabled; counts and the bookkeeping of a completion are taken once per 
 
 from __future__ import annotations
 
-import contextlib
-import logging
 import os
 import signal
 import threading
@@ -57,8 +55,6 @@ from datetime import timedelta
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
-from psycopg_pool import ConnectionPool, PoolTimeout
-
 from .. import tracing as tracing_
 from ..logs import event, log
 from ..metrics import WorkerMetrics
@@ -67,7 +63,6 @@ from .complete import Completer
 from .databases import (
     Source,
     check_installed,
-    config_hint,
     database_label,
     database_labels,
     dsn_list,
@@ -85,21 +80,19 @@ from .handlers import (
     Seconds,
     as_interval,
 )
-from .heartbeat import Heartbeat
-from .limits import Limits
-from .listen import VIA_POLLING, Listener, listen_via, lost_event, report_listening
+from .listen import listen_via, report_listening
 from .maintenance import Maintenance
 from .observe import Observer
 from .shutdown import Shutdown
 from .slots import Slots
+from .startup import Startup
 from .state import (
-    _Lane,
     _Run,
     default_name,
-    one_line,
     plain_array,
     text_array,
 )
+from .trouble import EXIT_CONFIG, Trouble
 from .vacuum import VACUUM_LOCK_KEY, VacuumReport, vacuum_tables
 
 if TYPE_CHECKING:
@@ -131,12 +124,6 @@ __all__ = [
 
 
 # -- the worker -----------------------------------------------------------------------------
-
-
-#: The exit code of a worker stopped by a configuration problem (see ``Worker._refused``).
-EXIT_CONFIG = 6
-#: Configuration errors in a row that stop a worker.
-_REFUSALS = 3
 
 
 class Worker:
@@ -264,10 +251,13 @@ class Worker:
         #: What happened, over all databases (each ``Source`` counts its own too).
         self.counts: Counter[str] = self.slots.counts
         self._executor: Executor | None = None
+        self._limited = False  # a queue has a handler limit (set at start)
         self._host = _Host(self)  # the worker, as its rooms see it
         self._completer = Completer(self)
         self.claimer = Claimer(self)
         self._shutdown = Shutdown(self)
+        self.trouble = Trouble(self)
+        self.startup = Startup(self)
         self._maintenance: dict[int, Maintenance] = {}
         self._tx_groups: list[TxGroup] = []
         self._stopping = threading.Event()
@@ -285,8 +275,6 @@ class Worker:
         self._threads: list[threading.Thread] = []
         self._runner: threading.Thread | None = None
         self._exit_code: int | None = None
-        self._refusals = 0  # configuration errors in a row (see _refused)
-        self._misconfigured = False
 
     # -- public API ---------------------------------------------------------------------
 
@@ -300,13 +288,13 @@ class Worker:
     def run(self, install_signals: bool | None = None) -> int:
         """Work until ``stop()`` (or SIGTERM/SIGINT). Returns 0 after a graceful stop, 1 when
         running handlers outlived the grace period (their jobs were released)."""
-        self._prepare()
+        self.startup.prepare()
         return self._run(install_signals)
 
     def start(self) -> Worker:
         """Run in a background thread (no signal handlers); see ``stop`` and ``join``.
         Configuration and connection errors are raised here, not in the thread."""
-        self._prepare()
+        self.startup.prepare()
         self._runner = threading.Thread(
             target=self._run, args=(False,), name="andal-worker", daemon=True
         )
@@ -318,7 +306,7 @@ class Worker:
             install_signals = threading.current_thread() is threading.main_thread()
         previous = self._install_signals() if install_signals else {}
         try:
-            self._start_threads()
+            self.startup.start_threads()
             event(
                 "worker_started",
                 worker=self.name,
@@ -338,7 +326,7 @@ class Worker:
                     self._stopping.wait(0.2)
             finally:
                 code = self._shutdown.run()
-                code = self._exit_code = EXIT_CONFIG if self._misconfigured else code
+                code = self._exit_code = EXIT_CONFIG if self.trouble.misconfigured else code
         finally:
             for signum, handler in previous.items():
                 signal.signal(signum, handler)
@@ -366,155 +354,10 @@ class Worker:
 
     # -- setup ---------------------------------------------------------------------------
 
-    def _prepare(self) -> None:
-        if self._prepared:
-            raise RuntimeError("a Worker runs once; make a new one")
-        if not self.registry:
-            raise ValueError("no handler registered")
-        wanted = self.only_queues or self.registry.queues()
-        missing = [q for q in wanted if q not in self.registry]
-        if missing:
-            raise ValueError(f"no handler for queue(s): {', '.join(missing)}")
-        handlers = [self.registry[q] for q in wanted]
-        self._leased_queues = [h.queue for h in handlers if not h.transactional]
-        self._leased_array = text_array(self._leased_queues)
-        self._tx_queues = [h.queue for h in handlers if h.transactional]
-        for is_async in (False, True):
-            group = [h.queue for h in handlers if h.transactional and h.is_async == is_async]
-            if group:
-                self._tx_groups.append(TxGroup(group, is_async))
-        self._queue_set = set(wanted)
-        self.slots.configure(bool(self._leased_queues), [g.is_async for g in self._tx_groups])
-        self._check_sources()
-        self._prepared = True
-        sync_tx = any(h.transactional and not h.is_async for h in handlers)
-        for src in self.sources:
-            src.pool = ConnectionPool(
-                src.dsn,
-                min_size=2,
-                max_size=3 + (self.concurrency if sync_tx else 0),
-                open=False,
-                **self._pool_options(src),
-            )
-            src.claim_lane = _Lane(src.pool)
-            src.complete_lane = _Lane(src.pool)
-        self._maintenance = {
-            src.index: Maintenance(
-                self._host,
-                src,
-                self.name,
-                self.maintain_every,
-                self._vacuum_dsn(src) if self.vacuum else None,
-                self._helpers_stop,
-            )
-            for src in self.sources
-        }
-        limits = Limits[_Run]({h.queue: h.limit for h in handlers if h.limit is not None})
-        self._limited = bool(limits)
-        threads = self.concurrency if any(not h.is_async for h in handlers) else 0
-        needs_loop = any(h.is_async for h in handlers)
-        self._executor = Executor(self, threads, needs_loop, limits)
-        tracing = self.tracing if self.tracing is not None else tracing_.configured()
-        self.observer.start_tracing(bool(tracing))
-        self.observer.serve(self.metrics_port, self.metrics_addr)
-
-    def _pool_options(self, src: Source) -> dict[str, Any]:
-        """The options of ``src``'s connection pools (the threads' and the event loop's).
-        Behind a pooler, no server-side prepared statements: the server connection that
-        prepared one may not be the one the next statement lands on."""
-        kwargs: dict[str, Any] = {
-            "autocommit": True,
-            "application_name": f"andal {self.name}"[:63],
-            "connect_timeout": 5,
-        }
-        if self.pooler is not None:
-            kwargs["prepare_threshold"] = None
-        return {
-            "kwargs": kwargs,
-            "timeout": self.pool_timeout,
-            "reconnect_timeout": 24 * 3600,
-            "name": f"andal-{self.name}-{src.index}",
-        }
-
     @property
     def _tracer(self) -> tracing_.JobTracer | None:
         """The job tracer (None when not tracing)."""
         return self.observer.tracer
-
-    def _check_sources(self) -> None:
-        """Check every database at once. Raise when none answers, or when one answers without
-        andal installed (or refuses us: a bad DSN is not an outage); start with the others
-        when some do not answer (they are reconnected to in the background)."""
-        errors: dict[int, BaseException] = {}
-
-        def check(src: Source) -> None:
-            try:
-                check_installed(src.dsn)
-            except BaseException as exc:  # raised below, in the caller's thread
-                errors[src.index] = exc
-
-        threads = [threading.Thread(target=check, args=(s,), daemon=True) for s in self.sources]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        for src in self.sources:
-            exc = errors.get(src.index)
-            if exc is not None and not is_connection_error(exc):
-                raise exc
-        if len(errors) == len(self.sources):
-            raise errors[self.sources[0].index]
-        for src in self.sources:
-            exc = errors.get(src.index)
-            if exc is not None:
-                src.up, src.down_since = False, time.monotonic()
-                event(
-                    "database_down",
-                    logging.WARNING,
-                    worker=self.name,
-                    database=src.label,
-                    error=one_line(exc),
-                )
-
-    def _start_threads(self) -> None:
-        def spawn(target: Callable[..., None], name: str, *args: Any) -> threading.Thread:
-            t = threading.Thread(target=target, args=args, name=name, daemon=True)
-            t.start()
-            return t
-
-        def keeping(lane: _Lane | None, loop: Callable[[Source], None]) -> Callable[[Source], None]:
-            """``loop``, then its pooled connection (kept between its statements) back."""
-
-            def run(src: Source) -> None:
-                try:
-                    loop(src)
-                finally:
-                    assert lane is not None
-                    lane.release()
-
-            return run
-
-        for src in self.sources:
-            assert src.pool is not None
-            src.pool.open(wait=False)
-        assert self._executor is not None
-        self._executor.start()
-        for src in self.sources:
-            i = src.index
-            self._threads.append(
-                spawn(keeping(src.complete_lane, self._completer.run), f"andal-completer-{i}", src)
-            )
-            if self.heartbeat:
-                beats = Heartbeat(self._host, src, self.lease, self._helpers_stop)
-                self._threads.append(spawn(beats.run, f"andal-heartbeat-{i}", self._internal_error))
-            via = listen_via(self.listen, self.pooler, src.listen_dsn)
-            if via != VIA_POLLING:
-                listener = self._listener(src)
-                self._threads.append(spawn(listener.run, f"andal-listener-{i}"))
-        for src in self.sources:
-            self._claimers.append(
-                spawn(keeping(src.claim_lane, self.claimer.run), f"andal-claim-{src.index}", src)
-            )
 
     def _install_signals(self) -> dict[int, Any]:
         previous: dict[int, Any] = {}
@@ -536,42 +379,6 @@ class Worker:
 
     # -- claim loop (one per database) ---------------------------------------------------
 
-    def _refused(self, src: Source, during: str, exc: BaseException) -> bool:
-        """Whether ``exc`` is a configuration problem (``config_hint``): then it is logged as
-        one (``configuration_error``, with what to do), and after ``_REFUSALS`` of them in a
-        row the worker stops with exit code ``EXIT_CONFIG``: a worker set up wrong does not
-        flap between up and down as if the database were away."""
-        hint = config_hint(exc)
-        if hint is None:
-            return False
-        with self.slots.lock:
-            self._refusals += 1
-            stop = self._refusals >= _REFUSALS and not self._misconfigured
-            if stop:
-                self._misconfigured = True
-        self.slots.count("config_errors", src=src)
-        event(
-            "configuration_error",
-            logging.ERROR,
-            worker=self.name,
-            database=src.label,
-            during=during,
-            sqlstate=getattr(exc, "sqlstate", None),
-            error=one_line(exc),
-            hint=hint,
-        )
-        if stop:
-            event("worker_misconfigured", logging.ERROR, worker=self.name, exit_code=EXIT_CONFIG)
-            self.stop()
-        return True
-
-    def _vacuum_dsn(self, src: Source) -> str | None:
-        """Where the vacuum connects: its advisory lock is a session's, which a transaction-
-        mode pooler does not keep; so the listen DSN there, and no vacuum without one."""
-        if src.listen_dsn is not None:
-            return src.listen_dsn
-        return None if self.pooler == "transaction" else src.dsn
-
     def _pause(self, seconds: float) -> None:
         deadline = time.monotonic() + seconds
         while not self._should_stop():
@@ -587,33 +394,6 @@ class Worker:
             probe.dry.hint()
         src.wake.set()
 
-    def _db_trouble(self, src: Source, what: str, exc: BaseException) -> None:
-        """A lost connection or an unreachable server: ``src`` is down until its claim loop
-        reaches it again; meanwhile its share of the slots goes to the other databases."""
-        self.slots.count("db_errors", src=src)
-        self.observer.db_error(what)
-        event(
-            "db_error",
-            logging.WARNING,
-            worker=self.name,
-            database=src.label,
-            during=what,
-            error=one_line(exc),
-        )
-        with self.slots.lock:
-            went_down, src.up = src.up, False
-            if went_down:
-                src.down_since = time.monotonic()
-            waiting = [r for r in src.active.values() if r.ran]
-        if went_down:
-            event("database_down", logging.WARNING, worker=self.name, database=src.label)
-            # Outcomes waiting to be sent there hold no slot; its share goes to the others.
-            self.slots.unslot(waiting)
-            self.slots.wake_others(src)
-        if src.pool is not None and not isinstance(exc, PoolTimeout):
-            with contextlib.suppress(Exception):  # a closing pool has nothing to check
-                src.pool.check()
-
     # -- leased runs ---------------------------------------------------------------------
 
     def _internal_error(self, where: str, exc: BaseException | None = None) -> None:
@@ -622,45 +402,7 @@ class Worker:
         info = exc if exc is not None else True
         log.error("internal_error", exc_info=info, extra={"worker": self.name, "where": where})
 
-    def _give_up(self, runs: list[_Run]) -> bool:
-        """Stop resending an outcome once every lease is past or a hard stop is asked."""
-        return self._signals > 1 or time.monotonic() > max(r.deadline for r in runs)
-
-    def _lost(self, run: _Run, detected_by: str, **extra: Any) -> None:
-        with self.slots.lock:
-            if run.lost:
-                return
-            run.lost = True
-            self.counts["lease_lost"] += 1
-            run.source.counts["lease_lost"] += 1
-        self.observer.lease_lost(run.job.queue, detected_by)
-        event(
-            "lease_lost",
-            logging.WARNING,
-            worker=self.name,
-            **run.fields(
-                detected_by=detected_by,
-                duration_ms=round((time.monotonic() - run.claimed_at) * 1000, 3),
-                **extra,
-            ),
-        )
-
     # -- listener (one per database) -----------------------------------------------------
-
-    def _listener(self, src: Source) -> Listener:
-        dsn = src.listen_dsn or src.dsn
-
-        def hint(payload: str) -> None:
-            if not payload or payload in self._queue_set:
-                self._hint(src)
-
-        def lost(error: str) -> None:
-            self.slots.count("listener_lost", src=src)
-            report_lost(error)
-
-        report_lost = lost_event(self.name, src.label)
-        name = f"andal {self.name} listen"
-        return Listener(dsn, name, hint, lost, self._helpers_stop, self._internal_error)
 
 
 def _listen_dsns(given: str | Sequence[str] | None, count: int) -> list[str | None]:
@@ -694,10 +436,10 @@ class _Host:
             return run.state in ("claimed", "running")
 
     def lost(self, run: _Run, detected_by: str) -> None:
-        self.w._lost(run, detected_by)
+        self.w.trouble.lease_lost(run, detected_by)
 
     def trouble(self, src: Source, during: str, exc: BaseException) -> None:
-        self.w._db_trouble(src, during, exc)
+        self.w.trouble.db_trouble(src, during, exc)
 
     def beaten(self, src: Source, took: float) -> None:
         self.w.slots.count("heartbeats", src=src)

@@ -168,9 +168,9 @@ class Claimer:
             self.w.slots.back(src, n)
             self.w.observer.claim_error("leased")
             if is_connection_error(exc):
-                self.w._db_trouble(src, "claim", exc)
+                self.w.trouble.db_trouble(src, "claim", exc)
                 return None
-            if self.w._refused(src, "claim", exc):
+            if self.w.trouble.refused(src, "claim", exc):
                 return None
             self.w.slots.count("errors", src=src)
             event(
@@ -212,7 +212,7 @@ class Claimer:
         now, logged = time.monotonic(), self.w.observer.job_logs()
         runs = [self.make_run(src, row, now, logged) for row in rows]
         self.w.observer.claim("leased", took, n, len(rows))
-        self.w._refusals = 0
+        self.w.trouble.refusals = 0
         if runs:
             self.w.observer.claimed(src, runs, started_ns)
         with self.w.slots.lock:

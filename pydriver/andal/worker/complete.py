@@ -169,7 +169,7 @@ class Completer:
                     if not is_connection_error(exc):
                         # The claim or the completion was refused, both rolled back: log it
                         # as the claim loop would, and send the completions alone.
-                        if self.w._refused(src, "claim", exc):
+                        if self.w.trouble.refused(src, "claim", exc):
                             continue
                         self.w.slots.count("errors", src=src)
                         event(
@@ -183,11 +183,13 @@ class Completer:
                         continue
                 combine = False
                 if is_connection_error(exc):
-                    self.w._db_trouble(src, "complete", exc)
+                    self.w.trouble.db_trouble(src, "complete", exc)
                     self.w.slots.unslot([o.run for o in oks])
-                    if self.w._give_up([o.run for o in oks]):
+                    if self.w.trouble.give_up([o.run for o in oks]):
                         for o in oks:
-                            self.w._lost(o.run, "complete", outcome="unknown: connection lost")
+                            self.w.trouble.lease_lost(
+                                o.run, "complete", outcome="unknown: connection lost"
+                            )
                             self.w.slots.finish(o.run)
                         return
                     retried = True
@@ -222,9 +224,11 @@ class Completer:
                 done.append(run)
                 continue
             if retried:
-                self.w._lost(run, "complete", outcome="unknown: resent after a lost connection")
+                self.w.trouble.lease_lost(
+                    run, "complete", outcome="unknown: resent after a lost connection"
+                )
             else:
-                self.w._lost(run, "complete")
+                self.w.trouble.lease_lost(run, "complete")
             self.w.slots.finish(run)
         if done:
             self.w.slots.finish_many(done, "completed")
@@ -241,12 +245,14 @@ class Completer:
                 )
         except psycopg.Error as exc:
             if is_lease_lost(exc):
-                self.w._lost(o.run, "complete")
+                self.w.trouble.lease_lost(o.run, "complete")
             elif is_connection_error(exc):
-                self.w._db_trouble(src, "complete", exc)
-                self.w._lost(o.run, "complete", outcome="unknown: connection lost")
-            elif self.w._refused(src, "complete", exc):
-                self.w._lost(o.run, "complete", outcome="unknown: queue.complete refused")
+                self.w.trouble.db_trouble(src, "complete", exc)
+                self.w.trouble.lease_lost(o.run, "complete", outcome="unknown: connection lost")
+            elif self.w.trouble.refused(src, "complete", exc):
+                self.w.trouble.lease_lost(
+                    o.run, "complete", outcome="unknown: queue.complete refused"
+                )
             else:  # the result itself was refused: fail the attempt with the reason
                 o.ok, o.reason = False, "exception"
                 o.error = f"result refused by queue.complete: {str(exc).strip()}"
@@ -279,17 +285,17 @@ class Completer:
                 break
             except psycopg.Error as exc:
                 if is_lease_lost(exc):
-                    self.w._lost(o.run, "fail")
+                    self.w.trouble.lease_lost(o.run, "fail")
                     self.w.slots.finish(o.run)
                     return
-                if is_connection_error(exc) and not self.w._give_up([o.run]):
-                    self.w._db_trouble(src, "fail", exc)
+                if is_connection_error(exc) and not self.w.trouble.give_up([o.run]):
+                    self.w.trouble.db_trouble(src, "fail", exc)
                     self.w.slots.unslot([o.run])
                     time.sleep(backoff.next())
                     continue
-                if not self.w._refused(src, "fail", exc):
+                if not self.w.trouble.refused(src, "fail", exc):
                     event("fail_failed", logging.ERROR, error=one_line(exc), **o.run.fields())
-                self.w._lost(o.run, "fail", outcome="unknown: queue.fail not recorded")
+                self.w.trouble.lease_lost(o.run, "fail", outcome="unknown: queue.fail not recorded")
                 self.w.slots.finish(o.run)
                 return
         status = row[0] if row else None

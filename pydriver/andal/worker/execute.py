@@ -251,8 +251,8 @@ class Executor:
         if run is None:
             w.observer.claim_error("tx")
         if is_connection_error(exc):
-            w._db_trouble(src, "transactional run", exc)
-        elif not w._refused(src, "transactional run", exc):
+            w.trouble.db_trouble(src, "transactional run", exc)
+        elif not w.trouble.refused(src, "transactional run", exc):
             w.slots.count("errors", src=src)
             event("transaction_failed", logging.ERROR, database=src.label, error=one_line(exc))
         if run is not None:
@@ -350,7 +350,7 @@ class Executor:
         """The async connection pool of ``src`` (made on the loop at first use)."""
         pool = self._apools.get(src.index)
         if pool is None:
-            pool = AsyncConnectionPool(src.dsn, open=False, **self.w._pool_options(src))
+            pool = AsyncConnectionPool(src.dsn, open=False, **self.w.startup.pool_options(src))
             self._apools[src.index] = pool
             await pool.open(wait=False)
         return pool

@@ -134,7 +134,7 @@ class Shutdown:
                 )
         except psycopg.Error as exc:
             if is_lease_lost(exc):
-                self.w._lost(run, "release")
+                self.w.trouble.lease_lost(run, "release")
             else:
                 reachable = not is_connection_error(exc)
                 event("release_failed", logging.WARNING, error=one_line(exc), **run.fields())
