@@ -1,46 +1,24 @@
-"""The worker: claim jobs, run their handlers in N slots, report outcomes, keep leases alive.
+"""The worker: claim jobs, run their handlers, report outcomes, keep leases alive.
 
-A worker serves one andal database or several (``Worker([dsn_a, dsn_b], ...)``). Each database
-is a ``Source``: its own connection pool, claim loop, completer, heartbeat, LISTEN hint,
-``queue.maintain()`` and vacuum, and the jobs it holds; a job is reported to the database it
-came from, always. One worker with one DSN is a worker with one source. The handler slots are
-shared: see ``Worker._room`` for how a database's share of them is decided.
+``Worker`` is a facade over rooms, each a module with a narrow interface:
 
-Threads of one ``Worker``:
+* ``claim``: per database, a loop that claims leased jobs in batches sized to the database's
+  room, starts transactional probes, runs maintenance and reconnects with backoff;
+* ``execute``: plain handlers in ``concurrency`` slot threads, ``async def`` handlers on one
+  event loop (``aio``), both leased and transactional; per-queue limits (``limits``);
+* ``complete``: per database, the outcomes in batches (``queue.complete_many`` carrying the
+  next claim, ``queue.fail``);
+* ``heartbeat``, ``listen``, ``maintenance`` (with ``vacuum``): per database;
+* ``slots``: the one owner of the shared state (slots, held runs, counts, the lock);
+* ``observe``: metrics, traces and per-job logs behind one interface;
+* ``startup``, ``shutdown``, ``trouble`` (lost connections, configuration problems, lost
+  leases); ``handlers`` (``Job``, ``Registry``, ``Retry``, ``Fail``), ``databases``
+  (``Source``: one database's pool, lanes, state) and ``state`` (a held job's bookkeeping).
 
-* the runner (the caller of ``run``, or ``andal-worker`` after ``start``): waits for a stop
-  (``stop()``, SIGTERM, SIGINT), then drains;
-* per database, a claim loop: claims leased jobs in batches sized to the database's room
-  (its fair share of the free slots) when no completion is on its way to carry the claim
-  (at start, on a NOTIFY hint, a freed slot or the poll timer), starts transactional probes,
-  runs ``queue.maintain()``, and reconnects with backoff while the database is unreachable;
-* ``concurrency`` slot threads run the handlers (of any database);
-* per database, the completer sends outcomes: successes batched through
-  ``queue.complete_many`` and, in the same statement, the claim for the slots those jobs left
-  (``sql.COMPLETE_MANY_THEN_CLAIM``: one round trip and one commit per batch; see
-  ``_complete``); failures one by one through ``queue.fail``. A leased job gives its slot back
-  as soon as its handler returns and stays held (heartbeated, waited for by a stop) until its
-  outcome is recorded; a database's jobs in hand (running or waiting for their outcome) stay
-  within twice ``concurrency``. With one slot, the completer runs the job it claimed itself;
-* per database, the heartbeat extends the leases of held jobs every lease/3
-  (``queue.heartbeat_many``);
-* per database, the listener holds one dedicated connection on ``LISTEN andal_jobs``; it is
-  only a hint, the poll timer is the backstop;
-* a short-lived vacuum thread per database, when the server runs with ``autovacuum = off``
-  (see ``vacuum_tables``);
-* with ``metrics_port``, prometheus_client's HTTP server thread serves ``/metrics``.
-
-Observability: ``metrics`` (``andal.metrics.WorkerMetrics``, a registry per worker) and
-``tracing`` (``andal.tracing``: one OpenTelemetry trace per job attempt) are both off unless
-asked for or, for tracing, an OpenTelemetry tracer provider is set when the worker starts;
-when off, the hot path only tests ``is None``.
-
-Every decision (which job, how long a lease, retry or dead) is taken by the SQL functions;
-this module only moves jobs between them and the handlers.
-
-Hot path: the claim loop and the completer each keep one pooled connection between their
-statements (a ``_Lane``); arrays are sent as literals; there is no log formatting unless the
-level is enabled; counts and the bookkeeping of a completion are taken once per batch.
+A worker serves one andal database or several (``Worker([dsn_a, dsn_b], ...)``); a job is
+reported to the database it came from, always. Every decision (which job, how long a lease,
+retry or dead) is taken by the SQL functions; the worker only moves jobs between them and the
+handlers.
 """
 
 from __future__ import annotations
@@ -80,6 +58,7 @@ from .handlers import (
     Seconds,
     as_interval,
 )
+from .hosts import _Host
 from .listen import listen_via, report_listening
 from .maintenance import Maintenance
 from .observe import Observer
@@ -87,7 +66,6 @@ from .shutdown import Shutdown
 from .slots import Slots
 from .startup import Startup
 from .state import (
-    _Run,
     default_name,
     plain_array,
     text_array,
@@ -181,22 +159,7 @@ class Worker:
         cache: Cache | None = None,
     ) -> None:
         dsns = dsn_list(dsn)
-        if concurrency < 1:
-            raise ValueError("concurrency must be at least 1")
-        if not 1 <= batch <= 1000:
-            raise ValueError("batch must be between 1 and 1000")
-        if poll <= 0:
-            raise ValueError("poll must be positive")
-        if grace < 0:
-            raise ValueError("grace must not be negative")
-        if lease is not None and (as_interval(lease) or timedelta(0)) <= timedelta(0):
-            raise ValueError("lease must be positive")
-        if metrics_port is not None and not 0 <= metrics_port <= 65535:
-            raise ValueError("metrics_port must be between 0 and 65535")
-        if pooler not in (None, "transaction", "session"):
-            raise ValueError("pooler must be 'transaction', 'session' or None")
-        if tracing and not tracing_.AVAILABLE:
-            raise ValueError("tracing needs opentelemetry: pip install 'andal[otel]'")
+        _check_options(concurrency, batch, poll, grace, lease, metrics_port, pooler, tracing)
         #: As given: one connection string, or the sequence of them.
         self.dsn = dsn
         #: Every connection string, in order.
@@ -227,20 +190,10 @@ class Worker:
         self.metrics_port = metrics_port
         self.metrics_addr = metrics_addr
         self.cache = cache
-        if metrics is None:
-            metrics = metrics_port is not None
         #: This worker's Prometheus metrics (None when off).
-        self.metrics: WorkerMetrics | None = None
-        if metrics:
-            self.metrics = WorkerMetrics(
-                self.name,
-                concurrency=concurrency,
-                batch=batch,
-                busy=lambda: self.slots.busy,
-                held=lambda: sum(len(s.active) for s in self.sources),
-                cache=cache,
-                version=tracing_._version(),
-            )
+        self.metrics = self._make_metrics(
+            metrics if metrics is not None else metrics_port is not None
+        )
         #: Metrics, traces and per-job logs (traces made from the start: with
         #: ``tracing=None``, only when a tracer provider is set by then).
         self.observer = Observer(self.name, self.metrics, self.sources)
@@ -250,16 +203,7 @@ class Worker:
         self.slots = Slots(concurrency, batch, self.sources, self.observer, self._should_stop)
         #: What happened, over all databases (each ``Source`` counts its own too).
         self.counts: Counter[str] = self.slots.counts
-        self._executor: Executor | None = None
-        self._limited = False  # a queue has a handler limit (set at start)
-        self._host = _Host(self)  # the worker, as its rooms see it
-        self._completer = Completer(self)
-        self.claimer = Claimer(self)
-        self._shutdown = Shutdown(self)
-        self.trouble = Trouble(self)
-        self.startup = Startup(self)
-        self._maintenance: dict[int, Maintenance] = {}
-        self._tx_groups: list[TxGroup] = []
+        self._rooms()
         self._stopping = threading.Event()
         self._stopped = threading.Event()
         self._helpers_stop = threading.Event()
@@ -275,6 +219,33 @@ class Worker:
         self._threads: list[threading.Thread] = []
         self._runner: threading.Thread | None = None
         self._exit_code: int | None = None
+
+    def _make_metrics(self, on: bool) -> WorkerMetrics | None:
+        if not on:
+            return None
+        return WorkerMetrics(
+            self.name,
+            concurrency=self.concurrency,
+            batch=self.batch,
+            busy=lambda: self.slots.busy,
+            held=lambda: sum(len(s.active) for s in self.sources),
+            cache=self.cache,
+            version=tracing_._version(),
+        )
+
+    def _rooms(self) -> None:
+        """The worker's rooms (the executor and the maintenance of each database are made
+        at start, see ``Startup.prepare``)."""
+        self._executor: Executor | None = None
+        self._limited = False  # a queue has a handler limit (set at start)
+        self._host = _Host(self)  # the worker, as its rooms see it
+        self._completer = Completer(self)
+        self.claimer = Claimer(self)
+        self._shutdown = Shutdown(self)
+        self.trouble = Trouble(self)
+        self.startup = Startup(self)
+        self._maintenance: dict[int, Maintenance] = {}
+        self._tx_groups: list[TxGroup] = []
 
     # -- public API ---------------------------------------------------------------------
 
@@ -415,41 +386,30 @@ def _listen_dsns(given: str | Sequence[str] | None, count: int) -> list[str | No
     return list(dsns)
 
 
-class _Host:
-    """The worker, as its rooms see it (``heartbeat.Host``, ``maintenance.Host``)."""
-
-    __slots__ = ("w",)
-
-    def __init__(self, worker: Worker) -> None:
-        self.w = worker
-
-    def held(self, src: Source) -> list[_Run]:
-        with self.w.slots.lock:
-            return [
-                r
-                for r in src.active.values()
-                if not r.lost and not r.handler.transactional and r.state != "done"
-            ]
-
-    def holding(self, run: _Run) -> bool:
-        with self.w.slots.lock:
-            return run.state in ("claimed", "running")
-
-    def lost(self, run: _Run, detected_by: str) -> None:
-        self.w.trouble.lease_lost(run, detected_by)
-
-    def trouble(self, src: Source, during: str, exc: BaseException) -> None:
-        self.w.trouble.db_trouble(src, during, exc)
-
-    def beaten(self, src: Source, took: float) -> None:
-        self.w.slots.count("heartbeats", src=src)
-        self.w.observer.heartbeat(took)
-
-    def hint(self, src: Source) -> None:
-        self.w._hint(src)
-
-    def vacuumed(self, tables: list[str]) -> None:
-        self.w.observer.vacuumed(tables)
-
-    def internal_error(self, where: str) -> None:
-        self.w._internal_error(where)
+def _check_options(
+    concurrency: int,
+    batch: int,
+    poll: float,
+    grace: float,
+    lease: Seconds | None,
+    metrics_port: int | None,
+    pooler: str | None,
+    tracing: bool | None,
+) -> None:
+    """Refuse a worker's options that cannot work (``ValueError``, saying which)."""
+    if concurrency < 1:
+        raise ValueError("concurrency must be at least 1")
+    if not 1 <= batch <= 1000:
+        raise ValueError("batch must be between 1 and 1000")
+    if poll <= 0:
+        raise ValueError("poll must be positive")
+    if grace < 0:
+        raise ValueError("grace must not be negative")
+    if lease is not None and (as_interval(lease) or timedelta(0)) <= timedelta(0):
+        raise ValueError("lease must be positive")
+    if metrics_port is not None and not 0 <= metrics_port <= 65535:
+        raise ValueError("metrics_port must be between 0 and 65535")
+    if pooler not in (None, "transaction", "session"):
+        raise ValueError("pooler must be 'transaction', 'session' or None")
+    if tracing and not tracing_.AVAILABLE:
+        raise ValueError("tracing needs opentelemetry: pip install 'andal[otel]'")
