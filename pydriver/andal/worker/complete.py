@@ -169,28 +169,11 @@ class Completer:
                     if not is_connection_error(exc):
                         # The claim or the completion was refused, both rolled back: log it
                         # as the claim loop would, and send the completions alone.
-                        if self.w.trouble.refused(src, "claim", exc):
-                            continue
-                        self.w.slots.count("errors", src=src)
-                        event(
-                            "claim_failed",
-                            logging.ERROR,
-                            worker=self.w.name,
-                            database=src.label,
-                            error=one_line(exc),
-                            with_completions=len(oks),
-                        )
+                        self._claim_refused(src, exc, len(oks))
                         continue
                 combine = False
                 if is_connection_error(exc):
-                    self.w.trouble.db_trouble(src, "complete", exc)
-                    self.w.slots.unslot([o.run for o in oks])
-                    if self.w.trouble.give_up([o.run for o in oks]):
-                        for o in oks:
-                            self.w.trouble.lease_lost(
-                                o.run, "complete", outcome="unknown: connection lost"
-                            )
-                            self.w.slots.finish(o.run)
+                    if self._connection_lost(src, oks, exc):
                         return
                     retried = True
                     time.sleep(backoff.next())
@@ -212,6 +195,39 @@ class Completer:
             # and two thread hand-offs per job (to a slot and back) are saved.
             keep = src.inline if self.w.concurrency == 1 else None
             self.w.claimer.claimed(src, n, claimed, took, started_ns, hints, keep)
+        self._recorded(oks, rows, took, started_ns, retried)
+
+    def _claim_refused(self, src: Source, exc: psycopg.Error, completions: int) -> None:
+        """The claim sent with completions was refused (both rolled back): logged as the claim
+        loop would; the completions are then sent alone."""
+        if self.w.trouble.refused(src, "claim", exc):
+            return
+        self.w.slots.count("errors", src=src)
+        event(
+            "claim_failed",
+            logging.ERROR,
+            worker=self.w.name,
+            database=src.label,
+            error=one_line(exc),
+            with_completions=completions,
+        )
+
+    def _connection_lost(self, src: Source, oks: list[_Outcome], exc: psycopg.Error) -> bool:
+        """The connection went while completing ``oks``: their slots go to the other
+        databases meanwhile. Returns True when resending is over (every lease is past)."""
+        self.w.trouble.db_trouble(src, "complete", exc)
+        self.w.slots.unslot([o.run for o in oks])
+        if not self.w.trouble.give_up([o.run for o in oks]):
+            return False
+        for o in oks:
+            self.w.trouble.lease_lost(o.run, "complete", outcome="unknown: connection lost")
+            self.w.slots.finish(o.run)
+        return True
+
+    def _recorded(
+        self, oks: list[_Outcome], rows: list[Any], took: float, started_ns: int, retried: bool
+    ) -> None:
+        """``queue.complete_many`` answered ``rows`` (job id, completed) for ``oks``."""
         self.w.observer.reported_many([o.run for o in oks], took, started_ns)
         completed = dict(rows)
         logged = self.w.observer.job_logs()
