@@ -23,7 +23,7 @@ from typing import Any, TypeVar, overload
 import psycopg
 from psycopg.types.json import Jsonb
 
-from . import sql
+from . import statements as sql
 from .worker import Seconds, as_interval, dsn_list
 
 T = TypeVar("T")

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import psycopg
 
-from .. import sql
+from .. import statements as sql
 from ..logs import event
 from .databases import Source, is_connection_error
 from .execute import TxGroup

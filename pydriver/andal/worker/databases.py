@@ -13,7 +13,7 @@ import psycopg
 from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from .. import sql
+from .. import statements as sql
 from ..errors import NotInstalled
 from .state import Probe, _Dry, _Lane, _Run
 

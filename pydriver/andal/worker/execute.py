@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 from psycopg_pool import AsyncConnectionPool
 
-from .. import sql
+from .. import statements as sql
 from ..logs import event
 from .aio import EventLoop
 from .databases import Source, is_connection_error

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 import psycopg
 
-from .. import sql
+from .. import statements as sql
 from ..logs import event
 from .databases import Source, is_connection_error
 from .state import _Run, one_line, plain_array

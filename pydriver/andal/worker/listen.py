@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 import psycopg
 
-from .. import sql
+from .. import statements as sql
 from ..logs import event
 from .state import _Backoff, one_line
 

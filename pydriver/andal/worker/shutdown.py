@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import psycopg
 
-from .. import sql
+from .. import statements as sql
 from ..errors import is_lease_lost
 from ..logs import event
 from .databases import is_connection_error

@@ -11,7 +11,7 @@ from typing import Any
 import psycopg
 from psycopg import sql as psql
 
-from .. import sql
+from .. import statements as sql
 
 #: Session-level advisory lock held while vacuuming, so one worker vacuums at a time ("ANDALVAC":
 #: outside the range of andal's category gate keys).
