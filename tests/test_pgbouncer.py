@@ -4,11 +4,14 @@ mode: started on a free port in front of the test server for this module, stoppe
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import shutil
+import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -290,3 +293,33 @@ def test_prepared_statements_through_a_transaction_pooler_stop_the_worker_as_mis
     refused = events.named("configuration_error")
     assert refused and "pooler" in refused[-1].hint
     assert events.named("worker_misconfigured")
+
+
+def test_cli_worker_behind_the_pooler(dsn: str, conn, clean, tx_port: int) -> None:
+    """``andal worker --pooler transaction --listen-dsn``: through the pooler, LISTEN past it,
+    a graceful stop is exit code 0."""
+    from workers.recording import make_tables
+
+    make_tables(conn)
+    job_id = andal.enqueue(conn, {}, "leased")
+    here = Path(__file__).resolve().parent
+    cmd = [sys.executable, "-m", "andal.cli", "--dsn", through(dsn, tx_port), "worker"]
+    cmd += ["workers.recording", "--queue", "leased", "--pooler", "transaction"]
+    cmd += ["--listen-dsn", dsn, "--poll", "0.2"]
+    proc = subprocess.Popen(cmd, cwd=here, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for(
+            lambda: conn.execute(
+                "select count(*) from runs where job_id = %s", (job_id,)
+            ).fetchone()[0],
+            what="the job, run through the pooler",
+        )
+        wait_for(lambda: remaining(conn) == 0, what="its completion")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    events = [json.loads(line) for line in err.splitlines() if line.startswith("{")]
+    (listening,) = [e for e in events if e["event"] == "listening"]
+    assert listening["via"] == "listen_dsn"
+    assert not [e for e in events if e["event"] in DB_ERRORS]
