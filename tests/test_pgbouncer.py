@@ -306,7 +306,8 @@ def test_cli_worker_behind_the_pooler(dsn: str, conn, clean, tx_port: int) -> No
     cmd = [sys.executable, "-m", "andal.cli", "--dsn", through(dsn, tx_port), "worker"]
     cmd += ["workers.recording", "--queue", "leased", "--pooler", "transaction"]
     cmd += ["--listen-dsn", dsn, "--poll", "0.2"]
-    proc = subprocess.Popen(cmd, cwd=here, stderr=subprocess.PIPE, text=True)
+    env = dict(os.environ, DATABASE_URL=dsn)  # the handler's own connection: direct
+    proc = subprocess.Popen(cmd, cwd=here, env=env, stderr=subprocess.PIPE, text=True)
     try:
         wait_for(
             lambda: conn.execute(
