@@ -28,7 +28,8 @@ from typing import Any
 
 import psycopg
 
-from . import __version__, client, logs, sql
+from . import __version__, client, logs
+from . import statements as sql
 from .errors import NotInstalled
 from .install import SqlNotFound, install, sql_dir
 from .worker import Registry, Worker, database_labels, is_connection_error
@@ -107,6 +108,14 @@ def print_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]
 # -- commands -------------------------------------------------------------------------------
 
 
+def _role_prefix(value: str) -> str:
+    from .install import ROLE_PREFIX
+
+    if not ROLE_PREFIX.fullmatch(value):
+        raise argparse.ArgumentTypeError(f"must match {ROLE_PREFIX.pattern}")
+    return value
+
+
 def cmd_install(args: argparse.Namespace) -> int:
     sql_dir()  # SqlNotFound (exit 4) before any database is touched
     several = len(args.dsns) > 1
@@ -116,7 +125,9 @@ def cmd_install(args: argparse.Namespace) -> int:
         with _named(label if several else None):
             with connect(dsn, installed=False):
                 pass  # a clear message when the server does not answer
-            done = install(dsn, shards=args.shards, lock_down=args.lock_down)
+            done = install(
+                dsn, shards=args.shards, lock_down=args.lock_down, role_prefix=args.role_prefix
+            )
             with connect(dsn) as conn:
                 version = _version(conn)
         if done:
@@ -237,6 +248,8 @@ def cmd_worker(args: argparse.Namespace) -> int:
             metrics_port=args.metrics_port,
             metrics_addr=args.metrics_addr,
             tracing=False if args.no_tracing else None,
+            pooler=args.pooler,
+            listen_dsn=args.listen_dsn,
         )
         return worker.run()
     except ValueError as exc:  # e.g. --queue without a handler
@@ -865,7 +878,8 @@ def parser() -> argparse.ArgumentParser:
         description="andal: a job queue inside PostgreSQL.",
         epilog=(
             "exit codes: 1 refused by the database, 2 bad usage, 3 database unreachable,"
-            " 4 andal not installed, 5 handler module not loadable"
+            " 4 andal not installed, 5 handler module not loadable,"
+            " 6 worker stopped by a configuration problem (see its configuration_error lines)"
         ),
     )
     p.add_argument("--version", action="version", version=f"andal {__version__}")
@@ -891,6 +905,13 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="revoke CONNECT and TEMPORARY on the database from PUBLIC and send notifications"
         " without names (queue._lock_down(); docs/reliability.md, threat model)",
+    )
+    s.add_argument(
+        "--role-prefix",
+        type=_role_prefix,
+        metavar="PREFIX",
+        help="this install's roles are PREFIX_producer, PREFIX_worker, PREFIX_admin"
+        " (default: as installed; andal for a new install; docs/multi-db.md)",
     )
     s.set_defaults(func=cmd_install)
 
@@ -922,6 +943,20 @@ def parser() -> argparse.ArgumentParser:
         "--no-tracing",
         action="store_true",
         help="no OpenTelemetry spans even when a tracer provider is set",
+    )
+    s.add_argument(
+        "--pooler",
+        choices=["transaction", "session"],
+        help="a pooler (pgbouncer) is between the worker and the database, in this mode:"
+        " no server-side prepared statements; in transaction mode LISTEN needs --listen-dsn"
+        " (otherwise the worker polls)",
+    )
+    s.add_argument(
+        "--listen-dsn",
+        action="append",
+        metavar="DSN",
+        help="a direct connection (not through the pooler) for LISTEN and the vacuum's lock;"
+        " one per --dsn, in the same order",
     )
     s.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     s.set_defaults(func=cmd_worker)
@@ -972,6 +1007,12 @@ def parser() -> argparse.ArgumentParser:
     from .cli_jobs import add_commands
 
     add_commands(sub, connect, CliError)
+
+    from .web import command as web  # argparse only: the web libraries load when it runs
+
+    s = sub.add_parser("web", help="serve the dashboard to a browser (docs/web.md)")
+    web.add_arguments(s)
+    s.set_defaults(func=web.run)
     return p
 
 

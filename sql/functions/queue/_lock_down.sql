@@ -27,16 +27,10 @@ begin
 end
 $$;
 
--- _notify_names: whether notifications may carry queue names, job ids and transaction ids
--- (andal.notify_names, on unless queue._lock_down turned it off for the database).
-create or replace function queue._notify_names() returns boolean
-language sql stable
-set search_path = pg_catalog, pg_temp
-as $$ select coalesce(current_setting('andal.notify_names', true), '') <> 'off' $$;
+-- The functions that notify read andal.notify_names inline (on unless this function turned
+-- it off), not through a helper: a call would cost every enqueue a function call.
+drop function if exists queue._notify_names();
 
 comment on function queue._lock_down() is
 'Revoke CONNECT and TEMPORARY from PUBLIC on this database; notifications without names.';
-comment on function queue._notify_names() is
-'Private: whether notifications may carry names (andal.notify_names).';
 revoke all on function queue._lock_down() from public;
-revoke all on function queue._notify_names() from public;

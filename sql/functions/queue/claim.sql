@@ -34,8 +34,9 @@
 -- first. The backlog of a full or paused category is never read: the gated candidates then
 -- come per (queue, category) (queue._gated_scan), so the cost follows the number of
 -- categories with ready jobs.
--- Raises: 22004 null worker; 22023 bad worker name, batch outside 1..1000, lease <= 0,
--- null or empty queue names; 55000 when called at another isolation level.
+-- Raises: 22004 null worker; 22023 bad worker name, batch outside 1..1000, a lease not
+-- positive or past queue.config.max_lease, null or empty queue names; 55000 when called at
+-- another isolation level.
 -- Plans: the SET clause makes each statement of claim run its generic plan, made once per
 -- session (plan_cache_mode = force_generic_plan). Re-planning on every call was a fifth of a
 -- claim's CPU, and PL/pgSQL's own choice never settles on the generic plan, whose cost it
@@ -230,14 +231,11 @@ begin
     -- gated job is ready, a queue is paused, or no job is ready: the direct statement cannot
     -- tell which, and what its probes saw may have changed since).
 
-    -- Paused queues are left out: a claim of every queue becomes one of the queues not
-    -- paused (every queue andal enqueued to has a row in queue.queues).
+    -- Paused queues are left out: a claim of every queue becomes one of the queues with
+    -- pending jobs that are not paused (queue._unpaused_queues; expired leases of queues
+    -- with running jobs only are then taken back by their own claims or queue.maintain).
     if (select p.queue from queue.queues as p where p.paused limit 1) is not null then
-        claim.queues := array(
-            select q.queue from queue.queues as q
-            where not q.paused
-              and (claim.queues is null or q.queue = any (claim.queues))
-            order by q.queue);
+        claim.queues := queue._unpaused_queues(claim.queues);
         if cardinality(claim.queues) = 0 then
             return;
         end if;

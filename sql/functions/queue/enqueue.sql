@@ -38,7 +38,9 @@ begin
     perform queue._check_name(_enqueue.dedup_key, 'dedup_key', false, 512);
     perform queue._check_name(_enqueue.cache_key, 'cache_key', false, 512);
     perform queue._check_interval(_enqueue.delay, 'delay', bound => 'delay');
-    perform queue._check_priority(_enqueue.priority);
+    if _enqueue.priority is null or _enqueue.priority <> 0 then
+        perform queue._check_priority(_enqueue.priority);  -- 0 is always allowed
+    end if;
     perform queue._check_interval(_enqueue.timeout, 'timeout', true, false, 'lease');
     if _enqueue.max_attempts is not null and _enqueue.max_attempts < 1 then
         raise exception 'max_attempts must be at least 1 (got %)', _enqueue.max_attempts
@@ -93,7 +95,8 @@ begin
         end if;
         if v_cfg.notify and _enqueue.delay <= interval '0' then
             perform pg_notify('andal_jobs',
-                case when queue._notify_names() then _enqueue.queue else '' end);
+                case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
+                    then _enqueue.queue else '' end);
         end if;
     end if;
     return v_id;

@@ -35,7 +35,9 @@ begin
     perform queue._check_name(_enqueue_many.queue, 'queue');
     perform queue._check_name(_enqueue_many.category, 'category', false);
     perform queue._check_interval(_enqueue_many.delay, 'delay', bound => 'delay');
-    perform queue._check_priority(_enqueue_many.priority);
+    if _enqueue_many.priority is null or _enqueue_many.priority <> 0 then
+        perform queue._check_priority(_enqueue_many.priority);  -- 0 is always allowed
+    end if;
     perform queue._check_interval(_enqueue_many.timeout, 'timeout', true, false, 'lease');
     if _enqueue_many.max_attempts is not null and _enqueue_many.max_attempts < 1 then
         raise exception 'max_attempts must be at least 1 (got %)', _enqueue_many.max_attempts
@@ -118,7 +120,8 @@ begin
 
     if v_inserted and v_cfg.notify and _enqueue_many.delay <= interval '0' then
         perform pg_notify('andal_jobs',
-            case when queue._notify_names() then _enqueue_many.queue else '' end);
+            case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
+                then _enqueue_many.queue else '' end);
     end if;
 end
 $$;
