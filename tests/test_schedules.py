@@ -130,3 +130,30 @@ def test_every_tick_once_across_workers_and_restarts(
     # fired within a second of the tick while a worker ran (the claim path fires due ticks)
     late = [t for t, _, f in after if f - t >= one]
     assert len(late) <= len(after) // 10, f"ticks fired a second late or more: {late}"
+
+
+def test_a_session_firing_a_tick_makes_the_others_skip_it(dsn: str, clean: None) -> None:
+    """Two real sessions: while one holds a due tick's firing uncommitted, the other's
+    claim and maintain skip the schedule without waiting; after the commit nothing is due
+    and the tick has exactly one job."""
+    with (
+        psycopg.connect(dsn, autocommit=True) as a,
+        psycopg.connect(dsn, autocommit=True) as b,
+    ):
+        a.execute("select queue.schedule(name => 'tick', queue => 'ticks', every => '1 hour')")
+        a.execute(
+            "update queue.schedules set anchor = now() - interval '90 minutes',"
+            " next_at = now() - interval '30 minutes' where name = 'tick'"
+        )
+        with a.transaction():
+            assert a.execute("select queue.maintain()").fetchone() is not None
+            assert len(ticks(a)) == 1
+            b.execute("set lock_timeout = '5s'")  # a wait would fail the test, not hang it
+            assert b.execute("select count(*) from queue.claim('w', queues => '{ticks}')"
+                             ).fetchone()[0] == 0  # fmt: skip
+            b.execute("select queue.maintain()")
+            assert len(ticks(b)) == 0, "the other session sees no committed tick yet"
+        b.execute("select queue.maintain()")
+        got = b.execute("select count(*) from queue.claim('w', queues => '{ticks}', batch => 10)")
+        assert got.fetchone()[0] == 1, "exactly one job for the tick"
+        assert len(ticks(b)) == 1
