@@ -1736,6 +1736,30 @@ begin
 end
 $_$;
 
+CREATE FUNCTION queue._cron_matches(minutes integer[], hours integer[], days integer[], months integer[], weekdays integer[], days_restricted boolean, weekdays_restricted boolean, wall timestamp without time zone) RETURNS boolean
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    v_dom boolean;
+    v_dow boolean;
+begin
+    if not (extract(minute from wall)::int = any (minutes)
+            and extract(hour from wall)::int = any (hours)
+            and extract(month from wall)::int = any (months)) then
+        return false;
+    end if;
+    v_dom := extract(day from wall)::int = any (days);
+    v_dow := extract(dow from wall)::int = any (weekdays);
+    return case
+        when days_restricted and weekdays_restricted then v_dom or v_dow
+        when days_restricted then v_dom
+        when weekdays_restricted then v_dow
+        else true
+    end;
+end
+$$;
+
 CREATE FUNCTION queue._cron_next(expr text, after timestamp with time zone, tz text) RETURNS timestamp with time zone
     LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -1766,9 +1790,18 @@ begin
             v_at - interval '2 hours', v_at, v_at + interval '2 hours']) as x) then
         return v_at;
     end if;
-    -- From an hour before the wall time of `after` (a fall-back hour repeats wall times
-    -- already passed), the first candidate later than `after`; then two hours more (no
-    -- clock change is longer) for an earlier real time among later wall times.
+    -- A clock change is near: walk the real minutes near `after` and near the first
+    -- candidate, in time order (the first that fires is the answer).
+    v_at := queue._cron_walk_minutes(v_p.minutes, v_p.hours, v_p.days, v_p.months,
+        v_p.weekdays, v_p.days_restricted, v_p.weekdays_restricted, v_hour_any, tz, after,
+        array[after, v_at - interval '3 hours'], interval '4 hours');
+    if v_at is not null then
+        return v_at;
+    end if;
+    -- Otherwise by wall times: from two hours before the wall time of `after` (a fall-back
+    -- hour repeats wall times already passed), the first candidate later than `after`;
+    -- then two hours more (no clock change is longer) for an earlier real time among later
+    -- wall times.
     v_wall := (after at time zone tz) - interval '2 hours';
     v_until := (after at time zone tz) + interval '8 years';
     loop
@@ -1903,6 +1936,50 @@ begin
         raise exception 'cron expression "%" never fires (no such day in those months)', expr
             using errcode = '22023';
     end if;
+end
+$$;
+
+CREATE FUNCTION queue._cron_walk_minutes(minutes integer[], hours integer[], days integer[], months integer[], weekdays integer[], days_restricted boolean, weekdays_restricted boolean, hour_any boolean, tz text, after timestamp with time zone, starts timestamp with time zone[], span interval) RETURNS timestamp with time zone
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    v_start timestamptz;
+    v_i timestamptz;
+    v_end timestamptz;
+    v_wall timestamp;
+    v_skipped timestamp;
+begin
+    foreach v_start in array starts loop
+        v_i := date_trunc('minute', greatest(v_start, after)) + interval '1 minute';
+        if v_i <= after then
+            v_i := v_i + interval '1 minute';
+        end if;
+        v_end := greatest(v_start, after) + span;
+        while v_i <= v_end loop
+            v_wall := v_i at time zone tz;
+            -- its own wall time, at its first occurrence unless every hour fires
+            if queue._cron_matches(minutes, hours, days, months, weekdays, days_restricted,
+                    weekdays_restricted, v_wall)
+                and (hour_any or not exists (
+                    select from unnest(array[30, 60, 120]) as o
+                    where ((v_i - make_interval(mins => o)) at time zone tz) = v_wall)) then
+                return v_i;
+            end if;
+            -- a wall time the clock skipped, which PostgreSQL places at this instant
+            foreach v_skipped in array array[v_wall - interval '30 minutes',
+                v_wall - interval '60 minutes', v_wall - interval '120 minutes'] loop
+                if (v_skipped at time zone tz) = v_i
+                    and ((v_skipped at time zone tz) at time zone tz) <> v_skipped
+                    and queue._cron_matches(minutes, hours, days, months, weekdays,
+                        days_restricted, weekdays_restricted, v_skipped) then
+                    return v_i;
+                end if;
+            end loop;
+            v_i := v_i + interval '1 minute';
+        end loop;
+    end loop;
+    return null;
 end
 $$;
 
@@ -5960,11 +6037,15 @@ REVOKE ALL ON FUNCTION queue._configure_queue(queue text, max_attempts integer, 
 
 REVOKE ALL ON FUNCTION queue._cron_field(part text, field text, lo integer, hi integer, names text[]) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION queue._cron_matches(minutes integer[], hours integer[], days integer[], months integer[], weekdays integer[], days_restricted boolean, weekdays_restricted boolean, wall timestamp without time zone) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION queue._cron_next(expr text, after timestamp with time zone, tz text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._cron_next_local(minutes integer[], hours integer[], days integer[], months integer[], weekdays integer[], days_restricted boolean, weekdays_restricted boolean, after timestamp without time zone, until timestamp without time zone) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._cron_parse(expr text, OUT minutes integer[], OUT hours integer[], OUT days integer[], OUT months integer[], OUT weekdays integer[], OUT days_restricted boolean, OUT weekdays_restricted boolean) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._cron_walk_minutes(minutes integer[], hours integer[], days integer[], months integer[], weekdays integer[], days_restricted boolean, weekdays_restricted boolean, hour_any boolean, tz text, after timestamp with time zone, starts timestamp with time zone[], span interval) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._enqueue(payload jsonb, queue text, category text, priority integer, delay interval, max_attempts integer, dedup_key text, cache_key text, cache_value jsonb, timeout interval) FROM PUBLIC;
 

@@ -200,6 +200,87 @@ begin
 end
 $$;
 
+-- _cron_walk_minutes: the first real minute after `after` that fires, looking at the
+-- minutes of `span` from each of `starts` (in order): a minute fires when its wall time in
+-- `tz` matches and is that wall time's first occurrence (or the hour field is *), or when
+-- it is the instant PostgreSQL gives a matching wall time that the clock skipped. Null
+-- when none in those spans does.
+create or replace function queue._cron_walk_minutes(
+    minutes int [], hours int [], days int [], months int [], weekdays int [],
+    days_restricted boolean, weekdays_restricted boolean, hour_any boolean, tz text,
+    after timestamptz, starts timestamptz [], span interval
+) returns timestamptz
+language plpgsql stable
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_start timestamptz;
+    v_i timestamptz;
+    v_end timestamptz;
+    v_wall timestamp;
+    v_skipped timestamp;
+begin
+    foreach v_start in array starts loop
+        v_i := date_trunc('minute', greatest(v_start, after)) + interval '1 minute';
+        if v_i <= after then
+            v_i := v_i + interval '1 minute';
+        end if;
+        v_end := greatest(v_start, after) + span;
+        while v_i <= v_end loop
+            v_wall := v_i at time zone tz;
+            -- its own wall time, at its first occurrence unless every hour fires
+            if queue._cron_matches(minutes, hours, days, months, weekdays, days_restricted,
+                    weekdays_restricted, v_wall)
+                and (hour_any or not exists (
+                    select from unnest(array[30, 60, 120]) as o
+                    where ((v_i - make_interval(mins => o)) at time zone tz) = v_wall)) then
+                return v_i;
+            end if;
+            -- a wall time the clock skipped, which PostgreSQL places at this instant
+            foreach v_skipped in array array[v_wall - interval '30 minutes',
+                v_wall - interval '60 minutes', v_wall - interval '120 minutes'] loop
+                if (v_skipped at time zone tz) = v_i
+                    and ((v_skipped at time zone tz) at time zone tz) <> v_skipped
+                    and queue._cron_matches(minutes, hours, days, months, weekdays,
+                        days_restricted, weekdays_restricted, v_skipped) then
+                    return v_i;
+                end if;
+            end loop;
+            v_i := v_i + interval '1 minute';
+        end loop;
+    end loop;
+    return null;
+end
+$$;
+
+-- _cron_matches: whether a wall time matches the parsed fields.
+create or replace function queue._cron_matches(
+    minutes int [], hours int [], days int [], months int [], weekdays int [],
+    days_restricted boolean, weekdays_restricted boolean, wall timestamp
+) returns boolean
+language plpgsql immutable
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_dom boolean;
+    v_dow boolean;
+begin
+    if not (extract(minute from wall)::int = any (minutes)
+            and extract(hour from wall)::int = any (hours)
+            and extract(month from wall)::int = any (months)) then
+        return false;
+    end if;
+    v_dom := extract(day from wall)::int = any (days);
+    v_dow := extract(dow from wall)::int = any (weekdays);
+    return case
+        when days_restricted and weekdays_restricted then v_dom or v_dow
+        when days_restricted then v_dom
+        when weekdays_restricted then v_dow
+        else true
+    end;
+end
+$$;
+
 -- _cron_next: the first fire time after `after` of a cron expression read in time zone `tz`.
 -- A wall-clock time the clock skips (the spring-forward hour) fires at the same time by the
 -- new clock (02:30 becomes 03:30); a wall-clock time that occurs twice (the fall-back hour)
@@ -236,9 +317,18 @@ begin
             v_at - interval '2 hours', v_at, v_at + interval '2 hours']) as x) then
         return v_at;
     end if;
-    -- From an hour before the wall time of `after` (a fall-back hour repeats wall times
-    -- already passed), the first candidate later than `after`; then two hours more (no
-    -- clock change is longer) for an earlier real time among later wall times.
+    -- A clock change is near: walk the real minutes near `after` and near the first
+    -- candidate, in time order (the first that fires is the answer).
+    v_at := queue._cron_walk_minutes(v_p.minutes, v_p.hours, v_p.days, v_p.months,
+        v_p.weekdays, v_p.days_restricted, v_p.weekdays_restricted, v_hour_any, tz, after,
+        array[after, v_at - interval '3 hours'], interval '4 hours');
+    if v_at is not null then
+        return v_at;
+    end if;
+    -- Otherwise by wall times: from two hours before the wall time of `after` (a fall-back
+    -- hour repeats wall times already passed), the first candidate later than `after`;
+    -- then two hours more (no clock change is longer) for an earlier real time among later
+    -- wall times.
     v_wall := (after at time zone tz) - interval '2 hours';
     v_until := (after at time zone tz) + interval '8 years';
     loop
@@ -344,6 +434,13 @@ revoke all on function queue._cron_next_local(
     int[], int[], int[], int[], int[], boolean, boolean, timestamp, timestamp
 ) from public;
 revoke all on function queue._cron_next(text, timestamptz, text) from public;
+revoke all on function queue._cron_walk_minutes(
+    int[], int[], int[], int[], int[], boolean, boolean, boolean, text, timestamptz,
+    timestamptz[], interval
+) from public;
+revoke all on function queue._cron_matches(
+    int[], int[], int[], int[], int[], boolean, boolean, timestamp
+) from public;
 revoke all on function queue._next_tick(text, interval, text, timestamptz, timestamptz)
 from public;
 revoke all on function queue._latest_tick(
