@@ -142,7 +142,8 @@ begin
     insert into cache.log (seq, xid, key, op, reason)
     values (v_version, v_xid, _apply.key, op, left(_apply.reason, 200));
     perform pg_notify('andal_cache',
-        case when queue._notify_names() then v_xid::text else '' end);
+        case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
+            then v_xid::text else '' end);
     return v_version;
 end
 $$;
@@ -1296,12 +1297,16 @@ begin
     if v_category is not null then
         delete from queue.worker_locks as w where w.job_id = _bury.job_id;
     end if;
-    perform pg_notify('andal_ops', case when queue._notify_names() then json_build_object(
-        'event', 'dead', 'job_id', _bury.job_id, 'queue', v_queue, 'reason', _bury.reason
-    )::text else '{"event":"dead"}' end);
+    -- no names on a locked-down install (andal.notify_names = off, see queue._lock_down)
+    perform pg_notify('andal_ops',
+        case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
+            then json_build_object('event', 'dead', 'job_id', _bury.job_id, 'queue', v_queue,
+                'reason', _bury.reason)::text
+            else '{"event":"dead"}' end);
     if v_watched then
         perform pg_notify('andal_done',
-            case when queue._notify_names() then _bury.job_id::text else '' end);
+            case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
+                then _bury.job_id::text else '' end);
     end if;
 end
 $$;
@@ -1975,22 +1980,15 @@ CREATE FUNCTION queue._lock_down() RETURNS SETOF text
 begin
     execute format('revoke connect, temporary on database %I from public', current_database());
     return next 'revoked connect, temporary on the database from public';
-    execute format('grant connect on database %I to andal_producer, andal_worker, andal_admin',
-        current_database());
-    return next 'granted connect to andal_producer, andal_worker, andal_admin';
+    execute format('grant connect on database %I to andal_producer, andal_worker, andal_admin, '
+        'andal_monitor', current_database());
+    return next 'granted connect to andal_producer, andal_worker, andal_admin, andal_monitor';
     execute format('alter database %I set andal.notify_names = off', current_database());
     return next 'notifications carry no names (andal.notify_names = off)';
 end
 $$;
 
 COMMENT ON FUNCTION queue._lock_down() IS 'Revoke CONNECT and TEMPORARY from PUBLIC on this database; notifications without names.';
-
-CREATE FUNCTION queue._notify_names() RETURNS boolean
-    LANGUAGE sql STABLE
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$ select coalesce(current_setting('andal.notify_names', true), '') <> 'off' $$;
-
-COMMENT ON FUNCTION queue._notify_names() IS 'Private: whether notifications may carry names (andal.notify_names).';
 
 CREATE FUNCTION queue._prom_label(value text) RETURNS text
     LANGUAGE sql IMMUTABLE
@@ -2314,9 +2312,11 @@ begin
     if v_job.status = 'running' then
         if v_job.abort_requested_at is null then
             update queue.jobs as j set abort_requested_at = now() where j.id = v_job.id;
-            perform pg_notify('andal_abort', case when queue._notify_names()
-                then json_build_object('job_id', v_job.id, 'worker', v_job.worker)::text
-                else '{}' end);
+            -- no names on a locked-down install (see queue._lock_down)
+            perform pg_notify('andal_abort',
+                case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
+                    then json_build_object('job_id', v_job.id, 'worker', v_job.worker)::text
+                    else '{}' end);
         end if;
         return;
     end if;
@@ -2706,7 +2706,8 @@ begin
     end if;
     if v_job.watched then
         perform pg_notify('andal_done',
-            case when queue._notify_names() then v_id::text else '' end);
+            case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
+                then v_id::text else '' end);
     end if;
     if v_category is not null then
         delete from queue.worker_locks as w where w.job_id = v_id;
@@ -2883,7 +2884,8 @@ begin
     end if;
     for v_i in 1 .. coalesce(cardinality(v_watched), 0) loop
         perform pg_notify('andal_done',
-            case when queue._notify_names() then v_watched[v_i]::text else '' end);
+            case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
+                then v_watched[v_i]::text else '' end);
     end loop;
 
     for v_i in 1 .. coalesce(cardinality(v_keys), 0) loop
@@ -2999,7 +3001,9 @@ begin
     perform queue._check_name(enqueue.dedup_key, 'dedup_key', false, 512);
     perform queue._check_name(enqueue.cache_key, 'cache_key', false, 512);
     perform queue._check_interval(enqueue.delay, 'delay', bound => 'delay');
-    perform queue._check_priority(enqueue.priority);
+    if enqueue.priority is null or enqueue.priority <> 0 then
+        perform queue._check_priority(enqueue.priority);  -- 0 is always allowed
+    end if;
     if enqueue.max_attempts is not null and enqueue.max_attempts < 1 then
         raise exception 'max_attempts must be at least 1 (got %)', enqueue.max_attempts
             using errcode = '22023';
@@ -3053,7 +3057,8 @@ begin
         end if;
         if v_cfg.notify and enqueue.delay <= interval '0' then
             perform pg_notify('andal_jobs',
-                case when queue._notify_names() then enqueue.queue else '' end);
+                case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
+                    then enqueue.queue else '' end);
         end if;
     end if;
     return v_id;
@@ -3080,7 +3085,9 @@ begin
     perform queue._check_name(enqueue_many.queue, 'queue');
     perform queue._check_name(enqueue_many.category, 'category', false);
     perform queue._check_interval(enqueue_many.delay, 'delay', bound => 'delay');
-    perform queue._check_priority(enqueue_many.priority);
+    if enqueue_many.priority is null or enqueue_many.priority <> 0 then
+        perform queue._check_priority(enqueue_many.priority);  -- 0 is always allowed
+    end if;
     if enqueue_many.max_attempts is not null and enqueue_many.max_attempts < 1 then
         raise exception 'max_attempts must be at least 1 (got %)', enqueue_many.max_attempts
             using errcode = '22023';
@@ -3157,7 +3164,8 @@ begin
 
     if v_inserted and v_cfg.notify and enqueue_many.delay <= interval '0' then
         perform pg_notify('andal_jobs',
-            case when queue._notify_names() then enqueue_many.queue else '' end);
+            case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
+                then enqueue_many.queue else '' end);
     end if;
 end
 $$;
@@ -3735,7 +3743,8 @@ begin
     end if;
     if release.delay <= interval '0' and (queue._config(v_job.queue)).notify then
         perform pg_notify('andal_jobs',
-            case when queue._notify_names() then v_job.queue else '' end);
+            case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
+                then v_job.queue else '' end);
     end if;
 end
 $$;
@@ -3779,7 +3788,8 @@ begin
     end if;
     if (queue._config(v_dead.queue)).notify then
         perform pg_notify('andal_jobs',
-            case when queue._notify_names() then v_dead.queue else '' end);
+            case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
+                then v_dead.queue else '' end);
     end if;
     return v_dead.job_id;
 end
@@ -4497,6 +4507,7 @@ CREATE TABLE queue.install_state (
     id boolean DEFAULT true NOT NULL,
     functions_digest text NOT NULL,
     installed_at timestamp with time zone DEFAULT now() NOT NULL,
+    role_prefix text DEFAULT 'andal'::text NOT NULL,
     CONSTRAINT install_state_single CHECK (id)
 );
 
@@ -4865,8 +4876,6 @@ REVOKE ALL ON FUNCTION queue._limits(OUT max_lease interval, OUT max_delay inter
 REVOKE ALL ON FUNCTION queue._live_state(status text, available_at timestamp with time zone, attempt integer) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._lock_down() FROM PUBLIC;
-
-REVOKE ALL ON FUNCTION queue._notify_names() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._prom_label(value text) FROM PUBLIC;
 

@@ -107,6 +107,14 @@ def print_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]
 # -- commands -------------------------------------------------------------------------------
 
 
+def _role_prefix(value: str) -> str:
+    from .install import ROLE_PREFIX
+
+    if not ROLE_PREFIX.fullmatch(value):
+        raise argparse.ArgumentTypeError(f"must match {ROLE_PREFIX.pattern}")
+    return value
+
+
 def cmd_install(args: argparse.Namespace) -> int:
     sql_dir()  # SqlNotFound (exit 4) before any database is touched
     several = len(args.dsns) > 1
@@ -116,7 +124,9 @@ def cmd_install(args: argparse.Namespace) -> int:
         with _named(label if several else None):
             with connect(dsn, installed=False):
                 pass  # a clear message when the server does not answer
-            done = install(dsn, shards=args.shards, lock_down=args.lock_down)
+            done = install(
+                dsn, shards=args.shards, lock_down=args.lock_down, role_prefix=args.role_prefix
+            )
             with connect(dsn) as conn:
                 version = _version(conn)
         if done:
@@ -891,6 +901,13 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="revoke CONNECT and TEMPORARY on the database from PUBLIC and send notifications"
         " without names (queue._lock_down(); docs/reliability.md, threat model)",
+    )
+    s.add_argument(
+        "--role-prefix",
+        type=_role_prefix,
+        metavar="PREFIX",
+        help="this install's roles are PREFIX_producer, PREFIX_worker, PREFIX_admin"
+        " (default: as installed; andal for a new install; docs/multi-db.md)",
     )
     s.set_defaults(func=cmd_install)
 

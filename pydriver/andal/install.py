@@ -15,17 +15,22 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import psycopg
+import psycopg.sql
 
 from .sources import SqlNotFound, sql_dir, sql_version
 
 #: Session advisory lock that serialises installs (the bytes of "andal").
 INSTALL_LOCK = 0x616E64616C
+#: The role names in the SQL sources, replaced by ``<role_prefix>_...`` at install.
+ROLE_NAMES = re.compile(r"\bandal_(producer|worker|admin|monitor)\b")
+ROLE_PREFIX = re.compile(r"[a-z][a-z0-9_]{0,47}")
 
 __all__ = ["SqlNotFound", "install", "main", "sql_dir", "sql_version"]
 
@@ -54,10 +59,16 @@ def install(
     log: Callable[[str], None] | None = None,
     shards: int | None = None,
     lock_down: bool = False,
+    role_prefix: str | None = None,
 ) -> list[str]:
     """Apply pending migrations and the function definitions, then the shard layout when
     ``shards`` is given; ``lock_down``: then ``queue._lock_down()`` (no CONNECT or TEMPORARY
-    for PUBLIC, notifications without names). Returns what was done."""
+    for PUBLIC, notifications without names). ``role_prefix``: the install's roles are
+    ``<prefix>_producer``, ``_worker`` and ``_admin`` (default: the prefix it was installed
+    with, ``andal`` for a new install; another prefix than the recorded one is refused with
+    SQLSTATE 55000). Returns what was done."""
+    if role_prefix is not None and not ROLE_PREFIX.fullmatch(role_prefix):
+        raise ValueError(f"role_prefix must match {ROLE_PREFIX.pattern} (got {role_prefix!r})")
     root = root or sql_dir()
     log = log or (lambda _msg: None)
     done: list[str] = []
@@ -65,12 +76,13 @@ def install(
         conn.execute("select pg_advisory_lock(%s)", (INSTALL_LOCK,))
         try:
             applied = _applied(conn)
+            prefix = _role_prefix(conn, role_prefix)
             for version, path in migrations(root):
                 if version in applied:
                     continue
                 log(f"applying migration {path.name}")
                 with conn.transaction():
-                    conn.execute(path.read_text())
+                    conn.execute(_with_roles(path.read_text(), prefix))
                     conn.execute(
                         "insert into queue.schema_migrations (version, name) values (%s, %s)",
                         (version, path.stem),
@@ -86,7 +98,7 @@ def install(
                 with conn.transaction():
                     conn.execute("set local check_function_bodies = off")
                     for f in files:
-                        conn.execute(f.read_text())
+                        conn.execute(_with_roles(f.read_text(), prefix))
                     conn.execute(
                         "insert into queue.install_state (id, functions_digest)"
                         " values (true, %s) on conflict (id) do update"
@@ -94,6 +106,11 @@ def install(
                         (digest,),
                     )
                 done.append(f"functions ({len(files)} files)")
+            if _has_prefix_column(conn):
+                conn.execute(
+                    "update queue.install_state set role_prefix = %(p)s where role_prefix <> %(p)s",
+                    {"p": prefix},
+                )
             if shards is not None:
                 current = len(conn.execute("select shard from queue.shards()").fetchall())
                 if current != shards:
@@ -109,6 +126,39 @@ def install(
         finally:
             conn.execute("select pg_advisory_unlock(%s)", (INSTALL_LOCK,))
     return done
+
+
+def _with_roles(text: str, prefix: str) -> str:
+    """The SQL source with the install's role names."""
+    if prefix == "andal":
+        return text
+    return ROLE_NAMES.sub(lambda m: f"{prefix}_{m.group(1)}", text)
+
+
+def _has_prefix_column(conn: psycopg.Connection) -> bool:
+    row = conn.execute(
+        "select exists (select from pg_attribute where attname = 'role_prefix'"
+        " and attrelid = to_regclass('queue.install_state'))"
+    ).fetchone()
+    return bool(row and row[0])
+
+
+def _role_prefix(conn: psycopg.Connection, wanted: str | None) -> str:
+    """The install's role prefix: the recorded one, else ``wanted`` or ``andal``. Another
+    prefix than the recorded one is refused (55000), before anything is written."""
+    row = None
+    if _has_prefix_column(conn):
+        row = conn.execute("select role_prefix from queue.install_state").fetchone()
+    recorded = row[0] if row else ("andal" if _applied(conn) else None)
+    if recorded and wanted and wanted != recorded:
+        conn.execute(
+            psycopg.sql.SQL(
+                "do $$ begin raise exception 'andal is installed here with role prefix %',"
+                " {r} using errcode = '55000', hint = 'Install with role prefix ' || {r}"
+                " || ' (or none), or into another database.'; end $$"
+            ).format(r=psycopg.sql.Literal(recorded))
+        )
+    return recorded or wanted or "andal"
 
 
 def _env_shards() -> int | None:
@@ -132,12 +182,19 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("dsn", nargs="?", default=os.environ.get("DATABASE_URL", ""))
     p.add_argument("--shards", type=int, default=_env_shards())
     p.add_argument("--lock-down", action="store_true", help="see queue._lock_down()")
+    p.add_argument("--role-prefix", help="roles <prefix>_producer, _worker, _admin")
     args = p.parse_args(argv)
     if not args.dsn:
         print("andal install: no database: pass a DSN or set DATABASE_URL", file=sys.stderr)
         return 2
     try:
-        steps = install(args.dsn, log=print, shards=args.shards, lock_down=args.lock_down)
+        steps = install(
+            args.dsn,
+            log=print,
+            shards=args.shards,
+            lock_down=args.lock_down,
+            role_prefix=args.role_prefix,
+        )
     except SqlNotFound as exc:
         print(f"andal install: {exc}", file=sys.stderr)
         return 4

@@ -37,3 +37,7 @@ alter table cache.config add column refresh_queues text[] not null default '{}';
 create index jobs_gated_pair_idx on queue.jobs (
     (array[queue, category]), priority desc, available_at, id
 ) where status = 'pending' and category is not null;
+
+-- The prefix of this install's roles (<prefix>_producer, _worker, _admin): roles are
+-- cluster-wide, so databases that must be kept apart are installed with prefixes of their own.
+alter table queue.install_state add column role_prefix text not null default 'andal';

@@ -380,12 +380,16 @@ begin
     if v_category is not null then
         delete from queue.worker_locks as w where w.job_id = _bury.job_id;
     end if;
-    perform pg_notify('andal_ops', case when queue._notify_names() then json_build_object(
-        'event', 'dead', 'job_id', _bury.job_id, 'queue', v_queue, 'reason', _bury.reason
-    )::text else '{"event":"dead"}' end);
+    -- no names on a locked-down install (andal.notify_names = off, see queue._lock_down)
+    perform pg_notify('andal_ops',
+        case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
+            then json_build_object('event', 'dead', 'job_id', _bury.job_id, 'queue', v_queue,
+                'reason', _bury.reason)::text
+            else '{"event":"dead"}' end);
     if v_watched then
         perform pg_notify('andal_done',
-            case when queue._notify_names() then _bury.job_id::text else '' end);
+            case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
+                then _bury.job_id::text else '' end);
     end if;
 end
 $$;

@@ -26,8 +26,9 @@
 -- first. The backlog of a full or paused category is never read: the gated candidates then
 -- come per (queue, category) (queue._gated_scan), so the cost follows the number of
 -- categories with ready jobs.
--- Raises: 22004 null worker; 22023 bad worker name, batch outside 1..1000, lease <= 0,
--- null or empty queue names; 55000 when called at another isolation level.
+-- Raises: 22004 null worker; 22023 bad worker name, batch outside 1..1000, a lease not
+-- positive or past queue.config.max_lease, null or empty queue names; 55000 when called at
+-- another isolation level.
 -- Plans: the SET clause makes each statement of claim run its generic plan, made once per
 -- session (plan_cache_mode = force_generic_plan). Re-planning on every call was a fifth of a
 -- claim's CPU, and PL/pgSQL's own choice never settles on the generic plan, whose cost it

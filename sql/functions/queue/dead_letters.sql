@@ -42,7 +42,8 @@ begin
     end if;
     if (queue._config(v_dead.queue)).notify then
         perform pg_notify('andal_jobs',
-            case when queue._notify_names() then v_dead.queue else '' end);
+            case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
+                then v_dead.queue else '' end);
     end if;
     return v_dead.job_id;
 end

@@ -37,7 +37,9 @@ begin
     perform queue._check_name(enqueue.dedup_key, 'dedup_key', false, 512);
     perform queue._check_name(enqueue.cache_key, 'cache_key', false, 512);
     perform queue._check_interval(enqueue.delay, 'delay', bound => 'delay');
-    perform queue._check_priority(enqueue.priority);
+    if enqueue.priority is null or enqueue.priority <> 0 then
+        perform queue._check_priority(enqueue.priority);  -- 0 is always allowed
+    end if;
     if enqueue.max_attempts is not null and enqueue.max_attempts < 1 then
         raise exception 'max_attempts must be at least 1 (got %)', enqueue.max_attempts
             using errcode = '22023';
@@ -91,7 +93,8 @@ begin
         end if;
         if v_cfg.notify and enqueue.delay <= interval '0' then
             perform pg_notify('andal_jobs',
-                case when queue._notify_names() then enqueue.queue else '' end);
+                case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
+                    then enqueue.queue else '' end);
         end if;
     end if;
     return v_id;

@@ -34,7 +34,9 @@ begin
     perform queue._check_name(enqueue_many.queue, 'queue');
     perform queue._check_name(enqueue_many.category, 'category', false);
     perform queue._check_interval(enqueue_many.delay, 'delay', bound => 'delay');
-    perform queue._check_priority(enqueue_many.priority);
+    if enqueue_many.priority is null or enqueue_many.priority <> 0 then
+        perform queue._check_priority(enqueue_many.priority);  -- 0 is always allowed
+    end if;
     if enqueue_many.max_attempts is not null and enqueue_many.max_attempts < 1 then
         raise exception 'max_attempts must be at least 1 (got %)', enqueue_many.max_attempts
             using errcode = '22023';
@@ -111,7 +113,8 @@ begin
 
     if v_inserted and v_cfg.notify and enqueue_many.delay <= interval '0' then
         perform pg_notify('andal_jobs',
-            case when queue._notify_names() then enqueue_many.queue else '' end);
+            case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
+                then enqueue_many.queue else '' end);
     end if;
 end
 $$;

@@ -45,7 +45,8 @@ begin
     end if;
     if release.delay <= interval '0' and (queue._config(v_job.queue)).notify then
         perform pg_notify('andal_jobs',
-            case when queue._notify_names() then v_job.queue else '' end);
+            case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
+                then v_job.queue else '' end);
     end if;
 end
 $$;
