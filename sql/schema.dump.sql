@@ -2330,6 +2330,15 @@ $$;
 
 COMMENT ON FUNCTION queue.cancel(job_id bigint) IS 'Withdraw a pending job (into the dead letters), or ask a running job''s worker to stop it.';
 
+CREATE FUNCTION queue.category_limits() RETURNS TABLE(category text, max_running integer)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    select c.category, c.max_running from queue.categories as c order by c.category
+$$;
+
+COMMENT ON FUNCTION queue.category_limits() IS 'Every known category and its limit (max_running; 0: paused).';
+
 CREATE FUNCTION queue.claim(worker text, queues text[] DEFAULT NULL::text[], batch integer DEFAULT 1, lease interval DEFAULT NULL::interval) RETURNS TABLE(job_id bigint, queue text, category text, priority integer, payload jsonb, attempt integer, max_attempts integer, token uuid, lease_expires_at timestamp with time zone, enqueued_at timestamp with time zone, cache_key text, cache_version bigint)
     LANGUAGE plpgsql SECURITY DEFINER ROWS 10
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -3706,6 +3715,31 @@ $$;
 
 COMMENT ON FUNCTION queue.purge_dead(older_than interval) IS 'Delete dead letters older than an interval.';
 
+CREATE FUNCTION queue.purge_dead_jobs(job_ids bigint[]) RETURNS bigint
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+declare
+    v_count bigint;
+begin
+    if purge_dead_jobs.job_ids is null or array_position(purge_dead_jobs.job_ids, null) is not null
+    then
+        raise exception 'job_ids must not be null nor hold a null' using errcode = '22004';
+    end if;
+    if cardinality(purge_dead_jobs.job_ids) > 10000 then
+        raise exception 'at most 10000 job_ids per call (got %)',
+            cardinality(purge_dead_jobs.job_ids)
+            using errcode = '22023', hint = 'Purge in batches of 10000.';
+    end if;
+    delete from queue.dead_letters as d where d.job_id = any (purge_dead_jobs.job_ids);
+    get diagnostics v_count = row_count;
+    return v_count;
+end
+$$;
+
+COMMENT ON FUNCTION queue.purge_dead_jobs(job_ids bigint[]) IS 'Delete the dead letters with the given ids; returns how many.';
+
 CREATE FUNCTION queue.release(job_id bigint, token uuid, delay interval DEFAULT '00:00:00'::interval) RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -4223,6 +4257,42 @@ end
 $$;
 
 COMMENT ON FUNCTION queue.stats() IS 'Per queue and category: counts, run time, outcomes over 1m/15m/1h, failure rate, contention, pickup latency.';
+
+CREATE FUNCTION queue.stats_by_minute(span interval DEFAULT '01:00:00'::interval) RETURNS TABLE(queue text, minute timestamp with time zone, completed bigint, retried bigint, dead bigint, failure_rate double precision)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+declare
+    v_from timestamptz;
+begin
+    perform queue._check_interval(stats_by_minute.span, 'span', true);
+    if stats_by_minute.span > interval '1 day' then
+        raise exception 'span must be at most 1 day (got %)', stats_by_minute.span
+            using errcode = '22023', hint = 'The per-minute counters are kept for a day.';
+    end if;
+    v_from := date_trunc('minute', now() - stats_by_minute.span) + interval '1 minute';
+    return query
+    with m as (
+        select s.queue, s.minute, sum(s.completed)::bigint as completed,
+            sum(s.retried)::bigint as retried, sum(s.dead)::bigint as dead
+        from queue.stat_minutes as s
+        where s.minute >= v_from
+        group by 1, 2
+    )
+    select q.queue, g.minute, coalesce(m.completed, 0), coalesce(m.retried, 0),
+        coalesce(m.dead, 0),
+        (m.retried + m.dead)::double precision / nullif(m.completed + m.retried + m.dead, 0)
+    from (select distinct m.queue from m) as q
+    cross join generate_series(v_from, date_trunc('minute', now()), interval '1 minute') as g (
+        minute
+    )
+    left join m on m.queue = q.queue and m.minute = g.minute
+    order by q.queue, g.minute;
+end
+$$;
+
+COMMENT ON FUNCTION queue.stats_by_minute(span interval) IS 'Per queue and minute of the last span: attempts completed, retried and dead.';
 
 CREATE FUNCTION queue.status() RETURNS TABLE(queue text, ready bigint, scheduled bigint, running bigint, dead bigint, oldest_ready_age interval)
     LANGUAGE sql STABLE SECURITY DEFINER
@@ -4890,6 +4960,11 @@ REVOKE ALL ON FUNCTION queue._unpaused_queues(queues text[]) FROM PUBLIC;
 REVOKE ALL ON FUNCTION queue.cancel(job_id bigint) FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.cancel(job_id bigint) TO andal_admin;
 
+REVOKE ALL ON FUNCTION queue.category_limits() FROM PUBLIC;
+GRANT ALL ON FUNCTION queue.category_limits() TO andal_admin;
+GRANT ALL ON FUNCTION queue.category_limits() TO andal_worker;
+GRANT ALL ON FUNCTION queue.category_limits() TO andal_monitor;
+
 REVOKE ALL ON FUNCTION queue.claim(worker text, queues text[], batch integer, lease interval) FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.claim(worker text, queues text[], batch integer, lease interval) TO andal_worker;
 GRANT ALL ON FUNCTION queue.claim(worker text, queues text[], batch integer, lease interval) TO andal_admin;
@@ -4969,6 +5044,9 @@ GRANT ALL ON FUNCTION queue.pause(queue text) TO andal_admin;
 REVOKE ALL ON FUNCTION queue.purge_dead(older_than interval) FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.purge_dead(older_than interval) TO andal_admin;
 
+REVOKE ALL ON FUNCTION queue.purge_dead_jobs(job_ids bigint[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION queue.purge_dead_jobs(job_ids bigint[]) TO andal_admin;
+
 REVOKE ALL ON FUNCTION queue.release(job_id bigint, token uuid, delay interval) FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.release(job_id bigint, token uuid, delay interval) TO andal_worker;
 GRANT ALL ON FUNCTION queue.release(job_id bigint, token uuid, delay interval) TO andal_admin;
@@ -5000,6 +5078,11 @@ REVOKE ALL ON FUNCTION queue.stats() FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.stats() TO andal_admin;
 GRANT ALL ON FUNCTION queue.stats() TO andal_worker;
 GRANT ALL ON FUNCTION queue.stats() TO andal_monitor;
+
+REVOKE ALL ON FUNCTION queue.stats_by_minute(span interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION queue.stats_by_minute(span interval) TO andal_admin;
+GRANT ALL ON FUNCTION queue.stats_by_minute(span interval) TO andal_worker;
+GRANT ALL ON FUNCTION queue.stats_by_minute(span interval) TO andal_monitor;
 
 REVOKE ALL ON FUNCTION queue.status() FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.status() TO andal_admin;

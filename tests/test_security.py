@@ -291,6 +291,9 @@ CALLS = {
     "cancel": "select queue.cancel(0)",
     "requeue_dead": "select queue.requeue_dead(0)",
     "purge_dead": "select queue.purge_dead('100 years')",
+    "purge_dead_jobs": "select queue.purge_dead_jobs('{0}')",
+    "stats_by_minute": "select * from queue.stats_by_minute()",
+    "category_limits": "select * from queue.category_limits()",
     "list_dead": "select * from queue.list_dead()",
     "configure_queue": "select * from queue.configure_queue('rm')",
     "set_category_limit": "select queue.set_category_limit('rm', 1)",
@@ -321,6 +324,8 @@ WORKER = {
     "maintain",
     "status",
     "stats",
+    "stats_by_minute",
+    "category_limits",
     "metrics",
     "workers",
     "version",
@@ -328,7 +333,16 @@ WORKER = {
     "watch",
     *READ,
 }
-MONITOR = {"status", "stats", "metrics", "workers", "version", *READ}
+MONITOR = {
+    "status",
+    "stats",
+    "stats_by_minute",
+    "category_limits",
+    "metrics",
+    "workers",
+    "version",
+    *READ,
+}
 GRANTED = {
     "producer": PRODUCER,
     "worker": WORKER,

@@ -15,7 +15,7 @@ from typing import Any
 
 import psycopg
 
-from . import sql
+from . import statements as sql
 
 #: The states in which a job is finished.
 FINAL = frozenset({"completed", "dead", "cancelled"})

@@ -29,9 +29,6 @@ create or replace temporary view andal_audit_matrix (fn, roles) as values
     ('queue.enqueue', '{andal_admin,andal_producer}'::text []),
     ('queue.enqueue_many', '{andal_admin,andal_producer}'),
     ('queue.version', '{andal_admin,andal_monitor,andal_producer,andal_worker}'),
-    ('queue.job', '{andal_admin,andal_monitor,andal_producer,andal_worker}'),
-    ('queue.jobs_by', '{andal_admin,andal_monitor,andal_producer,andal_worker}'),
-    ('queue.watch', '{andal_admin,andal_producer,andal_worker}'),
     -- working
     ('queue.claim', '{andal_admin,andal_worker}'),
     ('queue.complete', '{andal_admin,andal_worker}'),
@@ -43,22 +40,29 @@ create or replace temporary view andal_audit_matrix (fn, roles) as values
     ('queue.maintain', '{andal_admin,andal_worker}'),
     ('queue.status', '{andal_admin,andal_monitor,andal_worker}'),
     ('queue.stats', '{andal_admin,andal_monitor,andal_worker}'),
+    ('queue.stats_by_minute', '{andal_admin,andal_monitor,andal_worker}'),
+    ('queue.category_limits', '{andal_admin,andal_monitor,andal_worker}'),
     ('queue.metrics', '{andal_admin,andal_monitor,andal_worker}'),
     ('queue.workers', '{andal_admin,andal_monitor,andal_worker}'),
+    -- looking jobs up and waiting for them
+    ('queue.job', '{andal_admin,andal_monitor,andal_producer,andal_worker}'),
+    ('queue.jobs_by', '{andal_admin,andal_monitor,andal_producer,andal_worker}'),
+    ('queue.watch', '{andal_admin,andal_producer,andal_worker}'),
     -- administering
     ('queue.cancel', '{andal_admin}'),
     ('queue.requeue_dead', '{andal_admin}'),
     ('queue.purge_dead', '{andal_admin}'),
     ('queue.list_dead', '{andal_admin}'),
-    ('queue.configure_queue', '{andal_admin}'),
-    ('queue.set_category_limit', '{andal_admin}'),
-    ('queue.shards', '{andal_admin}'),
-    ('queue.set_shards', '{andal_admin}'),
+    ('queue.purge_dead_jobs', '{andal_admin}'),
     ('queue.job_payload', '{andal_admin}'),
     ('queue.pause', '{andal_admin}'),
     ('queue.resume', '{andal_admin}'),
     ('queue.set_history', '{andal_admin}'),
     ('queue.configure_history', '{andal_admin}'),
+    ('queue.configure_queue', '{andal_admin}'),
+    ('queue.set_category_limit', '{andal_admin}'),
+    ('queue.shards', '{andal_admin}'),
+    ('queue.set_shards', '{andal_admin}'),
     ('queue.shard_of', '{andal_admin,andal_producer,andal_worker}'),
     -- the cache (docs/cache.md)
     ('cache.put', '{andal_admin,andal_producer,andal_worker}'),
@@ -166,8 +170,7 @@ where r.rolname in ('andal_producer', 'andal_worker', 'andal_admin', 'andal_moni
 
 union all
 select 'role', x.rolname, 'missing'
-from (values ('andal_producer'), ('andal_worker'), ('andal_admin'), ('andal_monitor'))
-    as x (rolname)
+from (values ('andal_producer'), ('andal_worker'), ('andal_admin'), ('andal_monitor')) as x (rolname)
 where not exists (select from pg_catalog.pg_roles as r where r.rolname = x.rolname)
 
 union all
