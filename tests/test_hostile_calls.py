@@ -234,14 +234,9 @@ def queue_calls(job: int, dead: int) -> list[Call]:
     out += over("queue.set_shards", {"shards": "1"}, "shards",
                 [("null", "22004"), ("0", "22023"), ("65", "22023"), ("-1", "22023")])  # fmt: skip
 
-    out += over("queue.job", {"job_id": "0"}, "job_id", [("null", "22004")])
-    out += over("queue.job_payload", {"job_id": "0"}, "job_id", [("null", "22004")])
     out += over("queue.watch", {"job_id": "0"}, "job_id", [("null", "22004")])
-    out += over("queue.jobs_by", {}, "queue", OPT_NAME_BAD)
-    out += over("queue.jobs_by", {}, "state", each(["''", "'Pending'", "'done'"], "22023"))
-    out += over("queue.jobs_by", {}, "lim", each(["0", "-1", "1001", "null"], "22023"))
-    for fn in ("queue.pause", "queue.resume"):
-        out += over(fn, {"queue": "'h'"}, "queue", NAME_BAD)
+    out += over("queue.jobs_by", {}, "state", each(["'done'"], "22023"))
+    out += over("queue.jobs_by", {}, "lim", each(["null"], "22023"))
     hist = {"queue": "'h'", "retention": "'1 day'"}
     out += over("queue.set_history", hist, "queue", NAME_BAD)
     out += intervals("queue.set_history", hist, "retention", True, None)
@@ -360,7 +355,6 @@ def read_only_calls(job: int, dead: int) -> list[Call]:
         "select queue.purge_dead(older_than => '0')",
         f"select queue.purge_dead_jobs(job_ids => array[{dead}]::bigint[])",
         "select queue.set_shards(shards => 2)",
-        "select queue.pause(queue => 'ro')",
         "select queue.set_history(queue => 'ro', retention => '1 day')",
         "select queue.configure_history(partition_width => '2 hours')",
         f"select queue.watch(job_id => {job})",
