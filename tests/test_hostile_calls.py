@@ -235,6 +235,13 @@ def queue_calls(job: int, dead: int) -> list[Call]:
                 [("null", "22004"), ("0", "22023"), ("65", "22023"), ("-1", "22023")])  # fmt: skip
 
     out += over("queue.watch", {"job_id": "0"}, "job_id", [("null", "22004")])
+    out += over("queue.job", {"job_id": "1"}, "job_id", [("null", "22004")])
+    out += over("queue.job_payload", {"job_id": "1"}, "job_id", [("null", "22004")])
+    out += over("queue.jobs_by", {}, "state", each(["'bogus'", "''", "'Pending'"], "22023"))
+    out += over("queue.jobs_by", {}, "lim", each(["0", "-1", "1001"], "22023"))
+    out += over("queue.jobs_by", {}, "queue", OPT_NAME_BAD)
+    out += over("queue.pause", {"queue": "'h'"}, "queue", NAME_BAD)
+    out += over("queue.resume", {"queue": "'h'"}, "queue", NAME_BAD)
     out += over("queue.jobs_by", {}, "state", each(["'done'"], "22023"))
     out += over("queue.jobs_by", {}, "lim", each(["null"], "22023"))
     hist = {"queue": "'h'", "retention": "'1 day'"}
@@ -354,6 +361,7 @@ def read_only_calls(job: int, dead: int) -> list[Call]:
         f"select queue.requeue_dead(job_id => {dead})",
         "select queue.purge_dead(older_than => '0')",
         f"select queue.purge_dead_jobs(job_ids => array[{dead}]::bigint[])",
+        "select queue.pause(queue => 'h')",
         "select queue.set_shards(shards => 2)",
         "select queue.set_history(queue => 'ro', retention => '1 day')",
         "select queue.configure_history(partition_width => '2 hours')",
