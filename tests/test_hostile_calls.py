@@ -225,6 +225,13 @@ def queue_calls(job: int, dead: int) -> list[Call]:
                 [("null", "22004")] + each(NEG + HUGE, "22023"))  # fmt: skip
     out += over("queue.list_dead", {}, "lim", each(["0", "-1", "null"], "22023"))
     out += over("queue.shard_of", {"queue": "'h'"}, "queue", NAME_BAD)
+    for fn in ("queue.pause", "queue.resume"):
+        out += over(fn, {"queue": "'h'"}, "queue", NAME_BAD)
+    for fn in ("queue.job", "queue.job_payload"):
+        out += over(fn, {"job_id": "1"}, "job_id", [("null", "22004")])
+    out += over("queue.jobs_by", {}, "state", each(["''", "'done'", "'Running'"], "22023"))
+    out += over("queue.jobs_by", {}, "lim", each(["0", "-1", "1001"], "22023"))
+    out += over("queue.jobs_by", {}, "queue", OPT_NAME_BAD)
     out += over("queue.set_shards", {"shards": "1"}, "shards",
                 [("null", "22004"), ("0", "22023"), ("65", "22023"), ("-1", "22023")])  # fmt: skip
     return out
@@ -345,6 +352,7 @@ def read_only_calls(job: int, dead: int) -> list[Call]:
         " max_changes => 1)",
         "select cache.track(view => 'hostile.mv', source => 'hostile.t2')",
         "select queue.maintain()",
+        "select queue.pause(queue => 'h')",
         "select cache.refresh_due()",
     ]
     return [Call(s, "25006", ro) for s in writes]
