@@ -16,7 +16,7 @@ TEST_DB ?= andal_pgtap
 # sharded install with TEST_SHARDS shards.
 SHARDS ?=
 TEST_SHARDS ?= 4
-DEB_PACKAGES := postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl postgresql-15-plpgsql-check
+DEB_PACKAGES := postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl postgresql-15-plpgsql-check chromium chromium-driver
 
 .PHONY: help venv deps install test test-sql test-py lint demo bench bench-quick soak clean schema-dump
 
@@ -33,7 +33,7 @@ $(VENV)/.installed: pyproject.toml setup.py sql/functions/queue/version.sql
 
 venv: $(VENV)/.installed ## create .venv and install andal with its test extras
 
-deps: ## install the Debian packages the tests need (pgTAP, pg_prove, plpgsql_check)
+deps: ## install the Debian packages the tests need (pgTAP, pg_prove, plpgsql_check, Chromium)
 	@bash .ci/deps.sh $(DEB_PACKAGES)
 
 install: venv ## install or upgrade andal in DATABASE_URL, else the PG* variables (refuses with neither)

@@ -1263,20 +1263,37 @@ CREATE FUNCTION queue._bury(job_id bigint, reason text, last_error text, errors 
 declare
     v_queue text;
     v_category text;
+    v_watched boolean;
 begin
     with gone as (
         delete from queue.jobs as j where j.id = _bury.job_id
         returning j.id, j.queue, j.category, j.priority, j.payload, j.attempt, j.max_attempts,
-            j.enqueued_at, j.dedup_key, j.cache_key
+            j.enqueued_at, j.dedup_key, j.cache_key, j.claimed_at, j.worker, j.watched
+    ),
+    dead as (
+        insert into queue.dead_letters as d (
+            job_id, queue, category, priority, payload, attempt, max_attempts, enqueued_at,
+            dedup_key, reason, last_error, errors, cache_key
+        )
+        select g.id, g.queue, g.category, g.priority, g.payload, g.attempt, g.max_attempts,
+            g.enqueued_at, g.dedup_key, _bury.reason, _bury.last_error, _bury.errors,
+            g.cache_key
+        from gone as g
+    ),
+    kept as (
+        -- the queue keeps history: the finished job goes there too
+        insert into queue.history (
+            job_id, queue, category, priority, state, payload, attempt, max_attempts,
+            enqueued_at, started_at, worker, errors, keep_until
+        )
+        select g.id, g.queue, g.category, g.priority,
+            case _bury.reason when 'cancelled' then 'cancelled' else 'dead' end, g.payload,
+            g.attempt, g.max_attempts, g.enqueued_at, g.claimed_at, g.worker, _bury.errors,
+            now() + q.history_retention
+        from gone as g
+        join queue.queues as q on q.queue = g.queue and q.history_retention is not null
     )
-    insert into queue.dead_letters as d (
-        job_id, queue, category, priority, payload, attempt, max_attempts, enqueued_at,
-        dedup_key, reason, last_error, errors, cache_key
-    )
-    select g.id, g.queue, g.category, g.priority, g.payload, g.attempt, g.max_attempts,
-        g.enqueued_at, g.dedup_key, _bury.reason, _bury.last_error, _bury.errors, g.cache_key
-    from gone as g
-    returning d.queue, d.category into v_queue, v_category;
+    select g.queue, g.category, g.watched into v_queue, v_category, v_watched from gone as g;
     if v_category is not null then
         delete from queue.worker_locks as w where w.job_id = _bury.job_id;
     end if;
@@ -1286,6 +1303,12 @@ begin
             then json_build_object('event', 'dead', 'job_id', _bury.job_id, 'queue', v_queue,
                 'reason', _bury.reason)::text
             else '{"event":"dead"}' end);
+    if v_watched then
+        perform pg_notify('andal_done',
+
+                case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
+                    then _bury.job_id::text else '' end);
+    end if;
 end
 $$;
 
@@ -1671,6 +1694,81 @@ $$;
 
 COMMENT ON FUNCTION queue._gated_scan(queues text[], lim integer, exclude_categories text[], exclude_ids bigint[]) IS 'Private: the best ready gated jobs outside some categories, per (queue, category), locked.';
 
+CREATE FUNCTION queue._heartbeat(job_ids bigint[], tokens uuid[], extend interval) RETURNS TABLE(job_id bigint, lease_expires_at timestamp with time zone, abort_requested boolean)
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
+    SET jit TO 'off'
+    AS $$
+#variable_conflict use_column
+begin
+    perform queue._check_interval(_heartbeat.extend, 'extend', true, false, 'lease');
+    return query
+    with input as (
+        select i.id, i.tok, i.n
+        from unnest(_heartbeat.job_ids, _heartbeat.tokens) with ordinality as i (id, tok, n)
+    ),
+    locked as (
+        -- By primary key (= any), never a scan of the running jobs: a token is set only
+        -- while a job runs, so token and unexpired lease say "running" without naming the
+        -- status (which would let the planner pick jobs_lease_idx on stale statistics).
+        select j.id from queue.jobs as j
+        where j.id = any (_heartbeat.job_ids) and j.lease_expires_at > now()
+          and exists (select from input as i where i.id = j.id and i.tok = j.token)
+        order by j.id
+        for update of j
+    ),
+    extended as (
+        update queue.jobs as j
+        set lease_expires_at = case
+            when j.abort_requested_at is not null then j.lease_expires_at
+            else now() + coalesce(
+                _heartbeat.extend,
+                (select q.lease from queue.queues as q where q.queue = j.queue),
+                interval '60 seconds')
+            end
+        from locked as l where j.id = l.id
+        returning j.id, j.token, j.lease_expires_at,
+            j.abort_requested_at is not null as abort_requested
+    )
+    -- by id and token: a wrong token beside the job's right one in the same call is lost
+    select i.id, e.lease_expires_at, e.abort_requested
+    from input as i left join extended as e on e.id = i.id and e.token = i.tok
+    order by i.n;
+end
+$$;
+
+COMMENT ON FUNCTION queue._heartbeat(job_ids bigint[], tokens uuid[], extend interval) IS 'Private: extend leases (not of jobs whose abort was requested); report aborts.';
+
+CREATE FUNCTION queue._heartbeat_one(job_id bigint, token uuid, extend interval) RETURNS TABLE(lease_expires_at timestamp with time zone, abort_requested boolean)
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
+    SET jit TO 'off'
+    AS $$
+#variable_conflict use_column
+begin
+    perform queue._check_interval(_heartbeat_one.extend, 'extend', true, false, 'lease');
+    return query
+    update queue.jobs as j
+    set lease_expires_at = case
+        when j.abort_requested_at is not null then j.lease_expires_at
+        else now() + coalesce(
+            _heartbeat_one.extend,
+            (select q.lease from queue.queues as q where q.queue = j.queue),
+            interval '60 seconds')
+        end
+    -- By primary key, never a scan of the running jobs (as complete): a token is set only
+    -- while a job runs, so token and unexpired lease say "running" without naming the
+    -- status, which would let the planner read jobs_lease_idx on stale statistics.
+    where j.id = _heartbeat_one.job_id and j.token = _heartbeat_one.token
+      and j.lease_expires_at > now()
+    returning j.lease_expires_at, j.abort_requested_at is not null;
+end
+$$;
+
+COMMENT ON FUNCTION queue._heartbeat_one(job_id bigint, token uuid, extend interval) IS 'Private: extend one lease (not of a job whose abort was requested); report an abort.';
+
 CREATE FUNCTION queue._hist_bounds() RETURNS double precision[]
     LANGUAGE sql IMMUTABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -1710,6 +1808,108 @@ begin
 end
 $$;
 
+CREATE FUNCTION queue._history_keep(queue_name text) RETURNS interval
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    select q.history_retention from queue.queues as q where q.queue = queue_name
+$$;
+
+COMMENT ON FUNCTION queue._history_keep(queue_name text) IS 'Private: a queue''s history retention.';
+
+CREATE FUNCTION queue._history_roll() RETURNS integer
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET lock_timeout TO '200ms'
+    SET "DateStyle" TO 'ISO, YMD'
+    SET "TimeZone" TO 'UTC'
+    AS $$
+declare
+    v_width interval;
+    v_longest interval;
+    v_part record;
+    v_dropped int := 0;
+    v_lo timestamptz;
+    v_hi timestamptz;
+    v_name text;
+begin
+    -- nothing kept and nothing to drop (the usual install): no lock, no write
+    if not exists (select from queue.queues as q where q.history_retention is not null)
+        and not exists (select from pg_inherits as i
+                        where i.inhparent = 'queue.history'::regclass
+                          and i.inhrelid <> 'queue.history_default'::regclass)
+        and not exists (select from queue.history_default) then
+        return 0;
+    end if;
+    insert into queue.history_settings as s (id) values (true) on conflict (id) do nothing;
+    select s.partition_width into v_width from queue.history_settings as s
+    where s.id for update skip locked;
+    if v_width is null then
+        return 0;  -- another session is rolling
+    end if;
+
+    for v_part in
+        select format('%I.%I', n.nspname, c.relname) as name,
+            (regexp_match(pg_get_expr(c.relpartbound, c.oid),
+                'TO \(''([^'']+)''\)'))[1]::timestamptz as hi
+        from pg_inherits as i
+        join pg_class as c on c.oid = i.inhrelid
+        join pg_namespace as n on n.oid = c.relnamespace
+        where i.inhparent = 'queue.history'::regclass
+          and pg_get_expr(c.relpartbound, c.oid) <> 'DEFAULT'
+        order by 2
+    loop
+        exit when v_part.hi > now();
+        begin
+            execute format('drop table %s', v_part.name);
+            v_dropped := v_dropped + 1;
+        exception when lock_not_available or object_in_use then
+            exit;  -- busy (another session, or a query of this one still reads it): next time
+        end;
+    end loop;
+    delete from queue.history_default as d where d.keep_until <= now();
+
+    select max(q.history_retention) into v_longest from queue.queues as q;
+    if v_longest is null then
+        return v_dropped;
+    end if;
+    -- partitions at least partition_width wide, and never more than about 50 ahead
+    v_width := greatest(v_width, date_trunc('second', v_longest / 48));
+    select max((regexp_match(pg_get_expr(c.relpartbound, c.oid),
+            'TO \(''([^'']+)''\)'))[1]::timestamptz)
+    into v_lo
+    from pg_inherits as i
+    join pg_class as c on c.oid = i.inhrelid
+    where i.inhparent = 'queue.history'::regclass
+      and pg_get_expr(c.relpartbound, c.oid) <> 'DEFAULT';
+    v_lo := greatest(coalesce(v_lo, '-infinity'), date_bin(v_width, now(), 'epoch'));
+    while v_lo < now() + v_longest + 2 * v_width loop
+        v_hi := v_lo + v_width;
+        v_name := 'history_' || to_char(v_lo, 'YYYYMMDD"T"HH24MISS');
+        begin
+            execute format('create table queue.%I (like queue.history including defaults '
+                'including constraints)', v_name);
+            execute format('alter table queue.%I add constraint %I check '
+                '(keep_until >= %L and keep_until < %L)', v_name, v_name || '_range', v_lo, v_hi);
+            -- rows that waited in the default partition for this range move first
+            execute format('with moved as (delete from queue.history_default as d '
+                'where d.keep_until >= %L and d.keep_until < %L returning d.*) '
+                'insert into queue.%I select * from moved', v_lo, v_hi, v_name);
+            execute format('alter table queue.history attach partition queue.%I '
+                'for values from (%L) to (%L)', v_name, v_lo, v_hi);
+            execute format('alter table queue.%I drop constraint %I', v_name, v_name || '_range');
+            execute format('revoke all on queue.%I from public', v_name);
+        exception when lock_not_available then
+            exit;  -- busy: next time (the subtransaction took the half-made table back)
+        end;
+        v_lo := v_hi;
+    end loop;
+    return v_dropped;
+end
+$$;
+
+COMMENT ON FUNCTION queue._history_roll() IS 'Private: drop passed history partitions, create those needed ahead.';
+
 CREATE FUNCTION queue._lease_lost(job_id bigint, token uuid) RETURNS void
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -1728,6 +1928,9 @@ begin
     elsif v_job.token is distinct from _lease_lost.token then
         -- not who holds it now: any caller with any job id would learn it
         v_detail := format('job %s was claimed again (attempt %s)', job_id, v_job.attempt);
+    elsif v_job.abort_requested_at is not null and v_job.lease_expires_at > now() then
+        v_detail := format('an abort of job %s was requested at %s: end the attempt with '
+            'queue.fail, the job ends cancelled', job_id, v_job.abort_requested_at);
     else
         v_detail := format('the lease of job %s expired at %s', job_id, v_job.lease_expires_at);
     end if;
@@ -1822,7 +2025,15 @@ begin
             v_keys := v_keys || v_job.cache_key;
             v_queues := v_queues || v_job.queue;
             v_reasons := v_reasons
-                || case when v_job.attempt >= v_job.max_attempts then 'dead' else 'retry' end;
+                || case when v_job.attempt >= v_job.max_attempts
+                             or v_job.abort_requested_at is not null then 'dead'
+                        else 'retry' end;
+        end if;
+        if v_job.abort_requested_at is not null then
+            -- aborted and never acknowledged: fenced now, cancelled, not retried
+            perform queue._bury(v_job.id, 'cancelled', 'aborted: ' || v_error, v_job.errors);
+            v_count := v_count + 1;
+            continue;
         end if;
         if v_job.attempt >= v_job.max_attempts then
             perform queue._bury(v_job.id, 'exhausted', v_error, v_job.errors);
@@ -1920,9 +2131,10 @@ begin
         limit lim;
         return;
     elsif cardinality(exclude_categories) > 0 then
+        -- (several queues share the batch round-robin, as below)
         return query
         select c.id, c.category, c.priority, c.available_at from (
-            select b.id, b.category, b.priority, b.available_at
+            select b.id, b.category, b.priority, b.available_at, q.name as queue
             from (select distinct q.name from unnest(queues) as q (name)) as q
             cross join lateral (
                 select j.id, j.category, j.priority, j.available_at from queue.jobs as j
@@ -1934,10 +2146,15 @@ begin
                 for update skip locked
             ) as b
             union all
-            select g.id, g.category, g.priority, g.available_at
+            select g.id, g.category, g.priority, g.available_at,
+                case when cardinality(queues) = 1 then queues[1]
+                     else (select j.queue from queue.jobs as j where j.id = g.id) end
             from queue._gated_scan(queues, lim, exclude_categories, exclude_ids) as g
         ) as c
-        order by c.priority desc, c.available_at, c.id
+        order by c.priority desc,
+            row_number() over (
+                partition by c.queue, c.priority order by c.available_at, c.id),
+            random()
         limit lim;
         return;
     end if;
@@ -2034,6 +2251,44 @@ $$;
 
 COMMENT ON FUNCTION queue._scan(queues text[], lim integer, exclude_categories text[], exclude_ids bigint[]) IS 'Private: the best ready jobs, locked SKIP LOCKED, by partial index.';
 
+CREATE FUNCTION queue._unpaused_queues(queues text[]) RETURNS text[]
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    with recursive ungated (queue) as (
+        (select j.queue from queue.jobs as j
+         where j.status = 'pending' and j.category is null
+         order by j.queue limit 1)
+        union all
+        select (select j.queue from queue.jobs as j
+                where j.status = 'pending' and j.category is null and j.queue > u.queue
+                order by j.queue limit 1)
+        from ungated as u where u.queue is not null
+    ),
+    gated (queue) as (
+        (select j.queue from queue.jobs as j
+         where j.status = 'pending' and j.category is not null
+         order by j.queue limit 1)
+        union all
+        select (select j.queue from queue.jobs as j
+                where j.status = 'pending' and j.category is not null and j.queue > g.queue
+                order by j.queue limit 1)
+        from gated as g where g.queue is not null
+    ),
+    candidates (queue) as (
+        select q.name from unnest(queues) as q (name) where queues is not null
+        union
+        select u.queue from ungated as u where queues is null and u.queue is not null
+        union
+        select g.queue from gated as g where queues is null and g.queue is not null
+    )
+    select coalesce(array_agg(c.queue order by c.queue), '{}')
+    from candidates as c
+    where not exists (select from queue.queues as p where p.paused and p.queue = c.queue)
+$$;
+
+COMMENT ON FUNCTION queue._unpaused_queues(queues text[]) IS 'Private: the queues a claim may take jobs from while some queue is paused.';
+
 CREATE FUNCTION queue.cancel(job_id bigint) RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -2056,9 +2311,13 @@ begin
             using errcode = '42704';
     end if;
     if v_job.status = 'running' then
-        raise exception 'job % is running and cannot be cancelled', cancel.job_id
-            using errcode = '55000',
-            hint = 'Wait for it to finish, or for its lease to expire.';
+        if v_job.abort_requested_at is null then
+            update queue.jobs as j set abort_requested_at = now() where j.id = v_job.id;
+            perform pg_notify('andal_abort', case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
+                then json_build_object('job_id', v_job.id, 'worker', v_job.worker)::text
+                else '{}' end);
+        end if;
+        return;
     end if;
     perform queue._bury(v_job.id, 'cancelled', 'cancelled', v_job.errors);
     if v_job.cache_key is not null then
@@ -2068,7 +2327,16 @@ begin
 end
 $$;
 
-COMMENT ON FUNCTION queue.cancel(job_id bigint) IS 'Withdraw a pending job (into the dead letters).';
+COMMENT ON FUNCTION queue.cancel(job_id bigint) IS 'Withdraw a pending job (into the dead letters), or ask a running job''s worker to stop it.';
+
+CREATE FUNCTION queue.category_limits() RETURNS TABLE(category text, max_running integer)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    select c.category, c.max_running from queue.categories as c order by c.category
+$$;
+
+COMMENT ON FUNCTION queue.category_limits() IS 'Every known category and its limit (max_running; 0: paused).';
 
 CREATE FUNCTION queue.claim(worker text, queues text[] DEFAULT NULL::text[], batch integer DEFAULT 1, lease interval DEFAULT NULL::interval) RETURNS TABLE(job_id bigint, queue text, category text, priority integer, payload jsonb, attempt integer, max_attempts integer, token uuid, lease_expires_at timestamp with time zone, enqueued_at timestamp with time zone, cache_key text, cache_version bigint)
     LANGUAGE plpgsql SECURITY DEFINER ROWS 10
@@ -2210,14 +2478,11 @@ begin
     -- gated job is ready, a queue is paused, or no job is ready: the direct statement cannot
     -- tell which, and what its probes saw may have changed since).
 
-    -- Paused queues are left out: a claim of every queue becomes one of the queues not
-    -- paused (every queue andal enqueued to has a row in queue.queues).
+    -- Paused queues are left out: a claim of every queue becomes one of the queues with
+    -- pending jobs that are not paused (queue._unpaused_queues; expired leases of queues
+    -- with running jobs only are then taken back by their own claims or queue.maintain).
     if (select p.queue from queue.queues as p where p.paused limit 1) is not null then
-        claim.queues := array(
-            select q.queue from queue.queues as q
-            where not q.paused
-              and (claim.queues is null or q.queue = any (claim.queues))
-            order by q.queue);
+        claim.queues := queue._unpaused_queues(claim.queues);
         if cardinality(claim.queues) = 0 then
             return;
         end if;
@@ -2378,6 +2643,8 @@ declare
     v_cache_key text;
     v_keep boolean;
     v_policy text;
+    v_history interval;
+    v_job record;
 begin
     if complete.job_id is null or complete.token is null then
         raise exception 'job_id and token must not be null' using errcode = '22004';
@@ -2388,8 +2655,9 @@ begin
     with gone as (
         delete from queue.jobs as j
         where j.id = complete.job_id and j.token = complete.token
-          and j.lease_expires_at > now()
-        returning j.id, j.queue, j.category, j.cache_key,
+          and j.lease_expires_at > now() and j.abort_requested_at is null
+        returning j.id, j.queue, j.category, j.cache_key, j.priority, j.payload, j.attempt,
+            j.max_attempts, j.enqueued_at, j.claimed_at, j.worker, j.errors, j.watched,
             date_part('epoch', now() - j.claimed_at) * 1000 as run_ms,
             width_bucket(date_part('epoch', now() - j.claimed_at) * 1000,
                 '{1,2,5,10,25,50,100,250,500,1000,2500,5000,10000,30000,60000}'::float8[])
@@ -2419,12 +2687,36 @@ begin
             wait_hist[array_position(excluded.wait_hist, 1::bigint)]
             = s.wait_hist[array_position(excluded.wait_hist, 1::bigint)] + 1
     )
-    select g.id, g.queue, g.category, g.cache_key, q.keep_results, q.cache_policy
-    into v_id, v_queue, v_category, v_cache_key, v_keep, v_policy
+    select g.*, q.keep_results, q.cache_policy, q.history_retention into v_job
     from gone as g
     left join queue.queues as q on q.queue = g.queue;
+    v_id := v_job.id;
+    v_queue := v_job.queue;
+    v_category := v_job.category;
+    v_cache_key := v_job.cache_key;
+    v_keep := v_job.keep_results;
+    v_policy := v_job.cache_policy;
+    v_history := v_job.history_retention;
     if v_id is null then
         perform queue._lease_lost(complete.job_id, complete.token);
+    end if;
+    if v_history is not null then
+        insert into queue.history (
+            job_id, queue, category, priority, state, payload, attempt, max_attempts,
+            enqueued_at, started_at, worker, result, errors, keep_until
+        ) values (
+            v_id, v_queue, v_category, v_job.priority, 'completed', v_job.payload,
+            v_job.attempt, v_job.max_attempts, v_job.enqueued_at,
+            v_job.claimed_at, v_job.worker, queue._check_result(complete.result, 'result'),
+            v_job.errors,
+            now() + v_history
+        );
+    end if;
+    if v_job.watched then
+        perform pg_notify('andal_done',
+
+                case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
+                    then v_id::text else '' end);
     end if;
     if v_category is not null then
         delete from queue.worker_locks as w where w.job_id = v_id;
@@ -2455,6 +2747,8 @@ declare
     v_keys text[];
     v_key_queues text[];
     v_key_results jsonb[];
+    v_history jsonb;  -- the completed jobs of queues that keep history
+    v_watched bigint[];  -- the completed jobs someone watches
 begin
     if complete_many.job_ids is null or complete_many.tokens is null then
         raise exception 'job_ids and tokens must not be null' using errcode = '22004';
@@ -2479,14 +2773,16 @@ begin
         -- stale statistics). A job has one token, so it matches at most one pair.
         select j.id, j.queue, i.n from input as i
         join queue.jobs as j on j.id = i.id and j.token = i.tok
-        where j.lease_expires_at > now()
+        where j.lease_expires_at > now() and j.abort_requested_at is null
         order by j.id
         for update of j
     ),
     gone as (
         -- (the queue too: a sharded table reads the job's shard only)
         delete from queue.jobs as j using locked as l where j.id = l.id and j.queue = l.queue
-        returning j.id, j.token, j.queue, j.category, j.cache_key, l.n,
+        returning j.id, j.token, j.queue, j.category, j.cache_key, l.n, j.priority, j.payload,
+            j.attempt, j.max_attempts, j.enqueued_at, j.claimed_at, j.worker, j.errors,
+            j.watched,
             date_part('epoch', now() - j.claimed_at) * 1000 as run_ms,
             width_bucket(date_part('epoch', now() - j.claimed_at) * 1000,
                 '{1,2,5,10,25,50,100,250,500,1000,2500,5000,10000,30000,60000}'::float8[])
@@ -2566,9 +2862,41 @@ begin
         array_agg(g.cache_key order by g.cache_key) filter (where g.cache_key is not null),
         array_agg(g.queue order by g.cache_key) filter (where g.cache_key is not null),
         array_agg(complete_many.results[g.n] order by g.cache_key)
-        filter (where g.cache_key is not null)
-    into v_ids, v_toks, v_keys, v_key_queues, v_key_results
+        filter (where g.cache_key is not null),
+        -- (usually none: the queues that keep history are read once)
+        jsonb_agg(jsonb_build_object(
+            'job_id', g.id, 'queue', g.queue, 'category', g.category, 'priority', g.priority,
+            'payload', g.payload, 'attempt', g.attempt, 'max_attempts', g.max_attempts,
+            'enqueued_at', g.enqueued_at, 'started_at', g.claimed_at, 'worker', g.worker,
+            'result', queue._check_result(complete_many.results[g.n], format('results[%s]', g.n)),
+            'errors', g.errors))
+        filter (where g.queue = any (array(
+            select q.queue from queue.queues as q where q.history_retention is not null
+            order by q.queue))),
+        array_agg(g.id) filter (where g.watched)
+    into v_ids, v_toks, v_keys, v_key_queues, v_key_results, v_history, v_watched
     from gone as g;
+
+    if v_history is not null then
+        insert into queue.history (
+            job_id, queue, category, priority, state, payload, attempt, max_attempts,
+            enqueued_at, started_at, worker, result, errors, keep_until
+        )
+        select h.job_id, h.queue, h.category, h.priority, 'completed', h.payload, h.attempt,
+            h.max_attempts, h.enqueued_at, h.started_at, h.worker, h.result, h.errors,
+            now() + queue._history_keep(h.queue)
+        from jsonb_to_recordset(v_history) as h (
+            job_id bigint, queue text, category text, priority int, payload jsonb,
+            attempt int, max_attempts int, enqueued_at timestamptz, started_at timestamptz,
+            worker text, result jsonb, errors jsonb
+        );
+    end if;
+    for v_i in 1 .. coalesce(cardinality(v_watched), 0) loop
+        perform pg_notify('andal_done',
+
+                case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
+                    then v_watched[v_i]::text else '' end);
+    end loop;
 
     for v_i in 1 .. coalesce(cardinality(v_keys), 0) loop
         perform cache._job_done(v_keys[v_i], (queue._config(v_key_queues[v_i])).cache_policy,
@@ -2588,6 +2916,26 @@ end
 $$;
 
 COMMENT ON FUNCTION queue.complete_many(job_ids bigint[], tokens uuid[], results jsonb[]) IS 'Complete several claimed jobs; returns completed = false where the lease was lost.';
+
+CREATE FUNCTION queue.configure_history(partition_width interval) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+begin
+    perform queue._check_interval(configure_history.partition_width, 'partition_width', true);
+    if configure_history.partition_width < interval '1 second' then
+        raise exception 'partition_width must be at least 1 second (got %)',
+            configure_history.partition_width using errcode = '22023';
+    end if;
+    insert into queue.history_settings as s (id, partition_width)
+    values (true, configure_history.partition_width)
+    on conflict (id) do update
+    set partition_width = excluded.partition_width, updated_at = now();
+end
+$$;
+
+COMMENT ON FUNCTION queue.configure_history(partition_width interval) IS 'The width of new history partitions.';
 
 CREATE FUNCTION queue.configure_queue(queue text, max_attempts integer DEFAULT NULL::integer, lease interval DEFAULT NULL::interval, backoff text DEFAULT NULL::text, backoff_base interval DEFAULT NULL::interval, backoff_cap interval DEFAULT NULL::interval, jitter real DEFAULT NULL::real, notify boolean DEFAULT NULL::boolean, payload_limit integer DEFAULT NULL::integer, keep_results boolean DEFAULT NULL::boolean, cache_policy text DEFAULT NULL::text) RETURNS SETOF queue.queues
     LANGUAGE plpgsql SECURITY DEFINER
@@ -2882,6 +3230,14 @@ begin
     end if;
     v_cfg := queue._config(v_job.queue);
 
+    if v_job.abort_requested_at is not null then
+        perform queue._bury(v_job.id, 'cancelled', v_error, v_job.errors
+            || queue._error_entry(v_job.attempt, v_error, v_job.worker));
+        if v_job.cache_key is not null then
+            perform cache._job_done(v_job.cache_key, v_cfg.cache_policy, null, 'dead');
+        end if;
+        return 'cancelled';
+    end if;
     if not fail.retryable or v_job.attempt >= v_job.max_attempts then
         v_job.errors := v_job.errors
             || queue._error_entry(v_job.attempt, v_error, v_job.worker);
@@ -2928,19 +3284,8 @@ begin
     if heartbeat.job_id is null or heartbeat.token is null then
         raise exception 'job_id and token must not be null' using errcode = '22004';
     end if;
-    perform queue._check_interval(heartbeat.extend, 'extend', true, false, 'lease');
-    update queue.jobs as j
-    set lease_expires_at = now() + coalesce(
-        heartbeat.extend,
-        (select q.lease from queue.queues as q where q.queue = j.queue),
-        interval '60 seconds'
-    )
-    -- By primary key, never a scan of the running jobs (as complete): a token is set only
-    -- while a job runs, so token and unexpired lease say "running" without naming the
-    -- status, which would let the planner read jobs_lease_idx on stale statistics.
-    where j.id = heartbeat.job_id and j.token = heartbeat.token
-      and j.lease_expires_at > now()
-    returning j.lease_expires_at into v_expires;
+    select h.lease_expires_at into v_expires
+    from queue._heartbeat_one(heartbeat.job_id, heartbeat.token, heartbeat.extend) as h;
     if v_expires is null then
         perform queue._lease_lost(heartbeat.job_id, heartbeat.token);
     end if;
@@ -2949,6 +3294,31 @@ end
 $$;
 
 COMMENT ON FUNCTION queue.heartbeat(job_id bigint, token uuid, extend interval) IS 'Extend the lease of a claimed job; raises AN001 when the lease is lost.';
+
+CREATE FUNCTION queue.heartbeat(job_id bigint, token uuid, report_abort boolean, extend interval DEFAULT NULL::interval) RETURNS TABLE(lease_expires_at timestamp with time zone, abort_requested boolean)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
+    SET jit TO 'off'
+    AS $$
+#variable_conflict use_column
+declare
+    v_expires timestamptz;
+    v_abort boolean;
+begin
+    if heartbeat.job_id is null or heartbeat.token is null or heartbeat.report_abort is null then
+        raise exception 'job_id, token and report_abort must not be null' using errcode = '22004';
+    end if;
+    select h.lease_expires_at, h.abort_requested into v_expires, v_abort
+    from queue._heartbeat_one(heartbeat.job_id, heartbeat.token, heartbeat.extend) as h;
+    if v_expires is null then
+        perform queue._lease_lost(heartbeat.job_id, heartbeat.token);
+    end if;
+    return query select v_expires, v_abort;
+end
+$$;
+
+COMMENT ON FUNCTION queue.heartbeat(job_id bigint, token uuid, report_abort boolean, extend interval) IS 'Extend the lease of a claimed job and report whether its abort was requested.';
 
 CREATE FUNCTION queue.heartbeat_many(job_ids bigint[], tokens uuid[], extend interval DEFAULT NULL::interval) RETURNS TABLE(job_id bigint, lease_expires_at timestamp with time zone)
     LANGUAGE plpgsql SECURITY DEFINER
@@ -2964,40 +3334,39 @@ begin
     if cardinality(heartbeat_many.job_ids) <> cardinality(heartbeat_many.tokens) then
         raise exception 'job_ids and tokens must have the same length' using errcode = '22023';
     end if;
-    perform queue._check_interval(heartbeat_many.extend, 'extend', true, false, 'lease');
     return query
-    with input as (
-        select i.id, i.tok, i.n
-        from unnest(heartbeat_many.job_ids, heartbeat_many.tokens) with ordinality as i (id, tok, n)
-    ),
-    locked as (
-        -- By primary key (= any), never a scan of the running jobs: a token is set only
-        -- while a job runs, so token and unexpired lease say "running" without naming the
-        -- status (which would let the planner pick jobs_lease_idx on stale statistics).
-        select j.id from queue.jobs as j
-        where j.id = any (heartbeat_many.job_ids) and j.lease_expires_at > now()
-          and exists (select from input as i where i.id = j.id and i.tok = j.token)
-        order by j.id
-        for update of j
-    ),
-    extended as (
-        update queue.jobs as j
-        set lease_expires_at = now() + coalesce(
-            heartbeat_many.extend,
-            (select q.lease from queue.queues as q where q.queue = j.queue),
-            interval '60 seconds'
-        )
-        from locked as l where j.id = l.id
-        returning j.id, j.token, j.lease_expires_at
-    )
-    -- by id and token: a wrong token beside the job's right one in the same call is lost
-    select i.id, e.lease_expires_at
-    from input as i left join extended as e on e.id = i.id and e.token = i.tok
-    order by i.n;
+    select h.job_id, h.lease_expires_at
+    from queue._heartbeat(heartbeat_many.job_ids, heartbeat_many.tokens, heartbeat_many.extend)
+        as h;
 end
 $$;
 
 COMMENT ON FUNCTION queue.heartbeat_many(job_ids bigint[], tokens uuid[], extend interval) IS 'Extend several leases; null expiry where the lease was lost.';
+
+CREATE FUNCTION queue.heartbeat_many(job_ids bigint[], tokens uuid[], report_abort boolean, extend interval DEFAULT NULL::interval) RETURNS TABLE(job_id bigint, lease_expires_at timestamp with time zone, abort_requested boolean)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
+    SET jit TO 'off'
+    AS $$
+#variable_conflict use_column
+begin
+    if heartbeat_many.job_ids is null or heartbeat_many.tokens is null
+        or heartbeat_many.report_abort is null then
+        raise exception 'job_ids, tokens and report_abort must not be null'
+            using errcode = '22004';
+    end if;
+    if cardinality(heartbeat_many.job_ids) <> cardinality(heartbeat_many.tokens) then
+        raise exception 'job_ids and tokens must have the same length' using errcode = '22023';
+    end if;
+    return query
+    select h.job_id, h.lease_expires_at, h.abort_requested
+    from queue._heartbeat(heartbeat_many.job_ids, heartbeat_many.tokens, heartbeat_many.extend)
+        as h;
+end
+$$;
+
+COMMENT ON FUNCTION queue.heartbeat_many(job_ids bigint[], tokens uuid[], report_abort boolean, extend interval) IS 'Extend several leases and report requested aborts; null where the lease was lost.';
 
 CREATE FUNCTION queue.job(job_id bigint) RETURNS SETOF queue.job_info
     LANGUAGE plpgsql STABLE SECURITY DEFINER ROWS 1
@@ -3229,6 +3598,7 @@ begin
         delete from queue.wal_samples as w where w.sampled_at < now() - interval '1 day';
         perform queue._forget_unused();
     end if;
+    perform queue._history_roll();
     return v_reaped;
 end
 $$;
@@ -3346,6 +3716,31 @@ $$;
 
 COMMENT ON FUNCTION queue.purge_dead(older_than interval) IS 'Delete dead letters older than an interval.';
 
+CREATE FUNCTION queue.purge_dead_jobs(job_ids bigint[]) RETURNS bigint
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+declare
+    v_count bigint;
+begin
+    if purge_dead_jobs.job_ids is null or array_position(purge_dead_jobs.job_ids, null) is not null
+    then
+        raise exception 'job_ids must not be null nor hold a null' using errcode = '22004';
+    end if;
+    if cardinality(purge_dead_jobs.job_ids) > 10000 then
+        raise exception 'at most 10000 job_ids per call (got %)',
+            cardinality(purge_dead_jobs.job_ids)
+            using errcode = '22023', hint = 'Purge in batches of 10000.';
+    end if;
+    delete from queue.dead_letters as d where d.job_id = any (purge_dead_jobs.job_ids);
+    get diagnostics v_count = row_count;
+    return v_count;
+end
+$$;
+
+COMMENT ON FUNCTION queue.purge_dead_jobs(job_ids bigint[]) IS 'Delete the dead letters with the given ids; returns how many.';
+
 CREATE FUNCTION queue.release(job_id bigint, token uuid, delay interval DEFAULT '00:00:00'::interval) RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -3360,6 +3755,12 @@ begin
         raise exception 'job_id and token must not be null' using errcode = '22004';
     end if;
     perform queue._check_interval(release.delay, 'delay', bound => 'delay');
+    if exists (select from queue.jobs as j
+               where j.id = release.job_id and j.token = release.token
+                 and j.lease_expires_at > now() and j.abort_requested_at is not null) then
+        perform queue.fail(release.job_id, release.token, 'aborted: released');
+        return;
+    end if;
     update queue.jobs as j
     set status = 'pending', attempt = greatest(j.attempt - 1, 0), token = null, worker = null,
         claimed_at = null, lease_expires_at = null, available_at = now() + release.delay
@@ -3472,6 +3873,24 @@ end
 $$;
 
 COMMENT ON FUNCTION queue.set_category_limit(category text, max_running integer) IS 'At most max_running running jobs of a category (0 pauses it).';
+
+CREATE FUNCTION queue.set_history(queue text, retention interval) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+begin
+    perform queue._check_name(set_history.queue, 'queue');
+    perform queue._check_interval(set_history.retention, 'retention', true, false);
+    perform queue._config(set_history.queue);
+    update queue.queues as q
+    set history_retention = set_history.retention, updated_at = now()
+    where q.queue = set_history.queue;
+    perform queue._history_roll();
+end
+$$;
+
+COMMENT ON FUNCTION queue.set_history(queue text, retention interval) IS 'Keep a queue''s finished jobs for retention (null: none), for queue.job.';
 
 CREATE FUNCTION queue.set_shards(shards integer) RETURNS bigint
     LANGUAGE plpgsql SECURITY DEFINER
@@ -3840,6 +4259,42 @@ $$;
 
 COMMENT ON FUNCTION queue.stats() IS 'Per queue and category: counts, run time, outcomes over 1m/15m/1h, failure rate, contention, pickup latency.';
 
+CREATE FUNCTION queue.stats_by_minute(span interval DEFAULT '01:00:00'::interval) RETURNS TABLE(queue text, minute timestamp with time zone, completed bigint, retried bigint, dead bigint, failure_rate double precision)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+declare
+    v_from timestamptz;
+begin
+    perform queue._check_interval(stats_by_minute.span, 'span', true);
+    if stats_by_minute.span > interval '1 day' then
+        raise exception 'span must be at most 1 day (got %)', stats_by_minute.span
+            using errcode = '22023', hint = 'The per-minute counters are kept for a day.';
+    end if;
+    v_from := date_trunc('minute', now() - stats_by_minute.span) + interval '1 minute';
+    return query
+    with m as (
+        select s.queue, s.minute, sum(s.completed)::bigint as completed,
+            sum(s.retried)::bigint as retried, sum(s.dead)::bigint as dead
+        from queue.stat_minutes as s
+        where s.minute >= v_from
+        group by 1, 2
+    )
+    select q.queue, g.minute, coalesce(m.completed, 0), coalesce(m.retried, 0),
+        coalesce(m.dead, 0),
+        (m.retried + m.dead)::double precision / nullif(m.completed + m.retried + m.dead, 0)
+    from (select distinct m.queue from m) as q
+    cross join generate_series(v_from, date_trunc('minute', now()), interval '1 minute') as g (
+        minute
+    )
+    left join m on m.queue = q.queue and m.minute = g.minute
+    order by q.queue, g.minute;
+end
+$$;
+
+COMMENT ON FUNCTION queue.stats_by_minute(span interval) IS 'Per queue and minute of the last span: attempts completed, retried and dead.';
+
 CREATE FUNCTION queue.status() RETURNS TABLE(queue text, ready bigint, scheduled bigint, running bigint, dead bigint, oldest_ready_age interval)
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -3876,6 +4331,29 @@ CREATE FUNCTION queue.version() RETURNS text
     AS $$ select '0.1.0'::text $$;
 
 COMMENT ON FUNCTION queue.version() IS 'The installed andal release.';
+
+CREATE FUNCTION queue.watch(job_id bigint) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
+    SET jit TO 'off'
+    AS $$
+#variable_conflict use_column
+declare
+    v_id bigint;
+begin
+    if watch.job_id is null then
+        raise exception 'job_id must not be null' using errcode = '22004';
+    end if;
+    update queue.jobs as j set watched = true
+    where j.id = watch.job_id and not j.watched
+    returning j.id into v_id;
+    return v_id is not null
+        or exists (select from queue.jobs as j where j.id = watch.job_id);
+end
+$$;
+
+COMMENT ON FUNCTION queue.watch(job_id bigint) IS 'Ask for a NOTIFY andal_done when a job ends; true when it is still live.';
 
 CREATE FUNCTION queue.workers() RETURNS TABLE(worker text, running bigint, queues text[], oldest_claim_age interval, next_lease_expiry interval, connections bigint)
     LANGUAGE sql STABLE SECURITY DEFINER
@@ -4450,9 +4928,17 @@ REVOKE ALL ON FUNCTION queue._forget_unused() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._gated_scan(queues text[], lim integer, exclude_categories text[], exclude_ids bigint[]) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION queue._heartbeat(job_ids bigint[], tokens uuid[], extend interval) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._heartbeat_one(job_id bigint, token uuid, extend interval) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION queue._hist_bounds() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._hist_quantile(hist bigint[], q double precision) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._history_keep(queue_name text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._history_roll() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._lease_lost(job_id bigint, token uuid) FROM PUBLIC;
 
@@ -4470,8 +4956,15 @@ REVOKE ALL ON FUNCTION queue._record(queue_name text, category_name text, comple
 
 REVOKE ALL ON FUNCTION queue._scan(queues text[], lim integer, exclude_categories text[], exclude_ids bigint[]) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION queue._unpaused_queues(queues text[]) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION queue.cancel(job_id bigint) FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.cancel(job_id bigint) TO andal_admin;
+
+REVOKE ALL ON FUNCTION queue.category_limits() FROM PUBLIC;
+GRANT ALL ON FUNCTION queue.category_limits() TO andal_admin;
+GRANT ALL ON FUNCTION queue.category_limits() TO andal_worker;
+GRANT ALL ON FUNCTION queue.category_limits() TO andal_monitor;
 
 REVOKE ALL ON FUNCTION queue.claim(worker text, queues text[], batch integer, lease interval) FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.claim(worker text, queues text[], batch integer, lease interval) TO andal_worker;
@@ -4484,6 +4977,9 @@ GRANT ALL ON FUNCTION queue.complete(job_id bigint, token uuid, result jsonb) TO
 REVOKE ALL ON FUNCTION queue.complete_many(job_ids bigint[], tokens uuid[], results jsonb[]) FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.complete_many(job_ids bigint[], tokens uuid[], results jsonb[]) TO andal_worker;
 GRANT ALL ON FUNCTION queue.complete_many(job_ids bigint[], tokens uuid[], results jsonb[]) TO andal_admin;
+
+REVOKE ALL ON FUNCTION queue.configure_history(partition_width interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION queue.configure_history(partition_width interval) TO andal_admin;
 
 REVOKE ALL ON FUNCTION queue.configure_queue(queue text, max_attempts integer, lease interval, backoff text, backoff_base interval, backoff_cap interval, jitter real, notify boolean, payload_limit integer, keep_results boolean, cache_policy text) FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.configure_queue(queue text, max_attempts integer, lease interval, backoff text, backoff_base interval, backoff_cap interval, jitter real, notify boolean, payload_limit integer, keep_results boolean, cache_policy text) TO andal_admin;
@@ -4504,9 +5000,17 @@ REVOKE ALL ON FUNCTION queue.heartbeat(job_id bigint, token uuid, extend interva
 GRANT ALL ON FUNCTION queue.heartbeat(job_id bigint, token uuid, extend interval) TO andal_worker;
 GRANT ALL ON FUNCTION queue.heartbeat(job_id bigint, token uuid, extend interval) TO andal_admin;
 
+REVOKE ALL ON FUNCTION queue.heartbeat(job_id bigint, token uuid, report_abort boolean, extend interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION queue.heartbeat(job_id bigint, token uuid, report_abort boolean, extend interval) TO andal_worker;
+GRANT ALL ON FUNCTION queue.heartbeat(job_id bigint, token uuid, report_abort boolean, extend interval) TO andal_admin;
+
 REVOKE ALL ON FUNCTION queue.heartbeat_many(job_ids bigint[], tokens uuid[], extend interval) FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.heartbeat_many(job_ids bigint[], tokens uuid[], extend interval) TO andal_worker;
 GRANT ALL ON FUNCTION queue.heartbeat_many(job_ids bigint[], tokens uuid[], extend interval) TO andal_admin;
+
+REVOKE ALL ON FUNCTION queue.heartbeat_many(job_ids bigint[], tokens uuid[], report_abort boolean, extend interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION queue.heartbeat_many(job_ids bigint[], tokens uuid[], report_abort boolean, extend interval) TO andal_worker;
+GRANT ALL ON FUNCTION queue.heartbeat_many(job_ids bigint[], tokens uuid[], report_abort boolean, extend interval) TO andal_admin;
 
 REVOKE ALL ON FUNCTION queue.job(job_id bigint) FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.job(job_id bigint) TO andal_producer;
@@ -4541,6 +5045,9 @@ GRANT ALL ON FUNCTION queue.pause(queue text) TO andal_admin;
 REVOKE ALL ON FUNCTION queue.purge_dead(older_than interval) FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.purge_dead(older_than interval) TO andal_admin;
 
+REVOKE ALL ON FUNCTION queue.purge_dead_jobs(job_ids bigint[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION queue.purge_dead_jobs(job_ids bigint[]) TO andal_admin;
+
 REVOKE ALL ON FUNCTION queue.release(job_id bigint, token uuid, delay interval) FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.release(job_id bigint, token uuid, delay interval) TO andal_worker;
 GRANT ALL ON FUNCTION queue.release(job_id bigint, token uuid, delay interval) TO andal_admin;
@@ -4553,6 +5060,9 @@ GRANT ALL ON FUNCTION queue.resume(queue text) TO andal_admin;
 
 REVOKE ALL ON FUNCTION queue.set_category_limit(category text, max_running integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.set_category_limit(category text, max_running integer) TO andal_admin;
+
+REVOKE ALL ON FUNCTION queue.set_history(queue text, retention interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION queue.set_history(queue text, retention interval) TO andal_admin;
 
 REVOKE ALL ON FUNCTION queue.set_shards(shards integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.set_shards(shards integer) TO andal_admin;
@@ -4570,6 +5080,11 @@ GRANT ALL ON FUNCTION queue.stats() TO andal_admin;
 GRANT ALL ON FUNCTION queue.stats() TO andal_worker;
 GRANT ALL ON FUNCTION queue.stats() TO andal_monitor;
 
+REVOKE ALL ON FUNCTION queue.stats_by_minute(span interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION queue.stats_by_minute(span interval) TO andal_admin;
+GRANT ALL ON FUNCTION queue.stats_by_minute(span interval) TO andal_worker;
+GRANT ALL ON FUNCTION queue.stats_by_minute(span interval) TO andal_monitor;
+
 REVOKE ALL ON FUNCTION queue.status() FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.status() TO andal_admin;
 GRANT ALL ON FUNCTION queue.status() TO andal_worker;
@@ -4580,6 +5095,11 @@ GRANT ALL ON FUNCTION queue.version() TO andal_producer;
 GRANT ALL ON FUNCTION queue.version() TO andal_worker;
 GRANT ALL ON FUNCTION queue.version() TO andal_admin;
 GRANT ALL ON FUNCTION queue.version() TO andal_monitor;
+
+REVOKE ALL ON FUNCTION queue.watch(job_id bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION queue.watch(job_id bigint) TO andal_producer;
+GRANT ALL ON FUNCTION queue.watch(job_id bigint) TO andal_worker;
+GRANT ALL ON FUNCTION queue.watch(job_id bigint) TO andal_admin;
 
 REVOKE ALL ON FUNCTION queue.workers() FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.workers() TO andal_admin;

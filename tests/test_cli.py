@@ -227,7 +227,8 @@ def test_worker_runs_a_module_by_import_path(
     conn.execute("select queue.enqueue(payload => '{}', queue => 'leased')")
     env = dict(os.environ, DATABASE_URL=dsn)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "andal.cli", "worker", "workers.recording", "--poll", "0.2"],
+        [sys.executable, "-m", "andal.cli", "worker", "workers.recording", "--poll", "0.2"]
+        + ["--log-level", "debug"],  # the per-job claimed/completed lines are debug
         cwd=HERE,
         env=env,
         stdout=subprocess.PIPE,

@@ -50,6 +50,14 @@ def test_the_wheel_ships_every_sql_file(tmp_path: Path) -> None:
     assert len(sources) > 40
     assert [s for s in sources if s not in shipped] == []
     assert not [n for n in shipped if n.startswith("andal/sql/tests")]
+    # and the dashboard's templates, script and style (package data of andal.web)
+    web = ROOT / "pydriver" / "andal" / "web"
+    data = [
+        "andal/web/" + p.relative_to(web).as_posix()
+        for part in ("templates", "static")
+        for p in (web / part).iterdir()
+    ]
+    assert len(data) > 5 and [d for d in data if d not in shipped] == []
 
 
 def test_the_sdist_carries_the_sql_and_builds_a_wheel_with_it(tmp_path: Path) -> None:

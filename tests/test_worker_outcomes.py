@@ -64,7 +64,7 @@ def test_worker_decorator_and_unknown_queue(dsn: str) -> None:
 
 
 def test_leased_outcomes(dsn: str, conn: psycopg.Connection, clean: None, caplog) -> None:
-    caplog.set_level(logging.INFO, logger="andal")
+    caplog.set_level(logging.DEBUG, logger="andal")  # claimed/completed lines are debug
     andal.configure_queue(conn, "out", keep_results=True, max_attempts=3, backoff_base=30)
     seen: list[int] = []
 

@@ -5,6 +5,8 @@ Producers::
     import andal
     andal.Client(dsn).enqueue({"to": "a@b.c"}, "mail")
     andal.enqueue(conn, {"to": "a@b.c"}, "mail")      # in the caller's transaction
+    await andal.enqueue(aconn, {"to": "a@b.c"}, "mail")   # on a psycopg AsyncConnection
+    await andal.AsyncClient(dsn).enqueue({"to": "a@b.c"}, "mail")
 
 Workers::
 
@@ -12,6 +14,10 @@ Workers::
 
     @registry.handler("mail")
     def send(job: andal.Job) -> dict:
+        ...
+
+    @registry.handler("fetch", limit=50)       # awaited on the worker's event loop
+    async def fetch(job: andal.Job) -> None:
         ...
 
     @registry.handler("ledger", transactional=True)
@@ -24,8 +30,9 @@ Workers::
 from __future__ import annotations
 
 from .cache import REFRESH_QUEUE, Cache, Lookup, refresh_handler, register_refresh
-from .client import Client, configure_queue, enqueue, enqueue_many, set_category_limit
+from .client import AsyncClient, Client, configure_queue, enqueue, enqueue_many, set_category_limit
 from .errors import AndalError, LeaseLost, NotInstalled
+from .jobs import JobInfo
 from .sources import sql_version
 from .worker import Fail, Handler, Job, Registry, Retry, Worker
 
@@ -49,11 +56,13 @@ __version__ = _version()
 __all__ = [
     "REFRESH_QUEUE",
     "AndalError",
+    "AsyncClient",
     "Cache",
     "Client",
     "Fail",
     "Handler",
     "Job",
+    "JobInfo",
     "LeaseLost",
     "Lookup",
     "NotInstalled",

@@ -28,7 +28,8 @@ from typing import Any
 
 import psycopg
 
-from . import __version__, client, logs, sql
+from . import __version__, client, logs
+from . import statements as sql
 from .errors import NotInstalled
 from .install import SqlNotFound, install, sql_dir
 from .worker import Registry, Worker, database_labels, is_connection_error
@@ -247,6 +248,8 @@ def cmd_worker(args: argparse.Namespace) -> int:
             metrics_port=args.metrics_port,
             metrics_addr=args.metrics_addr,
             tracing=False if args.no_tracing else None,
+            pooler=args.pooler,
+            listen_dsn=args.listen_dsn,
         )
         return worker.run()
     except ValueError as exc:  # e.g. --queue without a handler
@@ -875,7 +878,8 @@ def parser() -> argparse.ArgumentParser:
         description="andal: a job queue inside PostgreSQL.",
         epilog=(
             "exit codes: 1 refused by the database, 2 bad usage, 3 database unreachable,"
-            " 4 andal not installed, 5 handler module not loadable"
+            " 4 andal not installed, 5 handler module not loadable,"
+            " 6 worker stopped by a configuration problem (see its configuration_error lines)"
         ),
     )
     p.add_argument("--version", action="version", version=f"andal {__version__}")
@@ -940,6 +944,20 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="no OpenTelemetry spans even when a tracer provider is set",
     )
+    s.add_argument(
+        "--pooler",
+        choices=["transaction", "session"],
+        help="a pooler (pgbouncer) is between the worker and the database, in this mode:"
+        " no server-side prepared statements; in transaction mode LISTEN needs --listen-dsn"
+        " (otherwise the worker polls)",
+    )
+    s.add_argument(
+        "--listen-dsn",
+        action="append",
+        metavar="DSN",
+        help="a direct connection (not through the pooler) for LISTEN and the vacuum's lock;"
+        " one per --dsn, in the same order",
+    )
     s.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     s.set_defaults(func=cmd_worker)
 
@@ -989,6 +1007,12 @@ def parser() -> argparse.ArgumentParser:
     from .cli_jobs import add_commands
 
     add_commands(sub, connect, CliError)
+
+    from .web import command as web  # argparse only: the web libraries load when it runs
+
+    s = sub.add_parser("web", help="serve the dashboard to a browser (docs/web.md)")
+    web.add_arguments(s)
+    s.set_defaults(func=web.run)
     return p
 
 

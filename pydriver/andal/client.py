@@ -4,6 +4,10 @@
 connection (so the job commits or rolls back with the caller's own writes). ``Client`` holds a
 DSN and opens a short connection per call, or uses ``conn=`` when given one.
 
+Each function also takes a ``psycopg.AsyncConnection``: it then returns an awaitable
+(``await andal.enqueue(aconn, ...)``), with the same statement and the same semantics.
+``AsyncClient`` is ``Client`` for asyncio code: the same routing, every method awaited.
+
 A ``Client`` may hold several DSNs (several andal databases, docs/multi-db.md): each job then
 goes to the database of its queue, ``Client.dsn_for(queue)``: the one ``routes`` names for the
 queue, otherwise ``dsns[route(queue, len(dsns))]``, where ``route`` is the CRC-32 of the queue
@@ -13,14 +17,47 @@ name modulo the number of databases.
 from __future__ import annotations
 
 import zlib
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, TypeVar, overload
 
 import psycopg
 from psycopg.types.json import Jsonb
 
-from . import sql
+from . import jobs
+from . import statements as sql
 from .worker import Seconds, as_interval, dsn_list
+
+T = TypeVar("T")
+AnyConnection = psycopg.Connection[Any] | psycopg.AsyncConnection[Any]
+Rows = list[tuple[Any, ...]]
+
+
+def _send(
+    conn: AnyConnection, statement: str, params: dict[str, Any], shape: Callable[[Rows], T]
+) -> T | Awaitable[T]:
+    """Run ``statement`` on ``conn`` and give its rows to ``shape``: at once on a
+    ``Connection``, as an awaitable on an ``AsyncConnection``."""
+    if isinstance(conn, psycopg.AsyncConnection):
+
+        async def run() -> T:
+            cur = await conn.execute(statement, params)
+            return shape(await cur.fetchall() if cur.description else [])
+
+        return run()
+    cur = conn.execute(statement, params)
+    return shape(cur.fetchall() if cur.description else [])
+
+
+def _first(rows: Rows) -> Any:
+    return rows[0][0] if rows else None
+
+
+def _column(rows: Rows) -> list[Any]:
+    return [row[0] for row in rows]
+
+
+def _nothing(rows: Rows) -> None:
+    return None
 
 
 def route(queue: str, count: int) -> int:
@@ -51,8 +88,36 @@ def _params(
     }
 
 
+@overload
 def enqueue(
-    conn: psycopg.Connection,
+    conn: psycopg.AsyncConnection[Any],
+    payload: Any,
+    queue: str = ...,
+    *,
+    category: str | None = ...,
+    priority: int = ...,
+    delay: Seconds | None = ...,
+    max_attempts: int | None = ...,
+    dedup_key: str | None = ...,
+    cache_key: str | None = ...,
+    cache_value: Any = ...,
+) -> Awaitable[int | None]: ...
+@overload
+def enqueue(
+    conn: psycopg.Connection[Any],
+    payload: Any,
+    queue: str = ...,
+    *,
+    category: str | None = ...,
+    priority: int = ...,
+    delay: Seconds | None = ...,
+    max_attempts: int | None = ...,
+    dedup_key: str | None = ...,
+    cache_key: str | None = ...,
+    cache_value: Any = ...,
+) -> int | None: ...
+def enqueue(
+    conn: AnyConnection,
     payload: Any,
     queue: str = "default",
     *,
@@ -63,8 +128,9 @@ def enqueue(
     dedup_key: str | None = None,
     cache_key: str | None = None,
     cache_value: Any = None,
-) -> int | None:
-    """Enqueue one job on ``conn``; returns its id (as ``queue.enqueue`` answers it)."""
+) -> int | None | Awaitable[int | None]:
+    """Enqueue one job on ``conn``; returns its id (as ``queue.enqueue`` answers it). On an
+    ``AsyncConnection``, returns an awaitable of it."""
     params = _params(queue, category, priority, delay, max_attempts)
     params.update(
         payload=Jsonb(payload),
@@ -72,12 +138,35 @@ def enqueue(
         cache_key=cache_key,
         cache_value=None if cache_value is None else Jsonb(cache_value),
     )
-    row = conn.execute(sql.ENQUEUE, params).fetchone()
-    return row[0] if row else None
+    return _send(conn, sql.ENQUEUE, params, _first)
 
 
+@overload
 def enqueue_many(
-    conn: psycopg.Connection,
+    conn: psycopg.AsyncConnection[Any],
+    payloads: Sequence[Any],
+    queue: str = ...,
+    *,
+    category: str | None = ...,
+    priority: int = ...,
+    delay: Seconds | None = ...,
+    max_attempts: int | None = ...,
+    dedup_keys: Sequence[str | None] | None = ...,
+) -> Awaitable[list[int | None]]: ...
+@overload
+def enqueue_many(
+    conn: psycopg.Connection[Any],
+    payloads: Sequence[Any],
+    queue: str = ...,
+    *,
+    category: str | None = ...,
+    priority: int = ...,
+    delay: Seconds | None = ...,
+    max_attempts: int | None = ...,
+    dedup_keys: Sequence[str | None] | None = ...,
+) -> list[int | None]: ...
+def enqueue_many(
+    conn: AnyConnection,
     payloads: Sequence[Any],
     queue: str = "default",
     *,
@@ -86,26 +175,19 @@ def enqueue_many(
     delay: Seconds | None = None,
     max_attempts: int | None = None,
     dedup_keys: Sequence[str | None] | None = None,
-) -> list[int | None]:
-    """Enqueue many jobs in one statement on ``conn``; returns the ids in input order."""
+) -> list[int | None] | Awaitable[list[int | None]]:
+    """Enqueue many jobs in one statement on ``conn``; returns the ids in input order (an
+    awaitable of them on an ``AsyncConnection``)."""
     params = _params(queue, category, priority, delay, max_attempts)
     params.update(
         payloads=[Jsonb(p) for p in payloads],
         dedup_keys=list(dedup_keys) if dedup_keys is not None else None,
     )
-    return [row[0] for row in conn.execute(sql.ENQUEUE_MANY, params).fetchall()]
+    return _send(conn, sql.ENQUEUE_MANY, params, _column)
 
 
-class Client:
-    """A producer bound to one DSN or several. Every method takes an optional ``conn`` to
-    join the caller's transaction instead of committing on its own.
-
-    With several DSNs each job goes to the database of its queue (``dsn_for``): the DSN
-    ``routes`` gives for the queue (a DSN of the list, or its index), otherwise
-    ``dsns[route(queue, len(dsns))]``. With ``conn=`` the job goes on that connection: the
-    caller chose the database (``dsn_for`` tells which one the queue belongs to). Job ids
-    are per database: the same id may exist in two of them.
-    """
+class _Routes:
+    """Which database each queue's jobs go to (see ``Client``); shared by both clients."""
 
     def __init__(
         self, dsn: str | Sequence[str], *, routes: Mapping[str, str | int] | None = None
@@ -136,6 +218,43 @@ class Client:
         """The DSN of the database ``queue``'s jobs go to."""
         return self.dsns[self.index_for(queue)]
 
+    def _plan(
+        self, payloads: Sequence[Any], queues: Sequence[str], one_conn: bool,
+        options: dict[str, Any],
+    ) -> tuple[dict[int, dict[str, list[int]]], Sequence[str | None] | None]:  # fmt: skip
+        """Jobs of several queues, grouped: database index -> queue -> positions in the
+        input, in input order (everything on database 0 when the caller gave ``conn``); and
+        the ``dedup_keys`` taken out of ``options``."""
+        if len(queues) != len(payloads):
+            raise ValueError("queue: give one queue name per payload")
+        dedup_keys = options.pop("dedup_keys", None)
+        if dedup_keys is not None and len(dedup_keys) != len(payloads):
+            raise ValueError("dedup_keys: give one key (or None) per payload")
+        plan: dict[int, dict[str, list[int]]] = {}
+        for i, q in enumerate(queues):
+            where = 0 if one_conn else self.index_for(q)
+            plan.setdefault(where, {}).setdefault(q, []).append(i)
+        return plan, dedup_keys
+
+
+def _group(
+    payloads: Sequence[Any], positions: list[int], dedup_keys: Sequence[str | None] | None
+) -> tuple[list[Any], list[str | None] | None]:
+    keys = None if dedup_keys is None else [dedup_keys[i] for i in positions]
+    return [payloads[i] for i in positions], keys
+
+
+class Client(_Routes):
+    """A producer bound to one DSN or several. Every method takes an optional ``conn`` to
+    join the caller's transaction instead of committing on its own.
+
+    With several DSNs each job goes to the database of its queue (``dsn_for``): the DSN
+    ``routes`` gives for the queue (a DSN of the list, or its index), otherwise
+    ``dsns[route(queue, len(dsns))]``. With ``conn=`` the job goes on that connection: the
+    caller chose the database (``dsn_for`` tells which one the queue belongs to). Job ids
+    are per database: the same id may exist in two of them.
+    """
+
     def _connect(self, dsn: str | None = None) -> psycopg.Connection:
         return psycopg.connect(dsn or self.dsns[0], autocommit=True)
 
@@ -165,26 +284,14 @@ class Client:
                 return enqueue_many(conn, payloads, queue, **options)
             with self._connect(self.dsn_for(queue)) as own:
                 return enqueue_many(own, payloads, queue, **options)
-        queues = list(queue)
-        if len(queues) != len(payloads):
-            raise ValueError("queue: give one queue name per payload")
-        dedup_keys = options.pop("dedup_keys", None)
-        if dedup_keys is not None and len(dedup_keys) != len(payloads):
-            raise ValueError("dedup_keys: give one key (or None) per payload")
-        # database index -> queue -> positions in the input, in input order
-        plan: dict[int, dict[str, list[int]]] = {}
-        for i, q in enumerate(queues):
-            where = 0 if conn is not None else self.index_for(q)
-            plan.setdefault(where, {}).setdefault(q, []).append(i)
+        plan, dedup_keys = self._plan(payloads, list(queue), conn is not None, options)
         ids: list[int | None] = [None] * len(payloads)
 
         def send(c: psycopg.Connection, groups: dict[str, list[int]]) -> None:
             with c.transaction():
                 for q, positions in groups.items():
-                    keys = None if dedup_keys is None else [dedup_keys[i] for i in positions]
-                    got = enqueue_many(
-                        c, [payloads[i] for i in positions], q, dedup_keys=keys, **options
-                    )
+                    batch, keys = _group(payloads, positions, dedup_keys)
+                    got = enqueue_many(c, batch, q, dedup_keys=keys, **options)
                     for i, job_id in zip(positions, got, strict=True):
                         ids[i] = job_id
 
@@ -196,11 +303,73 @@ class Client:
                 send(own, groups)
         return ids
 
+    def job(self, job_id: int, *, queue: str | None = None) -> jobs.JobInfo | None:
+        """``queue.job``: the job as andal remembers it, or None (see ``andal.jobs.job``).
+        ``queue`` names the database with several DSNs (default: the first)."""
+        with self._connect(None if queue is None else self.dsn_for(queue)) as own:
+            return jobs.job(own, job_id)
 
-def configure_queue(conn: psycopg.Connection, queue: str, **policy: Any) -> None:
+    def wait(
+        self, job_id: int, timeout: float, *, queue: str | None = None, poll: float = 1.0
+    ) -> jobs.JobInfo | None:
+        """Wait up to ``timeout`` seconds for the job to finish: its final state and result
+        (see ``andal.jobs.wait``; TimeoutError when it is still live then)."""
+        dsn = self.dsns[0] if queue is None else self.dsn_for(queue)
+        return jobs.wait(dsn, job_id, timeout, poll=poll)
+
+
+class AsyncClient(_Routes):
+    """``Client`` for asyncio code: the same routing and semantics, on
+    ``psycopg.AsyncConnection`` (``conn=`` joins the caller's transaction)."""
+
+    async def _connect(self, dsn: str) -> psycopg.AsyncConnection:
+        return await psycopg.AsyncConnection.connect(dsn, autocommit=True)
+
+    async def enqueue(
+        self, payload: Any, queue: str = "default", *,
+        conn: psycopg.AsyncConnection | None = None, **options: Any,
+    ) -> int | None:  # fmt: skip
+        """Enqueue one job on the database of ``queue`` (or on ``conn``); returns its id."""
+        if conn is not None:
+            return await enqueue(conn, payload, queue, **options)
+        async with await self._connect(self.dsn_for(queue)) as own:
+            return await enqueue(own, payload, queue, **options)
+
+    async def enqueue_many(
+        self, payloads: Sequence[Any], queue: str | Sequence[str] = "default", *,
+        conn: psycopg.AsyncConnection | None = None, **options: Any,
+    ) -> list[int | None]:  # fmt: skip
+        """Enqueue many jobs; returns their ids in input order (see ``Client.enqueue_many``)."""
+        if isinstance(queue, str):
+            if conn is not None:
+                return await enqueue_many(conn, payloads, queue, **options)
+            async with await self._connect(self.dsn_for(queue)) as own:
+                return await enqueue_many(own, payloads, queue, **options)
+        plan, dedup_keys = self._plan(payloads, list(queue), conn is not None, options)
+        ids: list[int | None] = [None] * len(payloads)
+
+        async def send(c: psycopg.AsyncConnection, groups: dict[str, list[int]]) -> None:
+            async with c.transaction():
+                for q, positions in groups.items():
+                    batch, keys = _group(payloads, positions, dedup_keys)
+                    got = await enqueue_many(c, batch, q, dedup_keys=keys, **options)
+                    for i, job_id in zip(positions, got, strict=True):
+                        ids[i] = job_id
+
+        for where, groups in plan.items():
+            if conn is not None:
+                await send(conn, groups)
+                continue
+            async with await self._connect(self.dsns[where]) as own:
+                await send(own, groups)
+        return ids
+
+
+def configure_queue(conn: AnyConnection, queue: str, **policy: Any) -> None | Awaitable[None]:
     """Set a queue's policy (``queue.configure_queue``); options left out keep their value.
 
     Intervals (``lease``, ``backoff_base``, ``backoff_cap``) take seconds or a timedelta.
+    On an ``AsyncConnection``, returns an awaitable.
     """
     names = (
         "max_attempts", "lease", "backoff", "backoff_base", "backoff_cap", "jitter", "notify",
@@ -212,9 +381,13 @@ def configure_queue(conn: psycopg.Connection, queue: str, **policy: Any) -> None
     params: dict[str, Any] = {name: policy.get(name) for name in names}
     for name in ("lease", "backoff_base", "backoff_cap"):
         params[name] = as_interval(params[name])
-    conn.execute(sql.CONFIGURE_QUEUE, {"queue": queue, **params})
+    return _send(conn, sql.CONFIGURE_QUEUE, {"queue": queue, **params}, _nothing)
 
 
-def set_category_limit(conn: psycopg.Connection, category: str, max_running: int) -> None:
-    """At most ``max_running`` running jobs of ``category`` at once (0 pauses it)."""
-    conn.execute(sql.SET_CATEGORY_LIMIT, {"category": category, "max_running": max_running})
+def set_category_limit(
+    conn: AnyConnection, category: str, max_running: int
+) -> None | Awaitable[None]:
+    """At most ``max_running`` running jobs of ``category`` at once (0 pauses it); on an
+    ``AsyncConnection``, returns an awaitable."""
+    params = {"category": category, "max_running": max_running}
+    return _send(conn, sql.SET_CATEGORY_LIMIT, params, _nothing)

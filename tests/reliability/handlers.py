@@ -11,7 +11,7 @@ Each handler is wrapped so that every attempt leaves its history in ``andal_chec
 
 The driver's outcome events (``completed``, ``retried``, ``dead``, ``released``,
 ``lease_lost``, ...) are turned into outcome rows by a filter on the ``andal`` logger, so
-run the worker with ``--log-level info``.
+run the worker with ``--log-level debug`` (``completed`` is a debug line).
 
 Payload knobs: ``ms`` (work time in milliseconds), ``fail`` (always raise), ``fail_first``
 (raise on attempt 1), ``hold`` (seconds: a long job, kept alive by heartbeats).

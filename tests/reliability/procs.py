@@ -32,7 +32,7 @@ def spawn(
     """One driver worker process; its JSON log lines go to ``log``."""
     with open(log, "ab") as out:
         return subprocess.Popen(
-            [sys.executable, "-m", "andal.cli", "worker", module, "--log-level", "info", *args],
+            [sys.executable, "-m", "andal.cli", "worker", module, "--log-level", "debug", *args],
             env=env(dsn, **(extra_env or {})),
             stdout=out,
             stderr=subprocess.STDOUT,

@@ -73,8 +73,9 @@ $$;
 -- LOCKED, leaving out the categories in exclude_categories and the ids in exclude_ids.
 -- Ungated and gated jobs are read from their own partial indexes; for listed queues, each
 -- queue's index is read on its own (an index scan per queue and kind, never a sort of the
--- backlog) and the queues share the batch round-robin within a priority level. Each scan locks up to `lim` rows: rows locked but not among the best stay locked
--- until the transaction (or subtransaction) ends. One static statement per case (every
+-- backlog) and the queues share the batch round-robin within a priority level. Each scan
+-- locks up to `lim` rows: rows locked but not among the best stay locked until the
+-- transaction (or subtransaction) ends. One static statement per case (every
 -- queue, one queue, several queues): each has one simple plan, made once per session.
 create or replace function queue._scan(
     queues text[], lim int, exclude_categories text[], exclude_ids bigint[]
@@ -108,9 +109,10 @@ begin
         limit lim;
         return;
     elsif cardinality(exclude_categories) > 0 then
+        -- (several queues share the batch round-robin, as below)
         return query
         select c.id, c.category, c.priority, c.available_at from (
-            select b.id, b.category, b.priority, b.available_at
+            select b.id, b.category, b.priority, b.available_at, q.name as queue
             from (select distinct q.name from unnest(queues) as q (name)) as q
             cross join lateral (
                 select j.id, j.category, j.priority, j.available_at from queue.jobs as j
@@ -122,10 +124,15 @@ begin
                 for update skip locked
             ) as b
             union all
-            select g.id, g.category, g.priority, g.available_at
+            select g.id, g.category, g.priority, g.available_at,
+                case when cardinality(queues) = 1 then queues[1]
+                     else (select j.queue from queue.jobs as j where j.id = g.id) end
             from queue._gated_scan(queues, lim, exclude_categories, exclude_ids) as g
         ) as c
-        order by c.priority desc, c.available_at, c.id
+        order by c.priority desc,
+            row_number() over (
+                partition by c.queue, c.priority order by c.available_at, c.id),
+            random()
         limit lim;
         return;
     end if;

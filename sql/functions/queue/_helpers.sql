@@ -294,6 +294,9 @@ begin
     elsif v_job.token is distinct from _lease_lost.token then
         -- not who holds it now: any caller with any job id would learn it
         v_detail := format('job %s was claimed again (attempt %s)', job_id, v_job.attempt);
+    elsif v_job.abort_requested_at is not null and v_job.lease_expires_at > now() then
+        v_detail := format('an abort of job %s was requested at %s: end the attempt with '
+            'queue.fail, the job ends cancelled', job_id, v_job.abort_requested_at);
     else
         v_detail := format('the lease of job %s expired at %s', job_id, v_job.lease_expires_at);
     end if;
@@ -328,9 +331,11 @@ end
 $$;
 
 -- _bury: move a live job to the dead letters with its error history (`errors`, the job's
--- history with this attempt's entry), free its gate slot and tell operators on channel
--- andal_ops. The caller holds the row lock. Takes the id, not the row: no function signature
--- depends on queue.jobs's row type, so queue.set_shards can replace the table.
+-- history with this attempt's entry), and to queue.history when its queue keeps one; free
+-- its gate slot, tell operators on channel andal_ops and, when the job is watched
+-- (queue.watch), its watchers on andal_done. The caller holds the row lock. Takes the id,
+-- not the row: no function signature depends on queue.jobs's row type, so
+-- queue.set_shards can replace the table.
 drop function if exists queue._bury(queue.jobs, text, text);
 create or replace function queue._bury(
     job_id bigint, reason text, last_error text, errors jsonb
@@ -341,20 +346,37 @@ as $$
 declare
     v_queue text;
     v_category text;
+    v_watched boolean;
 begin
     with gone as (
         delete from queue.jobs as j where j.id = _bury.job_id
         returning j.id, j.queue, j.category, j.priority, j.payload, j.attempt, j.max_attempts,
-            j.enqueued_at, j.dedup_key, j.cache_key
+            j.enqueued_at, j.dedup_key, j.cache_key, j.claimed_at, j.worker, j.watched
+    ),
+    dead as (
+        insert into queue.dead_letters as d (
+            job_id, queue, category, priority, payload, attempt, max_attempts, enqueued_at,
+            dedup_key, reason, last_error, errors, cache_key
+        )
+        select g.id, g.queue, g.category, g.priority, g.payload, g.attempt, g.max_attempts,
+            g.enqueued_at, g.dedup_key, _bury.reason, _bury.last_error, _bury.errors,
+            g.cache_key
+        from gone as g
+    ),
+    kept as (
+        -- the queue keeps history: the finished job goes there too
+        insert into queue.history (
+            job_id, queue, category, priority, state, payload, attempt, max_attempts,
+            enqueued_at, started_at, worker, errors, keep_until
+        )
+        select g.id, g.queue, g.category, g.priority,
+            case _bury.reason when 'cancelled' then 'cancelled' else 'dead' end, g.payload,
+            g.attempt, g.max_attempts, g.enqueued_at, g.claimed_at, g.worker, _bury.errors,
+            now() + q.history_retention
+        from gone as g
+        join queue.queues as q on q.queue = g.queue and q.history_retention is not null
     )
-    insert into queue.dead_letters as d (
-        job_id, queue, category, priority, payload, attempt, max_attempts, enqueued_at,
-        dedup_key, reason, last_error, errors, cache_key
-    )
-    select g.id, g.queue, g.category, g.priority, g.payload, g.attempt, g.max_attempts,
-        g.enqueued_at, g.dedup_key, _bury.reason, _bury.last_error, _bury.errors, g.cache_key
-    from gone as g
-    returning d.queue, d.category into v_queue, v_category;
+    select g.queue, g.category, g.watched into v_queue, v_category, v_watched from gone as g;
     if v_category is not null then
         delete from queue.worker_locks as w where w.job_id = _bury.job_id;
     end if;
@@ -364,6 +386,12 @@ begin
             then json_build_object('event', 'dead', 'job_id', _bury.job_id, 'queue', v_queue,
                 'reason', _bury.reason)::text
             else '{"event":"dead"}' end);
+    if v_watched then
+        perform pg_notify('andal_done',
+
+                case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
+                    then _bury.job_id::text else '' end);
+    end if;
 end
 $$;
 
@@ -382,7 +410,8 @@ $$;
 
 -- _reap: take back up to `lim` running jobs of `queues` (null: every queue) whose lease
 -- expired: the attempt is spent; the job is pending again at once, keeping its place (its
--- available_at), or dead-lettered when it has no attempt left. Skips rows another session
+-- available_at), or dead-lettered when it has no attempt left, or cancelled when its abort
+-- was requested. Skips rows another session
 -- holds. Returns how many it took back.
 drop function if exists queue._reap(int);
 create or replace function queue._reap(lim int default 100, queues text[] default null)
@@ -413,7 +442,15 @@ begin
             v_keys := v_keys || v_job.cache_key;
             v_queues := v_queues || v_job.queue;
             v_reasons := v_reasons
-                || case when v_job.attempt >= v_job.max_attempts then 'dead' else 'retry' end;
+                || case when v_job.attempt >= v_job.max_attempts
+                             or v_job.abort_requested_at is not null then 'dead'
+                        else 'retry' end;
+        end if;
+        if v_job.abort_requested_at is not null then
+            -- aborted and never acknowledged: fenced now, cancelled, not retried
+            perform queue._bury(v_job.id, 'cancelled', 'aborted: ' || v_error, v_job.errors);
+            v_count := v_count + 1;
+            continue;
         end if;
         if v_job.attempt >= v_job.max_attempts then
             perform queue._bury(v_job.id, 'exhausted', v_error, v_job.errors);

@@ -202,14 +202,11 @@ begin
     -- gated job is ready, a queue is paused, or no job is ready: the direct statement cannot
     -- tell which, and what its probes saw may have changed since).
 
-    -- Paused queues are left out: a claim of every queue becomes one of the queues not
-    -- paused (every queue andal enqueued to has a row in queue.queues).
+    -- Paused queues are left out: a claim of every queue becomes one of the queues with
+    -- pending jobs that are not paused (queue._unpaused_queues; expired leases of queues
+    -- with running jobs only are then taken back by their own claims or queue.maintain).
     if (select p.queue from queue.queues as p where p.paused limit 1) is not null then
-        claim.queues := array(
-            select q.queue from queue.queues as q
-            where not q.paused
-              and (claim.queues is null or q.queue = any (claim.queues))
-            order by q.queue);
+        claim.queues := queue._unpaused_queues(claim.queues);
         if cardinality(claim.queues) = 0 then
             return;
         end if;

@@ -4,6 +4,8 @@
 -- moved by the queue's backoff (retry_in overrides), on the database clock (Q3).
 -- 'dead': out of attempts, or retryable => false — the job moves to queue.dead_letters with
 -- its whole error history and a NOTIFY goes to channel andal_ops (Q4).
+-- 'cancelled': an abort of the job was requested (queue.cancel while it ran) — the job moves
+-- to queue.dead_letters with reason 'cancelled', never retried, whatever retryable says.
 -- Either way the error (with attempt, worker, time) is appended to the job's history, its
 -- gate slot is freed and its cache key invalidated in the same transaction (C8).
 -- An error longer than queue.config.max_error_bytes is cut to it (marked), never refused.
@@ -66,6 +68,14 @@ begin
     end if;
     v_cfg := queue._config(v_job.queue);
 
+    if v_job.abort_requested_at is not null then
+        perform queue._bury(v_job.id, 'cancelled', v_error, v_job.errors
+            || queue._error_entry(v_job.attempt, v_error, v_job.worker));
+        if v_job.cache_key is not null then
+            perform cache._job_done(v_job.cache_key, v_cfg.cache_policy, null, 'dead');
+        end if;
+        return 'cancelled';
+    end if;
     if not fail.retryable or v_job.attempt >= v_job.max_attempts then
         v_job.errors := v_job.errors
             || queue._error_entry(v_job.attempt, v_error, v_job.worker);

@@ -81,8 +81,9 @@ $$;
 
 -- queue.maintain: periodic housekeeping any worker may run (the driver does, each minute):
 -- takes back expired leases, samples the WAL position (at most once a minute) for
--- queue.stats()' WAL bytes per job, prunes counters and samples older than a day, and forgets
--- queue and category rows that say nothing (queue._forget_unused).
+-- queue.stats()' WAL bytes per job, prunes counters and samples older than a day, forgets
+-- queue and category rows that say nothing (queue._forget_unused), and rolls the job
+-- history (drops its expired partitions, creates those needed ahead).
 -- Returns the number of leases taken back.
 create or replace function queue.maintain() returns int
 language plpgsql
@@ -102,6 +103,7 @@ begin
         delete from queue.wal_samples as w where w.sampled_at < now() - interval '1 day';
         perform queue._forget_unused();
     end if;
+    perform queue._history_roll();
     return v_reaped;
 end
 $$;

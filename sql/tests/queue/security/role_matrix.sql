@@ -21,10 +21,13 @@ insert into matrix values
     ('queue.stats()', false, true, true),
     ('queue.metrics()', false, true, true),
     ('queue.workers()', false, true, true),
+    ('queue.stats_by_minute(interval)', false, true, true),
+    ('queue.category_limits()', false, true, true),
     ('queue.version()', true, true, true),
     ('queue.cancel(bigint)', false, false, true),
     ('queue.requeue_dead(bigint)', false, false, true),
     ('queue.purge_dead(interval)', false, false, true),
+    ('queue.purge_dead_jobs(bigint[])', false, false, true),
     ('queue.list_dead(text,integer)', false, false, true),
     ('queue.configure_queue(text,integer,interval,text,interval,interval,real,boolean,integer,'
         'boolean,text)', false, false, true),
@@ -36,14 +39,19 @@ insert into matrix values
     ('queue.jobs_by(text,text,bigint,integer)', true, true, true),
     ('queue.job_payload(bigint)', false, false, true),
     ('queue.pause(text)', false, false, true),
-    ('queue.resume(text)', false, false, true);
+    ('queue.resume(text)', false, false, true),
+    ('queue.heartbeat(bigint,uuid,boolean,interval)', false, true, true),
+    ('queue.heartbeat_many(bigint[],uuid[],boolean,interval)', false, true, true),
+    ('queue.set_history(text,interval)', false, false, true),
+    ('queue.configure_history(interval)', false, false, true),
+    ('queue.watch(bigint)', true, true, true);
 
 -- andal_monitor only reads: statistics, workers and job lookups, nothing that writes.
 create temp table monitor_may (fn text);
 insert into monitor_may values
     ('queue.status()'), ('queue.stats()'), ('queue.metrics()'), ('queue.workers()'),
     ('queue.version()'), ('queue.job(bigint)'), ('queue.jobs_by(text,text,bigint,integer)'),
-    ('cache.stats(interval)');
+    ('queue.stats_by_minute(interval)'), ('queue.category_limits()'), ('cache.stats(interval)');
 
 select is_empty(
     $$ select p.oid::regprocedure::text from pg_proc as p

@@ -1,0 +1,280 @@
+"""The phrasebook (``andal.statements``): every statement the Python driver sends, in one place.
+
+Each statement calls one andal SQL function with named arguments and explicit casts, so a
+renamed parameter or a missing overload fails loudly at the first call (and in the tests)
+instead of silently binding to something else. No queue rule lives here: the functions decide.
+
+Parameters are passed as a dict (``%(name)s``). Where a SQL parameter has a default that must
+not be overridden with null (``delay``, ``priority``), the driver always passes a value. The
+worker passes its array parameters (``::bigint[]``, ``::uuid[]``, ``::text[]``, ``::jsonb[]``) as
+array literals (``andal.worker.plain_array``, ``text_array``): psycopg adapts a Python list
+element by element, which costs more client CPU than the statement for a batch of 100.
+"""
+
+from __future__ import annotations
+
+# -- producers ------------------------------------------------------------------------------
+
+ENQUEUE = (
+    "select queue.enqueue("
+    "payload => %(payload)s::jsonb, queue => %(queue)s::text, category => %(category)s::text,"
+    " priority => %(priority)s::int, delay => %(delay)s::interval,"
+    " max_attempts => %(max_attempts)s::int, dedup_key => %(dedup_key)s::text,"
+    " cache_key => %(cache_key)s::text, cache_value => %(cache_value)s::jsonb)"
+)
+
+ENQUEUE_MANY = (
+    "select id from queue.enqueue_many("
+    "payloads => %(payloads)s::jsonb[], queue => %(queue)s::text, category => %(category)s::text,"
+    " priority => %(priority)s::int, delay => %(delay)s::interval,"
+    " max_attempts => %(max_attempts)s::int, dedup_keys => %(dedup_keys)s::text[]) as id"
+)
+
+# -- workers --------------------------------------------------------------------------------
+
+#: ``db_now`` is the transaction's clock: ``lease_expires_at - db_now`` is the lease length,
+#: which lets the worker schedule heartbeats without trusting its own clock. The payload comes
+#: as text and is decoded per job, so one payload Python cannot decode (JSON nested past its
+#: recursion limit) fails that job alone instead of the whole batch.
+CLAIM = (
+    "select c.job_id, c.queue, c.category, c.priority, c.payload::text, c.attempt,"
+    " c.max_attempts,"
+    " c.token, c.lease_expires_at, c.enqueued_at, c.cache_key, c.cache_version,"
+    " now() as db_now"
+    " from queue.claim(worker => %(worker)s::text, queues => %(queues)s::text[],"
+    " batch => %(batch)s::int, lease => %(lease)s::interval) as c"
+)
+
+COMPLETE = (
+    "select queue.complete(job_id => %(job_id)s::bigint, token => %(token)s::uuid,"
+    " result => %(result)s::jsonb)"
+)
+
+COMPLETE_MANY = (
+    "select c.job_id, c.completed from queue.complete_many("
+    "job_ids => %(job_ids)s::bigint[], tokens => %(tokens)s::uuid[],"
+    " results => %(results)s::jsonb[]) as c"
+)
+
+#: ``COMPLETE_MANY``, then ``CLAIM``, in one statement: one round trip and one transaction
+#: (one commit) for the outcomes of the jobs that ran and the next jobs for the slots they left.
+#: The completions run first (the claim's one-time filter reads the materialized ``done``), so
+#: the claim sees their effects (a category slot they free, say); an error in either rolls both
+#: back. A row per completion (``claimed`` false: ``job_id`` and ``completed``, as
+#: ``COMPLETE_MANY``), then a row per claimed job (``claimed`` true: the columns of ``CLAIM``
+#: in its order, from ``job_id`` to ``db_now``).
+COMPLETE_MANY_THEN_CLAIM = (
+    "with done as materialized (select d.job_id, d.completed from queue.complete_many("
+    "job_ids => %(job_ids)s::bigint[], tokens => %(tokens)s::uuid[],"
+    " results => %(results)s::jsonb[]) as d)"
+    " select false as claimed, d.job_id, null, null, null, null, null, null, null, null, null,"
+    " null, null, null, d.completed from done as d"
+    " union all"
+    " select true, c.job_id, c.queue, c.category, c.priority, c.payload::text, c.attempt,"
+    " c.max_attempts, c.token, c.lease_expires_at, c.enqueued_at, c.cache_key, c.cache_version,"
+    " now(), null"
+    " from queue.claim(worker => %(worker)s::text, queues => %(queues)s::text[],"
+    " batch => %(batch)s::int, lease => %(lease)s::interval) as c"
+    " where (select count(*) from done) >= 0"
+)
+
+FAIL = (
+    "select queue.fail(job_id => %(job_id)s::bigint, token => %(token)s::uuid,"
+    " error => %(error)s::text, retry_in => %(retry_in)s::interval,"
+    " retryable => %(retryable)s::boolean)"
+)
+
+HEARTBEAT_MANY = (
+    "select h.job_id, h.lease_expires_at, now() as db_now from queue.heartbeat_many("
+    "job_ids => %(job_ids)s::bigint[], tokens => %(tokens)s::uuid[],"
+    " extend => %(extend)s::interval) as h"
+)
+
+RELEASE = (
+    "select queue.release(job_id => %(job_id)s::bigint, token => %(token)s::uuid,"
+    " delay => %(delay)s::interval)"
+)
+
+#: Housekeeping any worker may run; the driver runs it once a minute.
+MAINTAIN = "select queue.maintain()"
+
+# -- vacuum, when the server's autovacuum is off ---------------------------------------------
+# VACUUM cannot run inside a function (nor a transaction): these statements stay in the driver.
+
+AUTOVACUUM_OFF = "select current_setting('autovacuum') = 'off'"
+
+AUTOVACUUM_OFF_ROLE = "select current_setting('autovacuum') = 'off', current_user::text"
+
+#: Session-level, so it spans the VACUUMs (each its own transaction); released by VACUUM_UNLOCK.
+VACUUM_LOCK = "select pg_try_advisory_lock(%(key)s::bigint)"
+VACUUM_UNLOCK = "select pg_advisory_unlock(%(key)s::bigint)"
+
+#: andal's tables changed since their last vacuum, and not vacuumed (by anyone) in the last
+#: ``every``; ``allowed``: whether this role may vacuum them (their owner's or the database
+#: owner's privileges; a superuser has both). The shards of a partitioned table (a sharded
+#: ``queue.jobs``) count as their parent, which is vacuumed as one (VACUUM recurses into its
+#: partitions). Most dead tuples first.
+VACUUM_DUE = (
+    "select s.schemaname::text, coalesce(p.relname, c.relname)::text as name,"
+    " sum(s.n_dead_tup)::bigint as dead,"
+    " bool_and(pg_catalog.pg_has_role(coalesce(p.relowner, c.relowner), 'USAGE')"
+    " or pg_catalog.pg_has_role(d.datdba, 'USAGE')) as allowed"
+    " from pg_catalog.pg_stat_user_tables as s"
+    " join pg_catalog.pg_class as c on c.oid = s.relid"
+    " left join pg_catalog.pg_inherits as i on i.inhrelid = s.relid"
+    " left join pg_catalog.pg_class as p on p.oid = i.inhparent"
+    " join pg_catalog.pg_database as d on d.datname = pg_catalog.current_database()"
+    " where s.schemaname in ('queue', 'cache')"
+    " and (s.n_dead_tup > 0 or s.n_mod_since_analyze > 0)"
+    " and coalesce(greatest(s.last_vacuum, s.last_autovacuum), '-infinity')"
+    " < pg_catalog.now() - %(every)s::interval"
+    " group by 1, 2"
+    " order by 3 desc, 1, 2"
+)
+
+#: Formatted with psycopg.sql.Identifier(schema, table).
+VACUUM = "vacuum (analyze) {}"
+
+LISTEN = "listen andal_jobs"
+CHANNEL = "andal_jobs"
+
+# -- operators ------------------------------------------------------------------------------
+
+STATUS = (
+    "select s.queue, s.ready, s.scheduled, s.running, s.dead, s.oldest_ready_age"
+    " from queue.status() as s order by s.queue"
+)
+
+#: queue.stats() rows (one per queue, category null, and one per queue and category), with the
+#: seconds elapsed in the current minute (the 1m/15m windows are whole minutes plus this one).
+STATS = (
+    "select s.queue, s.category, s.ready, s.scheduled, s.running, s.dead, s.oldest_ready_age,"
+    " s.avg_run_ms, s.p95_run_ms, s.completed_1m, s.completed_15m, s.completed_1h,"
+    " s.retried_1m, s.retried_15m, s.retried_1h, s.dead_1m, s.dead_15m, s.dead_1h,"
+    " s.failure_rate, s.retries_per_job, s.lock_attempts, s.lock_failures,"
+    " s.contention_ratio, s.pickup_p50_ms, s.pickup_p95_ms, s.pickup_p99_ms,"
+    " s.wal_bytes_per_job, s.paused,"
+    " extract(epoch from now() - date_trunc('minute', now()))::float8 as minute_elapsed_s"
+    " from queue.stats() as s"
+)
+
+#: Which optional read functions this database has (the cache's and the workers' views).
+HAS_FUNCTIONS = (
+    "select exists (select from pg_catalog.pg_proc as p"
+    " join pg_catalog.pg_namespace as n on n.oid = p.pronamespace"
+    " where n.nspname = 'queue' and p.proname = 'workers') as workers,"
+    " exists (select from pg_catalog.pg_proc as p"
+    " join pg_catalog.pg_namespace as n on n.oid = p.pronamespace"
+    " where n.nspname = 'cache' and p.proname = 'stats') as cache_stats"
+)
+
+#: Workers: running jobs by worker, and sessions open by andal workers (their connections are
+#: named ``andal <worker>``, ``andal <worker> listen`` and ``andal <worker> vacuum``).
+WORKERS = (
+    "select w.worker, w.running, w.queues, w.oldest_claim_age, w.next_lease_expiry,"
+    " w.connections from queue.workers() as w order by w.worker"
+)
+
+#: The same without ``queue.workers()`` (an install that predates it): reads queue.jobs, so
+#: it needs the table's owner or a role that may select from it.
+WORKERS_FALLBACK = (
+    "with held as ("
+    " select j.worker, count(*) as running, array_agg(distinct j.queue) as queues,"
+    " now() - min(j.claimed_at) as oldest_claim_age,"
+    " min(j.lease_expires_at) - now() as next_lease_expiry"
+    " from queue.jobs as j where j.status = 'running' and j.worker is not null"
+    " group by j.worker),"
+    " sessions as ("
+    " select regexp_replace(substr(a.application_name, 7), ' (listen|vacuum)$', '') as worker,"
+    " count(*) as connections from pg_catalog.pg_stat_activity as a"
+    " where a.datname = current_database() and a.application_name like 'andal %'"
+    " group by 1)"
+    " select coalesce(h.worker, s.worker), coalesce(h.running, 0), coalesce(h.queues, '{}'),"
+    " h.oldest_claim_age, h.next_lease_expiry, coalesce(s.connections, 0)"
+    " from held as h full join sessions as s on s.worker = h.worker order by 1"
+)
+
+#: The shared cache's figures (cache.stats(), when installed): any columns, shown as they come.
+CACHE_STATS = "select * from cache.stats()"
+
+LIST_DEAD = (
+    "select d.job_id, d.queue, d.category, d.attempt, d.reason, d.last_error, d.died_at,"
+    " d.payload from queue.list_dead(queue => %(queue)s::text, lim => %(lim)s::int) as d"
+)
+
+REQUEUE_DEAD = "select queue.requeue_dead(job_id => %(job_id)s::bigint)"
+
+PURGE_DEAD = "select queue.purge_dead(older_than => %(older_than)s::interval)"
+
+CONFIGURE_QUEUE = (
+    "select q.queue from queue.configure_queue(queue => %(queue)s::text,"
+    " max_attempts => %(max_attempts)s::int, lease => %(lease)s::interval,"
+    " backoff => %(backoff)s::text, backoff_base => %(backoff_base)s::interval,"
+    " backoff_cap => %(backoff_cap)s::interval, jitter => %(jitter)s::real,"
+    " notify => %(notify)s::boolean, payload_limit => %(payload_limit)s::int,"
+    " keep_results => %(keep_results)s::boolean, cache_policy => %(cache_policy)s::text) as q"
+)
+
+SET_CATEGORY_LIMIT = (
+    "select queue.set_category_limit(category => %(category)s::text,"
+    " max_running => %(max_running)s::int)"
+)
+
+VERSION = "select queue.version()"
+
+#: Pausing a queue: its jobs are not claimed until it is resumed (enqueue still works).
+PAUSE = "select queue.pause(queue => %(queue)s::text)"
+RESUME = "select queue.resume(queue => %(queue)s::text)"
+
+#: One job as andal remembers it (no row: andal does not remember the job).
+JOB = "select * from queue.job(job_id => %(job_id)s::bigint)"
+
+#: Waiting for jobs: a NOTIFY on this channel (payload: the job id) when a watched job ends.
+LISTEN_DONE = "listen andal_done"
+WATCH = "select queue.watch(job_id => %(job_id)s::bigint)"
+
+#: Withdraw a pending or scheduled job, or ask a running job to stop.
+CANCEL = "select queue.cancel(job_id => %(job_id)s::bigint)"
+
+#: Whether andal is installed: the schema and its live table exist.
+INSTALLED = "select to_regnamespace('queue') is not null and to_regclass('queue.jobs') is not null"
+
+__all__ = [
+    "CANCEL",
+    "JOB",
+    "LISTEN_DONE",
+    "PAUSE",
+    "RESUME",
+    "WATCH",
+    "AUTOVACUUM_OFF",
+    "AUTOVACUUM_OFF_ROLE",
+    "CACHE_STATS",
+    "CHANNEL",
+    "CLAIM",
+    "COMPLETE",
+    "COMPLETE_MANY",
+    "COMPLETE_MANY_THEN_CLAIM",
+    "CONFIGURE_QUEUE",
+    "ENQUEUE",
+    "ENQUEUE_MANY",
+    "FAIL",
+    "HAS_FUNCTIONS",
+    "HEARTBEAT_MANY",
+    "INSTALLED",
+    "LISTEN",
+    "LIST_DEAD",
+    "MAINTAIN",
+    "PURGE_DEAD",
+    "RELEASE",
+    "REQUEUE_DEAD",
+    "SET_CATEGORY_LIMIT",
+    "STATS",
+    "STATUS",
+    "VACUUM",
+    "VACUUM_DUE",
+    "VACUUM_LOCK",
+    "VACUUM_UNLOCK",
+    "VERSION",
+    "WORKERS",
+    "WORKERS_FALLBACK",
+]

@@ -1,0 +1,415 @@
+"""The worker: claim jobs, run their handlers, report outcomes, keep leases alive.
+
+``Worker`` is a facade over rooms, each a module with a narrow interface:
+
+* ``claim``: per database, a loop that claims leased jobs in batches sized to the database's
+  room, starts transactional probes, runs maintenance and reconnects with backoff;
+* ``execute``: plain handlers in ``concurrency`` slot threads, ``async def`` handlers on one
+  event loop (``aio``), both leased and transactional; per-queue limits (``limits``);
+* ``complete``: per database, the outcomes in batches (``queue.complete_many`` carrying the
+  next claim, ``queue.fail``);
+* ``heartbeat``, ``listen``, ``maintenance`` (with ``vacuum``): per database;
+* ``slots``: the one owner of the shared state (slots, held runs, counts, the lock);
+* ``observe``: metrics, traces and per-job logs behind one interface;
+* ``startup``, ``shutdown``, ``trouble`` (lost connections, configuration problems, lost
+  leases); ``handlers`` (``Job``, ``Registry``, ``Retry``, ``Fail``), ``databases``
+  (``Source``: one database's pool, lanes, state) and ``state`` (a held job's bookkeeping).
+
+A worker serves one andal database or several (``Worker([dsn_a, dsn_b], ...)``); a job is
+reported to the database it came from, always. Every decision (which job, how long a lease,
+retry or dead) is taken by the SQL functions; the worker only moves jobs between them and the
+handlers.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import timedelta
+from types import FrameType
+from typing import TYPE_CHECKING, Any
+
+from .. import tracing as tracing_
+from ..logs import event, log
+from ..metrics import WorkerMetrics
+from .claim import Claimer
+from .complete import Completer
+from .databases import (
+    Source,
+    check_installed,
+    database_label,
+    database_labels,
+    dsn_list,
+    is_connection_error,
+)
+from .execute import Executor, TxGroup
+from .handlers import (
+    F,
+    Fail,
+    Handler,
+    HandlerFn,
+    Job,
+    Registry,
+    Retry,
+    Seconds,
+    as_interval,
+)
+from .hosts import _Host
+from .listen import listen_via, report_listening
+from .maintenance import Maintenance
+from .observe import Observer
+from .shutdown import Shutdown
+from .slots import Slots
+from .startup import Startup
+from .state import (
+    default_name,
+    plain_array,
+    text_array,
+)
+from .trouble import EXIT_CONFIG, Trouble
+from .vacuum import VACUUM_LOCK_KEY, VacuumReport, vacuum_tables
+
+if TYPE_CHECKING:
+    from ..cache import Cache
+
+__all__ = [
+    "EXIT_CONFIG",
+    "VACUUM_LOCK_KEY",
+    "Fail",
+    "Handler",
+    "HandlerFn",
+    "Job",
+    "Registry",
+    "Retry",
+    "Seconds",
+    "Source",
+    "VacuumReport",
+    "Worker",
+    "as_interval",
+    "check_installed",
+    "database_label",
+    "database_labels",
+    "dsn_list",
+    "is_connection_error",
+    "plain_array",
+    "text_array",
+    "vacuum_tables",
+]
+
+
+# -- the worker -----------------------------------------------------------------------------
+
+
+class Worker:
+    """Run handlers for jobs of the registered queues until stopped.
+
+    ``dsn``: a libpq connection string, or a sequence of them: one pool of handler slots then
+    serves several andal databases (docs/multi-db.md). Each database (a ``Source``, see
+    ``sources``) has its own connection pool, claim loop, LISTEN hint, heartbeat, completer,
+    ``queue.maintain()`` and vacuum; every job is heartbeated, completed, failed or released
+    on the database it came from. The slots are shared fairly (``_room``): a database with
+    work gets an even share of them, an idle or unreachable one leaves its share to the
+    others. The worker starts when at least one database answers (andal must be installed in
+    each that does); the others are reconnected to in the background.
+
+    ``concurrency`` handler slots; leased jobs are claimed ``min(room, batch)`` at a time
+    (the room: with one database, the free slots); ``lease`` overrides the queue's lease
+    (seconds or timedelta); ``poll`` bounds the time between claims when no NOTIFY arrives;
+    ``grace`` is how long a graceful stop waits for running handlers; ``queue.maintain()``
+    runs every ``maintain_every`` seconds (0: never) on each database, followed, when its
+    server runs with ``autovacuum = off`` and ``vacuum`` is true, by a ``VACUUM (ANALYZE)`` of
+    andal's tables that changed (one worker at a time). ``listen`` and ``heartbeat`` can be
+    turned off (tests, diagnostics).
+
+    Observability: ``metrics_port`` serves this worker's Prometheus metrics on
+    ``metrics_addr:metrics_port``/metrics (0: a free port, see ``metrics.port``);
+    ``metrics=True`` keeps them without serving (``worker.metrics.text()``). ``tracing``:
+    one OpenTelemetry trace per job attempt (default: on when a tracer provider has been set
+    by the time the worker starts; True: always, False: never).
+    ``cache``: an ``andal.cache.Cache`` whose hit/miss counters the metrics export.
+    """
+
+    def __init__(
+        self,
+        dsn: str | Sequence[str],
+        handlers: Registry | Mapping[str, HandlerFn | Handler] | None = None,
+        *,
+        queues: Iterable[str] | None = None,
+        concurrency: int = 4,
+        batch: int = 100,
+        lease: Seconds | None = None,
+        poll: float = 1.0,
+        grace: float = 30.0,
+        name: str | None = None,
+        listen: bool = True,
+        listen_dsn: str | Sequence[str] | None = None,
+        pooler: str | None = None,
+        heartbeat: bool = True,
+        pool_timeout: float = 5.0,
+        maintain_every: float = 60.0,
+        vacuum: bool = True,
+        metrics_port: int | None = None,
+        metrics_addr: str = "0.0.0.0",
+        metrics: bool | None = None,
+        tracing: bool | None = None,
+        cache: Cache | None = None,
+    ) -> None:
+        dsns = dsn_list(dsn)
+        _check_options(concurrency, batch, poll, grace, lease, metrics_port, pooler, tracing)
+        #: As given: one connection string, or the sequence of them.
+        self.dsn = dsn
+        #: Every connection string, in order.
+        self.dsns: tuple[str, ...] = tuple(dsns)
+        #: One ``Source`` per database, in the order of ``dsns``.
+        self.sources: list[Source] = [
+            Source(i, d, label, poll)
+            for i, (d, label) in enumerate(zip(dsns, database_labels(dsns), strict=True))
+        ]
+        self.registry = Registry.coerce(handlers)
+        self.only_queues = list(queues) if queues else None
+        self.concurrency = concurrency
+        self.batch = batch
+        self.lease = as_interval(lease)
+        self.poll = poll
+        self.grace = grace
+        self.name = name or default_name()
+        self.listen = listen
+        #: "transaction" or "session": a pooler (pgbouncer) is between the worker and the
+        #: databases (see docs/poolers.md); None: direct connections.
+        self.pooler = pooler
+        for src, direct in zip(self.sources, _listen_dsns(listen_dsn, len(dsns)), strict=True):
+            src.listen_dsn = direct
+        self.heartbeat = heartbeat
+        self.pool_timeout = pool_timeout
+        self.maintain_every = maintain_every
+        self.vacuum = vacuum
+        self.metrics_port = metrics_port
+        self.metrics_addr = metrics_addr
+        self.cache = cache
+        #: This worker's Prometheus metrics (None when off).
+        self.metrics = self._make_metrics(
+            metrics if metrics is not None else metrics_port is not None
+        )
+        #: Metrics, traces and per-job logs (traces made from the start: with
+        #: ``tracing=None``, only when a tracer provider is set by then).
+        self.observer = Observer(self.name, self.metrics, self.sources)
+        self.tracing = tracing
+
+        #: Slot accounting: the one owner of the state the worker's threads share.
+        self.slots = Slots(concurrency, batch, self.sources, self.observer, self._should_stop)
+        #: What happened, over all databases (each ``Source`` counts its own too).
+        self.counts: Counter[str] = self.slots.counts
+        self._rooms()
+        self._stopping = threading.Event()
+        self._stopped = threading.Event()
+        self._helpers_stop = threading.Event()
+        self._signals = 0
+        self._closed = False  # set by a stop: a claim landing later is released at once
+        self._prepared = False
+        self._leased_queues: list[str] = []
+        self._leased_array = "{}"
+        self._tx_queues: list[str] = []
+        self._queue_set: set[str] = set()
+        self._claimers: list[threading.Thread] = []
+        self._in_handler: set[threading.Thread] = set()  # completers running a handler
+        self._threads: list[threading.Thread] = []
+        self._runner: threading.Thread | None = None
+        self._exit_code: int | None = None
+
+    def _make_metrics(self, on: bool) -> WorkerMetrics | None:
+        if not on:
+            return None
+        return WorkerMetrics(
+            self.name,
+            concurrency=self.concurrency,
+            batch=self.batch,
+            busy=lambda: self.slots.busy,
+            held=lambda: sum(len(s.active) for s in self.sources),
+            cache=self.cache,
+            version=tracing_._version(),
+        )
+
+    def _rooms(self) -> None:
+        """The worker's rooms (the executor and the maintenance of each database are made
+        at start, see ``Startup.prepare``)."""
+        self._executor: Executor | None = None
+        self._limited = False  # a queue has a handler limit (set at start)
+        self._host = _Host(self)  # the worker, as its rooms see it
+        self._completer = Completer(self)
+        self.claimer = Claimer(self)
+        self._shutdown = Shutdown(self)
+        self.trouble = Trouble(self)
+        self.startup = Startup(self)
+        self._maintenance: dict[int, Maintenance] = {}
+        self._tx_groups: list[TxGroup] = []
+
+    # -- public API ---------------------------------------------------------------------
+
+    def handler(
+        self, queue: str, *, transactional: bool = False, limit: int | None = None
+    ) -> Callable[[F], F]:
+        """Decorator: register the handler of ``queue`` (a function or an ``async def``) on
+        this worker's registry; ``limit``: at most this many of its jobs at once."""
+        return self.registry.handler(queue, transactional=transactional, limit=limit)
+
+    def run(self, install_signals: bool | None = None) -> int:
+        """Work until ``stop()`` (or SIGTERM/SIGINT). Returns 0 after a graceful stop, 1 when
+        running handlers outlived the grace period (their jobs were released)."""
+        self.startup.prepare()
+        return self._run(install_signals)
+
+    def start(self) -> Worker:
+        """Run in a background thread (no signal handlers); see ``stop`` and ``join``.
+        Configuration and connection errors are raised here, not in the thread."""
+        self.startup.prepare()
+        self._runner = threading.Thread(
+            target=self._run, args=(False,), name="andal-worker", daemon=True
+        )
+        self._runner.start()
+        return self
+
+    def _run(self, install_signals: bool | None) -> int:
+        if install_signals is None:
+            install_signals = threading.current_thread() is threading.main_thread()
+        previous = self._install_signals() if install_signals else {}
+        try:
+            self.startup.start_threads()
+            event(
+                "worker_started",
+                worker=self.name,
+                queues=self._leased_queues + self._tx_queues,
+                concurrency=self.concurrency,
+                batch=self.batch,
+                databases=[s.label for s in self.sources],
+            )
+            for src in self.sources:  # once: how it hears of new jobs
+                via = listen_via(self.listen, self.pooler, src.listen_dsn)
+                report_listening(self.name, src.label, via, self.poll, self.pooler)
+            code = 1
+            try:
+                # The claim loops work; this thread waits for a stop. Short waits, so a
+                # signal (which only sets a count) is seen promptly.
+                while not self._should_stop():
+                    self._stopping.wait(0.2)
+            finally:
+                code = self._shutdown.run()
+                code = self._exit_code = EXIT_CONFIG if self.trouble.misconfigured else code
+        finally:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+            self.observer.close()
+            self._stopped.set()
+        event("worker_stopped", worker=self.name, exit_code=code, **self.counts)
+        return code
+
+    def stop(self) -> None:
+        """Stop claiming, release unstarted jobs, let running handlers finish (``grace``)."""
+        self._stopping.set()
+        self.slots.wake_all()
+
+    def join(self, timeout: float | None = None) -> int | None:
+        """Wait for a ``start``-ed worker to finish; returns its exit code (None: still on)."""
+        if self._runner is not None:
+            self._runner.join(timeout)
+        return self._exit_code if self._stopped.is_set() else None
+
+    @property
+    def busy(self) -> int:
+        """Jobs in hand: slots in use (claimed or running jobs, transactional probes) plus the
+        jobs whose handler returned and whose outcome is not recorded yet. 0: nothing held."""
+        return self.slots.busy + self.slots.reporting
+
+    # -- setup ---------------------------------------------------------------------------
+
+    @property
+    def _tracer(self) -> tracing_.JobTracer | None:
+        """The job tracer (None when not tracing)."""
+        return self.observer.tracer
+
+    def _install_signals(self) -> dict[int, Any]:
+        previous: dict[int, Any] = {}
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            previous[signum] = signal.signal(signum, self._on_signal)
+        return previous
+
+    def _on_signal(self, signum: int, _frame: FrameType | None) -> None:
+        # Runs in the main thread between two bytecodes, maybe while that thread holds a lock
+        # (an Event's, say): only plain assignments here. The runner and the claim loops see
+        # the count within 0.2 s.
+        self._signals += 1
+        if self._signals > 1:
+            os.write(2, b'{"event": "worker_killed", "logger": "andal", "level": "warning"}\n')
+            os._exit(128 + signum)
+
+    def _should_stop(self) -> bool:
+        return self._signals > 0 or self._stopping.is_set()
+
+    # -- claim loop (one per database) ---------------------------------------------------
+
+    def _pause(self, seconds: float) -> None:
+        deadline = time.monotonic() + seconds
+        while not self._should_stop():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            self._stopping.wait(min(left, 0.2))
+
+    def _hint(self, src: Source) -> None:
+        """New work may be in ``src``: claim at once instead of waiting for the poll timer."""
+        src.leased_dry.hint()
+        for probe in src.probes.values():
+            probe.dry.hint()
+        src.wake.set()
+
+    # -- leased runs ---------------------------------------------------------------------
+
+    def _internal_error(self, where: str, exc: BaseException | None = None) -> None:
+        self.slots.count("internal_errors")
+        # exc_info is an argument of the logging call, not a field (logging refuses it there)
+        info = exc if exc is not None else True
+        log.error("internal_error", exc_info=info, extra={"worker": self.name, "where": where})
+
+    # -- listener (one per database) -----------------------------------------------------
+
+
+def _listen_dsns(given: str | Sequence[str] | None, count: int) -> list[str | None]:
+    """One listen DSN per database (None: none given)."""
+    if given is None:
+        return [None] * count
+    dsns = dsn_list(given)
+    if len(dsns) != count:
+        raise ValueError("listen_dsn: give one connection string per database")
+    return list(dsns)
+
+
+def _check_options(
+    concurrency: int,
+    batch: int,
+    poll: float,
+    grace: float,
+    lease: Seconds | None,
+    metrics_port: int | None,
+    pooler: str | None,
+    tracing: bool | None,
+) -> None:
+    """Refuse a worker's options that cannot work (``ValueError``, saying which)."""
+    if concurrency < 1:
+        raise ValueError("concurrency must be at least 1")
+    if not 1 <= batch <= 1000:
+        raise ValueError("batch must be between 1 and 1000")
+    if poll <= 0:
+        raise ValueError("poll must be positive")
+    if grace < 0:
+        raise ValueError("grace must not be negative")
+    if lease is not None and (as_interval(lease) or timedelta(0)) <= timedelta(0):
+        raise ValueError("lease must be positive")
+    if metrics_port is not None and not 0 <= metrics_port <= 65535:
+        raise ValueError("metrics_port must be between 0 and 65535")
+    if pooler not in (None, "transaction", "session"):
+        raise ValueError("pooler must be 'transaction', 'session' or None")
+    if tracing and not tracing_.AVAILABLE:
+        raise ValueError("tracing needs opentelemetry: pip install 'andal[otel]'")

@@ -1,0 +1,242 @@
+"""Claiming: one loop per database that takes leased jobs in batches sized to the database's
+room and hands them to the executor, starts transactional probes, runs maintenance when due,
+and reconnects with backoff while the database does not answer.
+
+A claim is skipped while a completion is on its way to carry it (``Source.riding``: the
+completer sends the next claim with the outcomes, ``sql.COMPLETE_MANY_THEN_CLAIM``); after an
+empty claim the loop waits (``_Dry``: 10 ms doubling up to ``poll``) unless a NOTIFY hint,
+a freed slot or the poll timer wakes it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import time
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+import psycopg
+
+from .. import statements as sql
+from ..logs import event
+from .databases import Source, is_connection_error
+from .execute import TxGroup
+from .handlers import Job, undecodable
+from .state import _Backoff, _Run, one_line, text_array
+
+if TYPE_CHECKING:
+    from . import Worker
+
+
+class Claimer:
+    """The claim loops of one worker (``run(src)``: the loop of ``src``'s claim thread)."""
+
+    def __init__(self, worker: Worker) -> None:
+        self.w = worker
+
+    def run(self, src: Source) -> None:
+        backoff = _Backoff()
+        next_maintain = time.monotonic() + random.random() * min(self.w.maintain_every, 5.0)
+        while not self.w._should_stop():
+            try:
+                src.wake.clear()
+                if not src.up:
+                    if not self.reconnect(src):
+                        self.w._pause(backoff.next())
+                        continue
+                    backoff.reset()
+                now = time.monotonic()
+                if self.w.maintain_every > 0 and now >= next_maintain:
+                    next_maintain = now + self.w.maintain_every
+                    assert src.claim_lane is not None
+                    self.w._maintenance[src.index].run(src.claim_lane)
+                more = False
+                if self.w._leased_queues and src.up and src.leased_dry.ready(now):
+                    claimed = self.claim_leased(src)
+                    if claimed is None:
+                        self.w._pause(backoff.next())
+                        continue
+                    backoff.reset()
+                    asked, got = claimed
+                    more = bool(asked) and got == asked
+                for group in self.w._tx_groups:
+                    self.start_probe(src, group, now)
+                if more and self.w.slots.has_room(src):
+                    continue
+                # Short waits so a signal (which only sets a count) is seen promptly.
+                now = time.monotonic()
+                dry = [src.leased_dry] + [src.probes[g.is_async].dry for g in self.w._tx_groups]
+                wait = min([0.2] + [d.until - now for d in dry if d.until > now])
+                src.wake.wait(max(wait, 0.001))
+            except Exception:  # a bug of ours must not stop a database's claims for good
+                self.w._internal_error("claim loop")
+                self.w._pause(0.2)
+
+    def start_probe(self, src: Source, group: TxGroup, now: float) -> None:
+        """A transactional probe of ``group`` when ``src`` may have its jobs and none is
+        claiming already."""
+        probe = src.probes[group.is_async]
+        if not (src.up and probe.dry.ready(now) and probe.searching == 0):
+            return
+        if self.w._should_stop() or not self.w.slots.reserve(src, 1):
+            return
+        with self.w.slots.lock:
+            probe.searching += 1
+        assert self.w._executor is not None
+        self.w._executor.probe(src, group)
+
+    def reconnect(self, src: Source) -> bool:
+        """While ``src`` is down: whether it answers again (then it is up: claimed from)."""
+        assert src.pool is not None
+        try:
+            with src.pool.connection() as conn:
+                conn.execute(sql.INSTALLED)
+        except psycopg.Error as exc:
+            event(
+                "database_still_down",
+                logging.DEBUG,
+                worker=self.w.name,
+                database=src.label,
+                error=one_line(exc),
+            )
+            return False
+        with self.w.slots.lock:
+            was_down, src.up = not src.up, True
+            since, src.down_since = src.down_since, None
+        if was_down:
+            down_s = None if since is None else round(time.monotonic() - since, 3)
+            event("database_up", worker=self.w.name, database=src.label, down_s=down_s)
+        self.w._hint(src)  # notifications were missed while away
+        return True
+
+    def make_run(
+        self, src: Source, row: tuple[Any, ...], now: float | None = None, logged: bool = True
+    ) -> _Run:
+        """A run of the claimed ``row`` (``sql.CLAIM``'s columns). ``now``: the monotonic
+        clock, ``logged``: whether the ``claimed`` event is logged (both taken once per batch
+        by ``_claimed``)."""
+        handler = self.w.registry[row[1]]
+        try:
+            payload = json.loads(row[4])
+        except (RecursionError, ValueError) as exc:
+            # Valid JSON for PostgreSQL, not for this process (nested past Python's recursion
+            # limit): the job fails for good through the usual path, the others run.
+            payload = None
+            handler = undecodable(handler, f"{type(exc).__name__}: {exc}"[:200])
+        # Positional (the field order of Job), which is cheaper than keywords per job.
+        job = Job(
+            row[0], row[1], row[2], payload, row[5], row[6], row[7], row[8], row[9], row[10],
+            row[11], row[3], src.label,
+        )  # fmt: skip
+        db_now: datetime = row[12]
+        run = _Run(src, job, handler, (row[8] - db_now).total_seconds(), now)
+        if logged and self.w.observer.job_logs():  # no formatting when not logged
+            waited = round((db_now - job.enqueued_at).total_seconds() * 1000, 3)
+            self.w.observer.job_line("claimed", run, duration_ms=waited)
+        return run
+
+    def params(self, queues: list[str], batch: int) -> dict[str, Any]:
+        return {
+            "worker": self.w.name,
+            "queues": text_array(queues),
+            "batch": batch,
+            "lease": self.w.lease,
+        }
+
+    def claim_leased(self, src: Source) -> tuple[int, int] | None:
+        """Claim leased jobs of ``src``, at most its room and ``batch``, and hand them to the
+        slots. Returns (asked, got), (0, 0) when ``src`` has no room; None when the database
+        failed."""
+        assert src.claim_lane is not None
+        if src.riding or not self.w.slots.has_room(src):  # riding: the completer claims (_complete)
+            return 0, 0
+        n = 0
+        try:
+            # A connection first, the slots next: a database that does not answer holds none.
+            with src.claim_lane.connection() as conn:
+                params = self.leased_params(self.w.batch)
+                n = self.w.slots.reserve(src, self.w.batch) if params is not None else 0
+                if not n or params is None:
+                    return 0, 0
+                params["batch"] = n
+                started, started_ns = time.perf_counter(), self.w.observer.now_ns()
+                hints = src.leased_dry.hints
+                rows = conn.execute(sql.CLAIM, params).fetchall()
+        except psycopg.Error as exc:
+            self.w.slots.back(src, n)
+            self.w.observer.claim_error("leased")
+            if is_connection_error(exc):
+                self.w.trouble.db_trouble(src, "claim", exc)
+                return None
+            if self.w.trouble.refused(src, "claim", exc):
+                return None
+            self.w.slots.count("errors", src=src)
+            event(
+                "claim_failed",
+                logging.ERROR,
+                worker=self.w.name,
+                database=src.label,
+                error=one_line(exc),
+            )
+            return None
+        took = time.perf_counter() - started
+        return n, self.claimed(src, n, rows, took, started_ns, hints)
+
+    def leased_params(self, n: int) -> dict[str, Any] | None:
+        """The parameters of a leased claim of ``n``; None when every queue is at its
+        handler limit (nothing to claim)."""
+        queues = self.w._leased_array
+        if self.w._limited:
+            assert self.w._executor is not None
+            open_ = self.w._executor.limits.open(self.w._leased_queues)
+            if not open_:
+                return None
+            queues = text_array(open_)
+        return {"worker": self.w.name, "queues": queues, "batch": n, "lease": self.w.lease}
+
+    def claimed(
+        self,
+        src: Source,
+        n: int,
+        rows: list[tuple[Any, ...]],
+        took: float,
+        started_ns: int,
+        hints: int,
+        keep: list[_Run] | None = None,
+    ) -> int:
+        """Hand the jobs of a leased claim of ``n`` (``rows``) to the slots (or to ``keep``: the
+        caller runs them), give back the slots it did not fill, and note whether ``src`` had
+        work. Returns how many were claimed."""
+        now, logged = time.monotonic(), self.w.observer.job_logs()
+        runs = [self.make_run(src, row, now, logged) for row in rows]
+        self.w.observer.claim("leased", took, n, len(rows))
+        self.w.trouble.refusals = 0
+        if runs:
+            self.w.observer.claimed(src, runs, started_ns)
+        with self.w.slots.lock:
+            closed = self.w._closed
+            for run in runs:
+                if closed:
+                    run.state = "released"
+                src.active[run.job.id] = run
+            if runs:
+                self.w.counts["claimed"] += len(runs)
+                src.counts["claimed"] += len(runs)
+        if closed:  # the stop has already handed back the unstarted jobs: these too
+            self.w.slots.back(src, n - len(runs))
+            self.w._shutdown.release_all(runs, "not started")
+            return len(runs)
+        if keep is not None:
+            keep.extend(runs)
+        elif runs:
+            assert self.w._executor is not None
+            self.w._executor.dispatch(runs)
+        self.w.slots.back(src, n - len(runs))
+        if not runs:
+            src.leased_dry.empty(hints)
+            self.w.slots.wake_others(src)  # idle now: its share is theirs
+        else:
+            src.leased_dry.found()
+        return len(runs)

@@ -1,0 +1,329 @@
+"""Completing: record the outcomes of one database's leased jobs.
+
+The completer of a database takes the outcomes its jobs' handlers left (``Source.done``) in
+batches: successes go out together through ``queue.complete_many`` and, in the same
+statement, the claim for the slots those jobs left (``sql.COMPLETE_MANY_THEN_CLAIM``: one
+round trip and one commit per batch); failures one by one through ``queue.fail``. A batch
+refused as a whole is completed job by job, to isolate the one refused; a lost connection is
+retried with backoff until the jobs' leases are past. With one slot, the completer runs the
+job its claim took itself (two thread hand-offs per job saved).
+"""
+
+from __future__ import annotations
+
+import logging
+import queue as queues_
+import threading
+import time
+from typing import TYPE_CHECKING, Any
+
+import psycopg
+
+from .. import statements as sql
+from ..errors import is_lease_lost
+from ..logs import event
+from .databases import Source, is_connection_error
+from .state import _LINGER, _STOP, _Backoff, _Outcome, _Run, one_line, plain_array, text_array
+
+if TYPE_CHECKING:
+    from . import Worker
+
+
+class Completer:
+    """The outcomes of one worker's jobs, database by database (``run(src)``: the loop of
+    ``src``'s completer thread)."""
+
+    def __init__(self, worker: Worker) -> None:
+        self.w = worker
+
+    def run(self, src: Source) -> None:
+        while True:
+            first = src.done.get()
+            if first is _STOP:
+                return
+            batch = [first]
+            stop = False
+            # Take what is there; while this database's other jobs are still in their slots,
+            # wait up to _LINGER for their outcomes too, so that a batch claimed together is
+            # completed together (and the claim riding on it is not split in two).
+            linger = 0.0
+            while len(batch) < 500:
+                try:
+                    item = src.done.get_nowait()
+                except queues_.Empty:
+                    if src.busy <= 0 or self.w._should_stop():
+                        break
+                    now = time.monotonic()
+                    if not linger:
+                        linger = now + _LINGER
+                    if now >= linger:
+                        break
+                    try:
+                        item = src.done.get(timeout=linger - now)
+                    except queues_.Empty:
+                        break
+                if item is _STOP:
+                    stop = True
+                    break
+                batch.append(item)
+            try:
+                self._record(batch)
+            except Exception:
+                self.w._internal_error("completer")
+                for o in batch:  # whatever happened, the slots are free again
+                    self.w.slots.finish(o.run)
+            while src.inline:  # the job its claim took, with one slot (see _complete)
+                me = threading.current_thread()
+                self.w._in_handler.add(me)
+                try:
+                    assert self.w._executor is not None
+                    self.w._executor.run_here(src.inline.pop())
+                except Exception:
+                    self.w._internal_error("slot")
+                finally:
+                    self.w._in_handler.discard(me)
+            if stop:
+                return
+
+    def _record(self, outcomes: list[_Outcome]) -> None:
+        """Record outcomes of one database's jobs (its completer's batch)."""
+        src = outcomes[0].run.source
+        # The successes of the batch that kept their database's claim loop asleep (see
+        # _handler_done): _complete's claim takes over from them, or, when there is none, the
+        # claim loop is woken below.
+        ride = [sum(1 for o in outcomes if o.rides)]
+        try:
+            self._record_batch(outcomes, ride)
+        finally:
+            if ride[0]:
+                with self.w.slots.lock:
+                    src.riding -= ride[0]
+                src.wake.set()
+
+    def _record_batch(self, outcomes: list[_Outcome], ride: list[int]) -> None:
+        keep: list[_Outcome] = []
+        dropped: list[_Outcome] = []
+        with self.w.slots.lock:
+            for o in outcomes:
+                if o.run.lost or o.run.state == "released":
+                    o.run.state = "done"
+                    dropped.append(o)
+                    self.w.counts["discarded"] += 1
+                    o.run.source.counts["discarded"] += 1
+                else:
+                    o.run.state = "finishing"
+                    keep.append(o)
+        for o in dropped:
+            event("outcome_discarded", logging.DEBUG, worker=self.w.name, **o.run.fields())
+            self.w.slots.finish(o.run)
+        oks = [o for o in keep if o.ok]
+        if oks:
+            self._complete(oks, ride)
+        for o in keep:
+            if not o.ok:
+                self._fail(o)
+
+    def _complete(self, oks: list[_Outcome], ride: list[int] | None = None) -> None:
+        """``queue.complete_many`` for one database's successes. When that database has room
+        (the slots these jobs left), the next claim goes in the same statement
+        (``sql.COMPLETE_MANY_THEN_CLAIM``: one round trip, one commit; an error in either rolls
+        both back, and the completions are then sent alone)."""
+        src = oks[0].run.source
+        lane = src.complete_lane
+        assert lane is not None
+        params = {
+            "job_ids": plain_array([o.run.job.id for o in oks]),
+            "tokens": plain_array([o.run.job.token for o in oks]),
+            "results": text_array([o.result for o in oks]),
+        }
+        backoff = _Backoff()
+        retried = False
+        combine = bool(self.w._leased_queues)
+        n = 0
+        claimed: list[tuple[Any, ...]] = []
+        while True:
+            started, started_ns = time.perf_counter(), self.w.observer.now_ns()
+            try:
+                with lane.connection() as conn:
+                    claim = self.w.claimer.leased_params(self.w.batch) if combine else None
+                    n = self.w.slots.reserve_next(src, ride, claim is not None) if combine else 0
+                    hints = src.leased_dry.hints
+                    if n and claim is not None:
+                        claim["batch"] = n
+                        both = conn.execute(
+                            sql.COMPLETE_MANY_THEN_CLAIM, {**params, **claim}
+                        ).fetchall()
+                        rows = [(r[1], r[14]) for r in both if not r[0]]
+                        claimed = [r[1:14] for r in both if r[0]]
+                    else:
+                        rows = conn.execute(sql.COMPLETE_MANY, params).fetchall()
+                break
+            except psycopg.Error as exc:
+                if ride and ride[0]:  # no claim rides on a failed attempt
+                    self.w.slots.reserve_next(src, ride, claim=False)
+                    src.wake.set()
+                if n:
+                    self.w.slots.back(src, n)
+                    self.w.observer.claim_error("leased")
+                    n, combine = 0, False
+                    if not is_connection_error(exc):
+                        # The claim or the completion was refused, both rolled back: log it
+                        # as the claim loop would, and send the completions alone.
+                        self._claim_refused(src, exc, len(oks))
+                        continue
+                combine = False
+                if is_connection_error(exc):
+                    if self._connection_lost(src, oks, exc):
+                        return
+                    retried = True
+                    time.sleep(backoff.next())
+                    continue
+                # Something in the batch was refused: complete one by one to isolate it.
+                event(
+                    "complete_many_failed",
+                    logging.WARNING,
+                    database=src.label,
+                    error=one_line(exc),
+                )
+                for o in oks:
+                    self._complete_one(o)
+                return
+        took = time.perf_counter() - started
+        if n:  # the next jobs first: their handlers start while these are counted
+            # With one slot, the completer runs the job it claimed itself, once this batch is
+            # recorded (_complete_loop): the only outcome it can wait for is that job's,
+            # and two thread hand-offs per job (to a slot and back) are saved.
+            keep = src.inline if self.w.concurrency == 1 else None
+            self.w.claimer.claimed(src, n, claimed, took, started_ns, hints, keep)
+        self._recorded(oks, rows, took, started_ns, retried)
+
+    def _claim_refused(self, src: Source, exc: psycopg.Error, completions: int) -> None:
+        """The claim sent with completions was refused (both rolled back): logged as the claim
+        loop would; the completions are then sent alone."""
+        if self.w.trouble.refused(src, "claim", exc):
+            return
+        self.w.slots.count("errors", src=src)
+        event(
+            "claim_failed",
+            logging.ERROR,
+            worker=self.w.name,
+            database=src.label,
+            error=one_line(exc),
+            with_completions=completions,
+        )
+
+    def _connection_lost(self, src: Source, oks: list[_Outcome], exc: psycopg.Error) -> bool:
+        """The connection went while completing ``oks``: their slots go to the other
+        databases meanwhile. Returns True when resending is over (every lease is past)."""
+        self.w.trouble.db_trouble(src, "complete", exc)
+        self.w.slots.unslot([o.run for o in oks])
+        if not self.w.trouble.give_up([o.run for o in oks]):
+            return False
+        for o in oks:
+            self.w.trouble.lease_lost(o.run, "complete", outcome="unknown: connection lost")
+            self.w.slots.finish(o.run)
+        return True
+
+    def _recorded(
+        self, oks: list[_Outcome], rows: list[Any], took: float, started_ns: int, retried: bool
+    ) -> None:
+        """``queue.complete_many`` answered ``rows`` (job id, completed) for ``oks``."""
+        self.w.observer.reported_many([o.run for o in oks], took, started_ns)
+        completed = dict(rows)
+        logged = self.w.observer.job_logs()
+        done: list[_Run] = []
+        for o in oks:
+            run = o.run
+            if completed.get(run.job.id):
+                if logged:
+                    self.w.observer.job_line("completed", run, duration_ms=o.duration_ms)
+                done.append(run)
+                continue
+            if retried:
+                self.w.trouble.lease_lost(
+                    run, "complete", outcome="unknown: resent after a lost connection"
+                )
+            else:
+                self.w.trouble.lease_lost(run, "complete")
+            self.w.slots.finish(run)
+        if done:
+            self.w.slots.finish_many(done, "completed")
+
+    def _complete_one(self, o: _Outcome) -> None:
+        src = o.run.source
+        assert src.complete_lane is not None
+        started, started_ns = time.perf_counter(), self.w.observer.now_ns()
+        try:
+            with src.complete_lane.connection() as conn:
+                conn.execute(
+                    sql.COMPLETE,
+                    {"job_id": o.run.job.id, "token": o.run.job.token, "result": o.result},
+                )
+        except psycopg.Error as exc:
+            if is_lease_lost(exc):
+                self.w.trouble.lease_lost(o.run, "complete")
+            elif is_connection_error(exc):
+                self.w.trouble.db_trouble(src, "complete", exc)
+                self.w.trouble.lease_lost(o.run, "complete", outcome="unknown: connection lost")
+            elif self.w.trouble.refused(src, "complete", exc):
+                self.w.trouble.lease_lost(
+                    o.run, "complete", outcome="unknown: queue.complete refused"
+                )
+            else:  # the result itself was refused: fail the attempt with the reason
+                o.ok, o.reason = False, "exception"
+                o.error = f"result refused by queue.complete: {str(exc).strip()}"
+                self._fail(o)
+                return
+        else:
+            self.w.observer.reported(o.run, "complete", started, started_ns)
+            self.w.observer.job_line("completed", o.run, duration_ms=o.duration_ms)
+            self.w.slots.finish(o.run, "completed")
+            return
+        self.w.slots.finish(o.run)
+
+    def _fail(self, o: _Outcome) -> None:
+        src = o.run.source
+        lane = src.complete_lane
+        assert lane is not None
+        params = {
+            "job_id": o.run.job.id,
+            "token": o.run.job.token,
+            "error": o.error or "failed",
+            "retry_in": o.retry_in,
+            "retryable": o.retryable,
+        }
+        backoff = _Backoff()
+        while True:
+            started, started_ns = time.perf_counter(), self.w.observer.now_ns()
+            try:
+                with lane.connection() as conn:
+                    row = conn.execute(sql.FAIL, params).fetchone()
+                break
+            except psycopg.Error as exc:
+                if is_lease_lost(exc):
+                    self.w.trouble.lease_lost(o.run, "fail")
+                    self.w.slots.finish(o.run)
+                    return
+                if is_connection_error(exc) and not self.w.trouble.give_up([o.run]):
+                    self.w.trouble.db_trouble(src, "fail", exc)
+                    self.w.slots.unslot([o.run])
+                    time.sleep(backoff.next())
+                    continue
+                if not self.w.trouble.refused(src, "fail", exc):
+                    event("fail_failed", logging.ERROR, error=one_line(exc), **o.run.fields())
+                self.w.trouble.lease_lost(o.run, "fail", outcome="unknown: queue.fail not recorded")
+                self.w.slots.finish(o.run)
+                return
+        status = row[0] if row else None
+        error = o.summary()
+        fields = o.run.fields(duration_ms=o.duration_ms, reason=o.reason, error=error)
+        outcome = "dead" if status == "dead" else "retried"
+        self.w.observer.reported(o.run, "fail", started, started_ns, outcome=outcome)
+        if outcome == "dead":
+            fields["reason"] = "non_retryable" if not o.retryable else "exhausted"
+            event("dead", logging.WARNING, worker=self.w.name, **fields)
+        else:
+            if o.retry_in is not None:
+                fields["retry_in_s"] = o.retry_in.total_seconds()
+            event("retried", worker=self.w.name, **fields)
+        self.w.slots.finish(o.run, outcome, error)

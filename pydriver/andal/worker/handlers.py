@@ -1,0 +1,162 @@
+"""What handlers see and raise, and the registry that maps queues to handlers.
+
+A handler is a plain function or an ``async def`` coroutine function; the worker runs a plain
+one in its thread pool and awaits a coroutine function on its event loop (``Handler.is_async``,
+decided once when the handler is registered). Either may be transactional: it then gets the
+job's connection (a ``psycopg.Connection``, or a ``psycopg.AsyncConnection`` for an ``async
+def``) inside the transaction that claimed the job and commits its completion.
+"""
+
+from __future__ import annotations
+
+import inspect
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, TypeVar
+
+Seconds = float | int | timedelta
+HandlerFn = Callable[..., Any]
+F = TypeVar("F", bound=HandlerFn)
+
+
+def as_interval(value: Seconds | None) -> timedelta | None:
+    """Seconds (int/float) or a timedelta, as a timedelta; None stays None."""
+    if value is None or isinstance(value, timedelta):
+        return value
+    return timedelta(seconds=float(value))
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """One claimed job, as ``queue.claim`` returned it."""
+
+    id: int
+    queue: str
+    category: str | None
+    payload: Any
+    attempt: int
+    max_attempts: int
+    token: uuid.UUID
+    lease_expires_at: datetime
+    enqueued_at: datetime
+    cache_key: str | None
+    cache_version: int | None
+    priority: int = 0
+    #: The label of the database the job came from (``Source.label``: ``dbname@host:port``).
+    database: str = ""
+
+
+class Retry(Exception):  # noqa: N818 - the name is the API
+    """Raise from a handler to fail this attempt and retry after ``delay`` (seconds/timedelta).
+
+    Without a delay the queue's backoff policy decides. The attempt is spent: a job past its
+    attempts is dead-lettered by ``queue.fail`` as usual.
+    """
+
+    def __init__(self, message: str = "retry requested", *, delay: Seconds | None = None):
+        super().__init__(message)
+        self.delay = as_interval(delay)
+
+
+class Fail(Exception):  # noqa: N818 - the name is the API
+    """Raise from a handler to fail the job for good: it is dead-lettered at once."""
+
+
+def is_coroutine_function(fn: Any) -> bool:
+    """Whether calling ``fn`` returns a coroutine: an ``async def`` function, or an object
+    whose ``__call__`` is one."""
+    if inspect.iscoroutinefunction(fn):
+        return True
+    call = getattr(fn, "__call__", None)  # noqa: B004 - the method itself is inspected
+    return call is not None and inspect.iscoroutinefunction(call)
+
+
+@dataclass(frozen=True)
+class Handler:
+    """A queue's handler: ``fn(job)`` (leased) or ``fn(job, conn)`` (transactional).
+
+    ``is_async``: ``fn`` is a coroutine function (awaited on the worker's event loop).
+    ``limit``: at most this many of the queue's jobs run at once in one worker (None: only
+    the worker's ``concurrency`` bounds them)."""
+
+    queue: str
+    fn: HandlerFn
+    transactional: bool = False
+    is_async: bool = False
+    limit: int | None = None
+
+
+def undecodable(handler: Handler, error: str) -> Handler:
+    """A stand-in for a job whose payload this process cannot decode: it raises ``Fail``, in
+    the handler's own form (so it runs where the handler would)."""
+    message = f"the payload cannot be decoded by the Python driver ({error})"
+
+    def fail(*_args: Any) -> None:
+        raise Fail(message)
+
+    async def afail(*_args: Any) -> None:
+        raise Fail(message)
+
+    fn = afail if handler.is_async else fail
+    return Handler(handler.queue, fn, handler.transactional, handler.is_async, handler.limit)
+
+
+class Registry:
+    """Handlers by queue. Fill it with ``@registry.handler("queue")`` or from a mapping."""
+
+    def __init__(self, handlers: Mapping[str, HandlerFn | Handler] | None = None) -> None:
+        self._handlers: dict[str, Handler] = {}
+        for queue, fn in (handlers or {}).items():
+            if isinstance(fn, Handler):
+                self.add(queue, fn.fn, transactional=fn.transactional, limit=fn.limit)
+            else:
+                self.add(queue, fn)
+
+    @classmethod
+    def coerce(cls, handlers: Registry | Mapping[str, HandlerFn | Handler] | None) -> Registry:
+        return handlers if isinstance(handlers, Registry) else cls(handlers)
+
+    def add(
+        self, queue: str, fn: HandlerFn, *, transactional: bool = False, limit: int | None = None
+    ) -> Handler:
+        """Register ``fn`` (a function or an ``async def``) as the handler of ``queue``.
+        ``limit``: at most this many of the queue's jobs at once per worker."""
+        if not isinstance(queue, str) or not queue:
+            raise ValueError("a queue name must be a non-empty string")
+        if not callable(fn):
+            raise TypeError(f"the handler of queue {queue!r} is not callable")
+        if queue in self._handlers:
+            raise ValueError(f"queue {queue!r} already has a handler")
+        if limit is not None and (not isinstance(limit, int) or limit < 1):
+            raise ValueError(f"the limit of queue {queue!r} must be a positive integer")
+        handler = Handler(queue, fn, transactional, is_coroutine_function(fn), limit)
+        self._handlers[queue] = handler
+        return handler
+
+    def handler(
+        self, queue: str, *, transactional: bool = False, limit: int | None = None
+    ) -> Callable[[F], F]:
+        """Decorator: register ``fn`` as the handler of ``queue``."""
+
+        def register(fn: F) -> F:
+            self.add(queue, fn, transactional=transactional, limit=limit)
+            return fn
+
+        return register
+
+    def queues(self) -> list[str]:
+        return list(self._handlers)
+
+    def __getitem__(self, queue: str) -> Handler:
+        return self._handlers[queue]
+
+    def __contains__(self, queue: object) -> bool:
+        return queue in self._handlers
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._handlers)
+
+    def __len__(self) -> int:
+        return len(self._handlers)

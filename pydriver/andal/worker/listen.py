@@ -1,0 +1,106 @@
+"""Listening: one dedicated connection per database on ``LISTEN andal_jobs``, a hint that new
+work may be there (the poll timer is the backstop, so a lost listener costs latency, never a
+job).
+
+A LISTEN needs a session of its own: behind a transaction-mode pooler (pgbouncer
+``pool_mode = transaction``) the server connection that ran it goes back to the pool, and the
+notifications go nowhere. So the listener connects to the database's ``listen_dsn`` (a direct
+connection string, given next to the pooled one) when there is one, to the worker's DSN when
+no transaction-mode pooler is in between, and otherwise does not run: the worker then polls
+(``listen_via`` decides, and the worker reports its choice once at start).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+
+import psycopg
+
+from .. import statements as sql
+from ..logs import event
+from .state import _Backoff, one_line
+
+#: How a worker hears of new jobs on one database: on its DSN, on the separate listen DSN, or
+#: not at all (it polls).
+VIA_DSN, VIA_LISTEN_DSN, VIA_POLLING = "dsn", "listen_dsn", "polling"
+
+
+def listen_via(listen: bool, pooler: str | None, listen_dsn: str | None) -> str:
+    """Where the listener of a database connects (``VIA_*``)."""
+    if not listen:
+        return VIA_POLLING
+    if listen_dsn is not None:
+        return VIA_LISTEN_DSN
+    return VIA_POLLING if pooler == "transaction" else VIA_DSN
+
+
+class Listener:
+    """The LISTEN loop of one database: ``hint(payload)`` for each notification (and after
+    each (re)connect, as notifications may have been missed meanwhile); ``lost(error)`` when
+    the connection fails (it reconnects with backoff) until ``stop`` is set."""
+
+    def __init__(
+        self,
+        dsn: str,
+        application_name: str,
+        hint: Callable[[str], None],
+        lost: Callable[[str], None],
+        stop: threading.Event,
+        on_error: Callable[[str], None],
+    ) -> None:
+        self.dsn = dsn
+        self.application_name = application_name[:63]
+        self.hint = hint
+        self.lost = lost
+        self.stop = stop
+        self.on_error = on_error
+
+    def run(self) -> None:
+        backoff = _Backoff(first=0.1, cap=5.0)
+        while not self.stop.is_set():
+            try:
+                with psycopg.connect(
+                    self.dsn,
+                    autocommit=True,
+                    connect_timeout=5,
+                    application_name=self.application_name,
+                ) as conn:
+                    conn.execute(sql.LISTEN)
+                    backoff.reset()
+                    self.hint("")  # notifications may have been missed while away
+                    while not self.stop.is_set():
+                        for note in conn.notifies(timeout=0.25):
+                            self.hint(note.payload)
+            except psycopg.Error as exc:
+                self.lost(one_line(exc))
+                self.stop.wait(backoff.next())
+            except Exception:
+                self.on_error("listener")
+                self.stop.wait(backoff.next())
+
+
+def report_listening(worker: str, database: str, via: str, poll: float, pooler: str | None) -> None:
+    """The one line at start that says how the worker hears of new jobs on ``database``."""
+    if via == VIA_POLLING and pooler == "transaction":
+        event(
+            "listening",
+            logging.WARNING,
+            worker=worker,
+            database=database,
+            via=via,
+            poll_s=poll,
+            hint="behind a transaction-mode pooler LISTEN cannot work: new jobs are found by"
+            " polling; give a direct connection string as listen_dsn (--listen-dsn) for"
+            " notifications",
+        )
+        return
+    event("listening", worker=worker, database=database, via=via, poll_s=poll)
+
+
+def lost_event(worker: str, database: str) -> Callable[[str], None]:
+    def lost(error: str) -> None:
+        event("listener_lost", logging.WARNING, worker=worker, database=database, error=error)
+
+    return lost

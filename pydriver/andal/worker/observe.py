@@ -1,0 +1,202 @@
+"""What a worker tells the outside: its Prometheus metrics, its OpenTelemetry traces and its
+per-job log lines, behind one interface (``Observer``).
+
+The rooms of the worker call the observer unconditionally; whether metrics are kept or traces
+made is decided here once, when the worker starts, and nowhere else. With neither, each call
+is a method that tests two attributes and returns.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from collections import Counter
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any
+
+from .. import tracing as tracing_
+from ..logs import event, log
+from ..metrics import WorkerMetrics
+
+if TYPE_CHECKING:
+    from .databases import Source
+    from .state import _Run
+
+#: The level of the per-job lines (``claimed``, ``completed``): two lines per job would be most
+#: of a busy worker's output; info keeps the transitions an operator acts on (retries, dead
+#: letters, lost leases, releases, stops).
+JOB_LEVEL = logging.DEBUG
+
+_NO_SCOPE: AbstractContextManager[Any] = contextlib.nullcontext()
+
+
+class DatabaseMetrics:
+    """Per-database figures of a worker with several databases, in the worker's registry:
+    ``andal_worker_database_up``, ``andal_worker_database_busy_slots``,
+    ``andal_worker_database_held_jobs`` (read at scrape time) and
+    ``andal_worker_database_claimed_jobs_total``, each labelled ``database``."""
+
+    def __init__(self, registry: Any, sources: Sequence[Source]) -> None:
+        import prometheus_client as prom
+
+        def gauge(name: str, doc: str) -> Any:
+            return prom.Gauge(name, doc, ["database"], registry=registry)
+
+        up = gauge(
+            "andal_worker_database_up",
+            "1 while the database answers, 0 while the worker reconnects to it.",
+        )
+        busy = gauge(
+            "andal_worker_database_busy_slots", "Slots holding or claiming a job of the database."
+        )
+        held = gauge(
+            "andal_worker_database_held_jobs", "Leased jobs of the database held by this worker."
+        )
+        claimed = prom.Counter(
+            "andal_worker_database_claimed_jobs",
+            "Jobs claimed from the database.",
+            ["database"],
+            registry=registry,
+        )
+        self.claimed: list[Any] = []
+        for s in sources:
+            up.labels(s.label).set_function(lambda s=s: 1.0 if s.up else 0.0)
+            busy.labels(s.label).set_function(lambda s=s: float(s.busy))
+            held.labels(s.label).set_function(lambda s=s: float(len(s.active)))
+            self.claimed.append(claimed.labels(s.label))
+
+
+class Observer:
+    """A worker's metrics (``metrics``: ``WorkerMetrics`` or None), traces (``tracer``: a
+    ``tracing.JobTracer`` or None, set by ``start_tracing``) and per-job logs."""
+
+    def __init__(self, name: str, metrics: WorkerMetrics | None, sources: Sequence[Source]) -> None:
+        self.name = name
+        self.metrics = metrics
+        self.tracer: tracing_.JobTracer | None = None
+        self.db_metrics: DatabaseMetrics | None = None
+        if metrics is not None and len(sources) > 1:
+            self.db_metrics = DatabaseMetrics(metrics.registry, sources)
+
+    def start_tracing(self, on: bool) -> None:
+        self.tracer = tracing_.JobTracer(self.name) if on else None
+
+    def now_ns(self) -> int:
+        """The wall clock for span times (0 when not tracing: nothing reads it)."""
+        return time.time_ns() if self.tracer is not None else 0
+
+    def job_logs(self) -> bool:
+        """Whether the per-job lines are logged (taken once per batch)."""
+        return log.isEnabledFor(JOB_LEVEL)
+
+    def job_line(self, name: str, run: _Run, **fields: Any) -> None:
+        event(name, JOB_LEVEL, worker=self.name, **run.fields(**fields))
+
+    # -- claims --------------------------------------------------------------------------
+
+    def claim(self, kind: str, took: float, asked: int, got: int) -> None:
+        if self.metrics is not None:
+            self.metrics.claim(kind, took, asked, got)
+
+    def claim_error(self, kind: str) -> None:
+        if self.metrics is not None:
+            self.metrics.claim_error(kind)
+
+    def claimed(self, src: Source, runs: list[_Run], started_ns: int) -> None:
+        """Jobs claimed from ``src``: counted by queue, and each given its trace."""
+        metrics = self.metrics
+        if metrics is not None:
+            queues = {r.job.queue for r in runs}
+            if len(queues) == 1:
+                metrics.jobs_claimed(queues.pop(), len(runs))
+            else:
+                for queue, count in Counter(r.job.queue for r in runs).items():
+                    metrics.jobs_claimed(queue, count)
+            if self.db_metrics is not None:
+                self.db_metrics.claimed[src.index].inc(len(runs))
+        if self.tracer is not None and runs:
+            roots = self.tracer.claimed([r.job for r in runs], started_ns, time.time_ns())
+            for run, root in zip(runs, roots, strict=True):
+                root.set_attribute("andal.database", src.label)
+                run.span = root
+
+    # -- handlers ------------------------------------------------------------------------
+
+    def handling(self, run: _Run) -> AbstractContextManager[Any]:
+        """Around a handler: its span is current (when tracing)."""
+        if self.tracer is None or run.span is None:
+            return _NO_SCOPE
+        return self.tracer.handler(run.job, run.span)
+
+    def handler(self, queue: str, took: float) -> None:
+        if self.metrics is not None:
+            self.metrics.handler(queue, took)
+
+    # -- outcomes ------------------------------------------------------------------------
+
+    def reported(
+        self, run: _Run, call: str, started: float, started_ns: int, outcome: str | None = None
+    ) -> None:
+        """One outcome recorded by ``queue.<call>`` (complete or fail), sent at ``started``."""
+        if self.metrics is not None:
+            self.metrics.report(call, time.perf_counter() - started)
+        if self.tracer is not None and run.span is not None:
+            self.tracer.reported(
+                run.job, run.span, f"andal.{call}", started_ns, time.time_ns(), outcome=outcome
+            )
+
+    def reported_many(self, runs: list[_Run], took: float, started_ns: int) -> None:
+        """Successes recorded together by ``queue.complete_many``."""
+        if self.metrics is not None:
+            self.metrics.report("complete_many", took)
+        tracer = self.tracer
+        if tracer is not None:
+            ended_ns = time.time_ns()
+            for run in runs:
+                if run.span is not None:
+                    tracer.reported(
+                        run.job, run.span, "andal.complete", started_ns, ended_ns, len(runs)
+                    )
+
+    def outcome(self, run: _Run, outcome: str, error: str | None = None) -> None:
+        """A job attempt ended with ``outcome``: counted, and its trace ended."""
+        if self.metrics is not None:
+            self.metrics.outcome(run.job.queue, outcome)
+        if run.span is not None:
+            self.end_trace(run, outcome, error)
+
+    @staticmethod
+    def end_trace(run: _Run, outcome: str, error: str | None = None) -> None:
+        span, run.span = run.span, None
+        if span is not None:
+            tracing_.JobTracer.end(span, outcome, error)
+
+    # -- the rest ------------------------------------------------------------------------
+
+    def lease_lost(self, queue: str, detected_by: str) -> None:
+        if self.metrics is not None:
+            self.metrics.lease_lost(queue, detected_by)
+
+    def heartbeat(self, took: float) -> None:
+        if self.metrics is not None:
+            self.metrics.heartbeat(took)
+
+    def db_error(self, during: str) -> None:
+        if self.metrics is not None:
+            self.metrics.db_error(during)
+
+    def vacuumed(self, tables: list[str]) -> None:
+        if self.metrics is not None:
+            for table in tables:
+                self.metrics.vacuumed(table)
+
+    def serve(self, port: int | None, addr: str) -> None:
+        if self.metrics is not None and port is not None:
+            got = self.metrics.serve(port, addr)
+            event("metrics_serving", worker=self.name, addr=addr, port=got)
+
+    def close(self) -> None:
+        if self.metrics is not None:
+            self.metrics.close()

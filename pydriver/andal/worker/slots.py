@@ -1,0 +1,281 @@
+"""Slot accounting: the one owner of the state the worker's threads share.
+
+A worker has ``concurrency`` handler slots over all its databases. ``Slots`` holds who has
+them (``busy``: slots in use; ``reporting``: runs whose handler returned and whose outcome is
+on its way; per database ``Source.busy``, ``reporting``, ``riding`` and ``active``), the
+worker's counts, and the one lock (and its condition, ``cv``) that guards all of it. Every
+room changes that state through these methods only: reserve slots for a claim, give them back,
+free a slot when a handler returns, finish a run when its outcome is recorded.
+
+The fairness rule between databases is ``room``'s; the backpressure (at most twice
+``concurrency`` jobs in hand per database) too.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+
+from .databases import Source
+from .observe import Observer
+from .state import _Run
+
+
+class Slots:
+    """The slots of one worker (see the module's docstring). ``leased``: the worker has
+    leased queues; ``tx_forms``: the handler forms of its transactional queues (False:
+    plain, True: ``async def``); both set by ``configure`` when the worker starts."""
+
+    def __init__(
+        self,
+        concurrency: int,
+        batch: int,
+        sources: Sequence[Source],
+        observer: Observer,
+        stopping: Callable[[], bool],
+    ) -> None:
+        self.concurrency = concurrency
+        self.batch = batch
+        self.sources = list(sources)
+        self.observer = observer
+        self.stopping = stopping
+        self.lock = threading.Lock()
+        self.cv = threading.Condition(self.lock)
+        self.busy = 0  # slots in use, all databases
+        self.reporting = 0  # unfinished runs that gave their slot back (see handler_done)
+        self.turn = 0  # rotates the remainder of an uneven split of the slots (see room)
+        #: What happened, over all databases (each ``Source`` counts its own too).
+        self.counts: Counter[str] = Counter()
+        self.leased = False
+        self.tx_forms: list[bool] = []
+
+    def configure(self, leased: bool, tx_forms: list[bool]) -> None:
+        self.leased, self.tx_forms = leased, tx_forms
+
+    def free(self) -> int:
+        return self.concurrency - self.busy
+
+    def contending(self, src: Source, now: float) -> bool:
+        """Whether ``src`` competes for slots: it answers and is not idle (its last claim found
+        work, or a NOTIFY or the poll timer says it may have some)."""
+        return src.up and (
+            (self.leased and src.leased_dry.ready(now))
+            or any(src.probes[form].dry.ready(now) for form in self.tx_forms)
+        )
+
+    def room(self, src: Source) -> int:
+        """How many more slots ``src`` may take now. Call with ``_lock`` held.
+
+        The fairness rule: the databases contending for slots are ``src`` and every other one
+        that is reachable and not idle (``_contending``). The slots not held by the others
+        (idle or unreachable databases whose jobs still run) are split evenly among the
+        contending ones, the remainder of an uneven split going to each in turn (the turn
+        moves every time a slot is freed). ``src`` may take its share minus what it holds,
+        and never more than the free slots. So an idle or unreachable database leaves its
+        share to the others, and a database that has work again gets its share back as the
+        others' jobs end (running jobs are never preempted). With one database: the free
+        slots.
+
+        Backpressure: a database's jobs in hand (in slots, or waiting for the completer to
+        record their outcome) stay within twice ``concurrency``, so a completer that falls
+        behind slows its own database's claims instead of piling up outcomes."""
+        now = time.monotonic()
+        contending = rank = elsewhere = 0
+        for s in self.sources:
+            if s is src or self.contending(s, now):
+                if s is src:
+                    rank = contending
+                contending += 1
+            else:
+                elsewhere += s.busy
+        base, extra = divmod(max(self.concurrency - elsewhere, 0), contending)
+        share = base + (1 if (rank - self.turn) % contending < extra else 0)
+        backlog = 2 * self.concurrency - src.busy - src.reporting
+        return max(0, min(share - src.busy, self.concurrency - self.busy, backlog))
+
+    def reserve(self, src: Source, most: int) -> int:
+        """Take up to ``most`` slots of ``src``'s room for it; returns how many were taken."""
+        with self.lock:
+            n = min(self.room(src), most)
+            if n > 0:
+                self.busy += n
+                src.busy += n
+        return max(n, 0)
+
+    def back(self, src: Source, n: int) -> None:
+        """Slots taken for a claim and not used: free again, maybe for another database."""
+        if n:
+            with self.cv:
+                self.busy -= n
+                src.busy -= n
+                self.cv.notify_all()
+            self.wake_others(src)
+
+    def give(self, src: Source) -> None:
+        with self.cv:
+            self.busy -= 1
+            src.busy -= 1
+            self.turn += 1
+            self.cv.notify_all()
+        self.wake_all()
+
+    def handler_done(self, run: _Run, ok: bool) -> bool:
+        """A leased run's handler returned: its slot is free for the next job at once. The run
+        stays held (heartbeated, resent, waited for by a stop) until its outcome is recorded
+        or its lease is past. A success's completion carries the next claim of its database
+        (``_complete``), so that database's claim loop is not woken for it (it would claim
+        the slots one by one as they free); the other databases' claim loops are, when the
+        slot lets them claim (``_wanted``). Returns whether the next claim rides on it."""
+        src = run.source
+        own = not ok or bool(self.tx_forms)  # no claim rides on the outcome: wake its loop
+        with self.cv:
+            run.ran = True
+            if not run.slot or run.finished:
+                return False
+            if not own:
+                src.riding += 1
+            run.slot = False
+            self.busy -= 1
+            src.busy -= 1
+            self.turn += 1
+            self.reporting += 1
+            src.reporting += 1
+            self.cv.notify_all()
+            wake = self.wanted(None if own else src)
+        for s in wake:
+            s.wake.set()
+        return not own
+
+    def wanted(self, but: Source | None = None) -> list[Source]:
+        """Sources (other than ``but``) whose claim loop a freed slot lets claim: a futile
+        wake-up costs a thread switch. Call with ``_lock`` held."""
+        return [s for s in self.sources if s is not but and s.up and self.room(s) > 0]
+
+    def unslot(self, runs: list[_Run]) -> None:
+        """The outcomes of ``runs`` wait on a database that does not answer: give their slots to
+        the jobs of the other databases. The runs stay held (heartbeated, resent, waited for
+        by a stop) until their outcome is recorded or their lease is past."""
+        freed = False
+        with self.cv:
+            for r in runs:
+                if r.slot and not r.finished:
+                    r.slot = False
+                    self.reporting += 1
+                    r.source.reporting += 1
+                    self.busy -= 1
+                    r.source.busy -= 1
+                    freed = True
+            if freed:
+                self.cv.notify_all()
+        if freed:
+            self.wake_all()
+
+    def finish(self, run: _Run, outcome: str | None = None, error: str | None = None) -> None:
+        """The run's outcome is recorded, dropped or released: free its slot. ``outcome``
+        (when this call decides it) is counted in the metrics and ends the job's trace."""
+        with self.lock:
+            if run.finished:
+                return
+            run.finished = True
+            run.source.active.pop(run.job.id, None)
+            slot, run.slot = run.slot, False
+        if outcome is not None:
+            self.ended(run, outcome, error)
+        elif run.span is not None:  # lost or released: counted when it was noticed
+            self.end_trace(run, "lease_lost" if run.lost else "released")
+        if slot:
+            self.give(run.source)
+        else:
+            src = run.source
+            with self.cv:
+                self.reporting -= 1
+                src.reporting -= 1
+                self.cv.notify_all()
+                unblocked = src.reporting == self.concurrency
+            if unblocked:  # its backlog held its claims back (see _room): no longer
+                src.wake.set()
+
+    def finish_many(self, runs: list[_Run], outcome: str) -> None:
+        """``_finish(run, outcome)`` for a batch of one database's runs: one lock, one count and
+        one wake-up for the batch."""
+        src = runs[0].source
+        ended: list[_Run] = []
+        slots = 0
+        with self.cv:
+            blocked = src.reporting > self.concurrency
+            for run in runs:
+                if run.finished:
+                    continue
+                run.finished = True
+                src.active.pop(run.job.id, None)
+                if run.slot:
+                    run.slot = False
+                    slots += 1
+                else:
+                    self.reporting -= 1
+                    src.reporting -= 1
+                ended.append(run)
+            if slots:
+                self.busy -= slots
+                src.busy -= slots
+                self.turn += slots
+            n = len(ended)
+            if n:
+                self.counts[outcome] += n
+                src.counts[outcome] += n
+            self.cv.notify_all()
+            unblocked = blocked and src.reporting <= self.concurrency
+        observer = self.observer
+        for run in ended:
+            observer.outcome(run, outcome)
+        if slots:
+            self.wake_all()
+        elif unblocked:  # its backlog held its claims back (see _room): no longer
+            src.wake.set()
+
+    def wake_all(self) -> None:
+        for s in self.sources:
+            s.wake.set()
+
+    def wake_others(self, src: Source) -> None:
+        """``src`` left slots unused: the other databases' claim loops may take them."""
+        for s in self.sources:
+            if s is not src:
+                s.wake.set()
+
+    def count(self, key: str, n: int = 1, src: Source | None = None) -> None:
+        with self.lock:
+            self.counts[key] += n
+            if src is not None:
+                src.counts[key] += n
+
+    def ended(self, run: _Run, outcome: str, error: str | None = None) -> None:
+        """Count a job attempt's outcome (counts, metrics) and end its trace."""
+        self.count(outcome, src=run.source)
+        self.observer.outcome(run, outcome, error)
+
+    @staticmethod
+    def end_trace(run: _Run, outcome: str, error: str | None = None) -> None:
+        Observer.end_trace(run, outcome, error)
+
+    def has_room(self, src: Source) -> bool:
+        with self.lock:
+            return self.room(src) > 0
+
+    def reserve_next(self, src: Source, ride: list[int] | None, claim: bool = True) -> int:
+        """Slots for a claim sent with the completions (see ``_complete``): ``src``'s room,
+        when it is contending for slots and no stop is asked. The successes riding on this
+        claim stop holding its claim loop back in the same step (no claim loop slips a
+        one-slot claim in between)."""
+        want = claim and src.up and not self.stopping() and src.leased_dry.ready(time.monotonic())
+        with self.lock:
+            if ride and ride[0]:
+                src.riding -= ride[0]
+                ride[0] = 0
+            n = min(self.room(src), self.batch) if want else 0
+            if n > 0:
+                self.busy += n
+                src.busy += n
+        return max(n, 0)

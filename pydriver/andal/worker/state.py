@@ -1,0 +1,275 @@
+"""A worker's bookkeeping of the jobs it holds, and the small tools its loops share."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import random
+import socket
+import time
+import traceback
+import uuid
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+import psycopg
+from psycopg_pool import ConnectionPool
+
+from .handlers import Fail, Handler, Job, Retry
+
+if TYPE_CHECKING:
+    from .databases import Source
+
+
+_ERROR_LIMIT = 4000  # characters of error text sent to queue.fail
+
+
+def text_array(items: Iterable[str | None]) -> str:
+    """A PostgreSQL array literal of strings (each quoted, None as NULL), for a ``::text[]``
+    or ``::jsonb[]`` parameter. The driver sends its arrays as literals: psycopg adapts a list
+    element by element to choose its dumper, which cost more client CPU than the statement
+    itself for a batch of 100."""
+    return "{" + ",".join("NULL" if v is None else _quote(v) for v in items) + "}"
+
+
+def plain_array(items: Iterable[Any]) -> str:
+    """A PostgreSQL array literal of values whose text never needs quoting (integers, UUIDs),
+    for a ``::bigint[]`` or ``::uuid[]`` parameter."""
+    return "{" + ",".join(map(str, items)) + "}"
+
+
+def _quote(value: str) -> str:
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+# -- internal state -------------------------------------------------------------------------
+
+
+class _Run:
+    """A job held by this worker, from claim until its outcome is recorded or dropped.
+
+    ``state``: claimed -> running -> finishing -> done; claimed/running -> released.
+    ``lost`` is set once the lease is known to be gone (the outcome will be discarded).
+    ``source``: the database it came from (every statement about it goes there). ``slot``:
+    it holds a handler slot (a leased run until its handler returns, a run that never ran
+    until it is finished). ``ran``: its handler is done (the outcome waits for the completer).
+    """
+
+    __slots__ = (
+        "source",
+        "slot",
+        "ran",
+        "job",
+        "handler",
+        "state",
+        "lost",
+        "finished",
+        "claimed_at",
+        "lease_len",
+        "next_beat",
+        "deadline",
+        "span",
+    )
+
+    def __init__(
+        self,
+        source: Source,
+        job: Job,
+        handler: Handler,
+        lease_len: float,
+        now: float | None = None,
+    ) -> None:
+        if now is None:
+            now = time.monotonic()
+        self.source = source
+        self.slot = True
+        self.ran = False
+        self.job = job
+        self.handler = handler
+        self.state = "claimed"
+        self.lost = False
+        self.finished = False
+        self.claimed_at = now
+        self.lease_len = max(lease_len, 0.001)
+        self.next_beat = now + self.lease_len / 3
+        self.deadline = now + self.lease_len
+        self.span: Any = None  # the job's root span, when tracing
+
+    def fields(self, **extra: Any) -> dict[str, Any]:
+        job = self.job
+        out = {
+            "job_id": job.id,
+            "queue": job.queue,
+            "category": job.category,
+            "attempt": job.attempt,
+            "database": job.database,
+        }
+        out.update(extra)
+        return out
+
+
+@dataclass(slots=True)
+class _Outcome:
+    run: _Run
+    ok: bool
+    duration_ms: float
+    result: str | None = None  # JSON text
+    error: str | None = None
+    reason: str | None = None  # exception | retry | fail
+    retry_in: timedelta | None = None
+    retryable: bool = True
+    rides: bool = False  # the next claim of its database rides on its completion
+    brief: str | None = None  # the exception's first line (see summary)
+
+    def summary(self) -> str:
+        """The error as logs and traces report it: the exception's first line (its type and
+        message, not the traceback nor the CONTEXT lines psycopg appends)."""
+        if self.brief is not None:
+            return self.brief
+        lines = (self.error or "").strip().splitlines()
+        return lines[0] if lines else ""
+
+
+class _Lane:
+    """One pooled connection a thread keeps between its statements: the claim loop's and the
+    completer's. Taking a connection from the pool and giving it back costs about as much
+    client CPU as a small statement, which a worker at batch 1 paid twice per job; a lane pays
+    it once. The connection goes back to the pool when it is broken or not idle after an error
+    (the pool replaces or resets it), after ``_HOLD`` seconds (so the pool's health checks and
+    ``max_lifetime`` still see it) and when its thread ends (``release``)."""
+
+    _HOLD = 60.0
+
+    __slots__ = ("pool", "conn", "since")
+
+    def __init__(self, pool: ConnectionPool) -> None:
+        self.pool = pool
+        self.conn: psycopg.Connection | None = None
+        self.since = 0.0
+
+    @contextlib.contextmanager
+    def connection(self) -> Iterator[psycopg.Connection]:
+        conn = self.conn
+        if conn is None:
+            conn = self.pool.getconn()
+            self.conn, self.since = conn, time.monotonic()
+        try:
+            yield conn
+        except BaseException as exc:
+            if not isinstance(exc, psycopg.Error) or not self._idle(conn):
+                self.release()
+            raise
+        if not self._idle(conn) or time.monotonic() - self.since > self._HOLD:
+            self.release()
+
+    @staticmethod
+    def _idle(conn: psycopg.Connection) -> bool:
+        return not conn.broken and conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+
+    def release(self) -> None:
+        conn, self.conn = self.conn, None
+        if conn is not None:
+            with contextlib.suppress(Exception):  # a closing pool refuses it: nothing to do
+                self.pool.putconn(conn)
+
+
+class _Backoff:
+    """Exponential backoff with jitter for reconnects: 50 ms doubling up to ``cap``."""
+
+    def __init__(self, first: float = 0.05, cap: float = 2.0) -> None:
+        self.first, self.cap, self.current = first, cap, 0.0
+
+    def next(self) -> float:
+        self.current = self.first if not self.current else min(self.current * 2, self.cap)
+        return self.current * (0.5 + random.random() / 2)
+
+    def reset(self) -> None:
+        self.current = 0.0
+
+
+class Probe:
+    """The transactional probes of one database and handler form: ``dry`` (whether its last
+    claim found work), ``searching`` (probes claiming now: at most one at a time)."""
+
+    __slots__ = ("dry", "searching")
+
+    def __init__(self, poll: float) -> None:
+        self.dry = _Dry(poll)
+        self.searching = 0
+
+
+class _Dry:
+    """After an empty claim: the queues may be empty, or other claimers held the rows or the
+    category locks. Claim again after a pause that doubles from 10 ms up to the poll interval
+    while claims stay empty (so an idle worker polls every ``poll`` seconds); a claim that
+    finds work or a NOTIFY hint ends the pause. ``hints`` counts the hints: an empty claim
+    sent before the last hint arrived (its snapshot may predate the new job) starts no
+    pause."""
+
+    def __init__(self, poll: float) -> None:
+        self.poll, self.step, self.until, self.hints = poll, 0.0, 0.0, 0
+
+    def ready(self, now: float) -> bool:
+        return now >= self.until
+
+    def empty(self, hints: int | None = None) -> None:
+        if hints is not None and hints != self.hints:
+            return
+        self.step = min(self.step * 2 or 0.01, self.poll)
+        self.until = time.monotonic() + self.step
+
+    def found(self) -> None:
+        self.step = self.until = 0.0
+
+    def hint(self) -> None:
+        self.hints += 1
+        self.until = 0.0
+
+
+#: How long the completer waits for the outcomes of the jobs still in their slots before it
+#: sends the ones it has (see _complete_loop).
+_LINGER = 0.002
+
+_STOP = object()
+
+
+def error_text(exc: BaseException) -> str:
+    """The error sent to ``queue.fail``: the exception and a short traceback."""
+    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__, limit=-5))
+    return text if len(text) <= _ERROR_LIMIT else text[: _ERROR_LIMIT - 3] + "..."
+
+
+def one_line(exc: BaseException) -> str:
+    """The first line of an error's text (psycopg adds CONTEXT and HINT lines)."""
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__
+
+
+def default_name() -> str:
+    return f"{socket.gethostname()[:40]}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+
+
+def _dump_result(value: Any) -> str | None:
+    return None if value is None else json.dumps(value)
+
+
+def _failure(run: _Run, exc: BaseException) -> _Outcome:
+    if isinstance(exc, Retry):
+        return _Outcome(
+            run, False, 0.0, error=str(exc) or "retry requested", reason="retry",
+            retry_in=exc.delay,
+        )  # fmt: skip
+    if isinstance(exc, Fail):
+        return _Outcome(run, False, 0.0, error=str(exc) or "failed", reason="fail", retryable=False)
+    return _Outcome(
+        run, False, 0.0, error=error_text(exc), reason="exception", brief=exception_line(exc)
+    )
+
+
+def exception_line(exc: BaseException) -> str:
+    """``Type: message``, the message's first line only (psycopg appends CONTEXT lines)."""
+    text = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
