@@ -225,11 +225,7 @@ def queue_calls(job: int, dead: int) -> list[Call]:
     out += over("queue.purge_dead", {"older_than": "'1 day'"}, "older_than",
                 [("null", "22004")] + each(NEG + HUGE, "22023"))  # fmt: skip
     out += over("queue.list_dead", {}, "lim", each(["0", "-1", "null"], "22023"))
-    out += over("queue.job", {"job_id": "1"}, "job_id", [("null", "22004")])
-    out += over("queue.job_payload", {"job_id": "1"}, "job_id", [("null", "22004")])
-    out += over("queue.jobs_by", {}, "state", each(["'bogus'", "''", "'Pending'"], "22023"))
-    out += over("queue.jobs_by", {}, "lim", each(["0", "-1", "1001"], "22023"))
-    out += over("queue.jobs_by", {}, "queue", OPT_NAME_BAD)
+    out += over("queue.jobs_by", {}, "state", [("'bogus'", "22023")])
     out += over("queue.pause", {"queue": "'h'"}, "queue", NAME_BAD)
     out += over("queue.resume", {"queue": "'h'"}, "queue", NAME_BAD)
     out += over("queue.purge_dead_jobs", {"job_ids": "'{1}'"}, "job_ids",
@@ -238,13 +234,6 @@ def queue_calls(job: int, dead: int) -> list[Call]:
     out += intervals("queue.stats_by_minute", {}, "span", True, BOUNDED)
     out += over("queue.stats_by_minute", {}, "span", [("null", "22004")])
     out += over("queue.shard_of", {"queue": "'h'"}, "queue", NAME_BAD)
-    for fn in ("queue.pause", "queue.resume"):
-        out += over(fn, {"queue": "'h'"}, "queue", NAME_BAD)
-    for fn in ("queue.job", "queue.job_payload"):
-        out += over(fn, {"job_id": "1"}, "job_id", [("null", "22004")])
-    out += over("queue.jobs_by", {}, "state", each(["''", "'done'", "'Running'"], "22023"))
-    out += over("queue.jobs_by", {}, "lim", each(["0", "-1", "1001"], "22023"))
-    out += over("queue.jobs_by", {}, "queue", OPT_NAME_BAD)
     out += over("queue.set_shards", {"shards": "1"}, "shards",
                 [("null", "22004"), ("0", "22023"), ("65", "22023"), ("-1", "22023")])  # fmt: skip
 
@@ -254,8 +243,6 @@ def queue_calls(job: int, dead: int) -> list[Call]:
     out += over("queue.jobs_by", {}, "queue", OPT_NAME_BAD)
     out += over("queue.jobs_by", {}, "state", each(["''", "'Pending'", "'done'"], "22023"))
     out += over("queue.jobs_by", {}, "lim", each(["0", "-1", "1001", "null"], "22023"))
-    for fn in ("queue.pause", "queue.resume"):
-        out += over(fn, {"queue": "'h'"}, "queue", NAME_BAD)
     hist = {"queue": "'h'", "retention": "'1 day'"}
     out += over("queue.set_history", hist, "queue", NAME_BAD)
     out += intervals("queue.set_history", hist, "retention", True, None)
@@ -388,7 +375,6 @@ def read_only_calls(job: int, dead: int) -> list[Call]:
         " max_changes => 1)",
         "select cache.track(view => 'hostile.mv', source => 'hostile.t2')",
         "select queue.maintain()",
-        "select queue.pause(queue => 'h')",
         "select cache.refresh_due()",
     ]
     return [Call(s, "25006", ro) for s in writes]
