@@ -4,36 +4,45 @@ SHELL := /bin/bash
 
 VENV ?= .venv
 PY := $(VENV)/bin/python
+# Where `make install` goes, decided before the defaults below fill PGHOST/PGPORT/PGUSER in:
+# $DATABASE_URL, else the libpq variables the caller set; neither: it refuses.
+INSTALL_TARGET := $(if $(DATABASE_URL),$(DATABASE_URL),$(if $(PGHOST)$(PGPORT)$(PGUSER)$(PGDATABASE),postgresql://,))
 PGHOST ?= 127.0.0.1
 PGPORT ?= 5432
 PGUSER ?= postgres
 export PGHOST PGPORT PGUSER
-DATABASE_URL ?= postgresql://$(PGUSER)@$(PGHOST):$(PGPORT)/postgres
 TEST_DB ?= andal_pgtap
 # Shard count of the live table: `make install SHARDS=8`; make test also runs the suites on a
 # sharded install with TEST_SHARDS shards.
 SHARDS ?=
 TEST_SHARDS ?= 4
-DEB_PACKAGES := postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl postgresql-15-plpgsql-check
+DEB_PACKAGES := postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl postgresql-15-plpgsql-check chromium chromium-driver
 
-.PHONY: help venv deps install test test-sql test-py lint demo bench bench-quick soak clean
+.PHONY: help venv deps install test test-sql test-py lint demo bench bench-quick soak clean schema-dump
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
 
-$(VENV)/.installed: pyproject.toml
+# setup.py reads the version from sql/functions/queue/version.sql: a bump reinstalls
+$(VENV)/.installed: pyproject.toml setup.py sql/functions/queue/version.sql
 	@test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
+	@rm -rf pydriver/andal.egg-info  # left by the distribution's old name
 	$(PY) -m pip install -q -e '.[test]'
 	@touch $@
 
 venv: $(VENV)/.installed ## create .venv and install andal with its test extras
 
-deps: ## install the Debian packages the tests need (pgTAP, pg_prove, plpgsql_check)
+deps: ## install the Debian packages the tests need (pgTAP, pg_prove, plpgsql_check, Chromium)
 	@bash .ci/deps.sh $(DEB_PACKAGES)
 
-install: venv ## install or upgrade andal in $$DATABASE_URL (idempotent); SHARDS=8 shards the live table
-	$(VENV)/bin/andal --dsn "$(DATABASE_URL)" install $(if $(SHARDS),--shards $(SHARDS))
+install: venv ## install or upgrade andal in DATABASE_URL, else the PG* variables (refuses with neither)
+	@if [ -z '$(INSTALL_TARGET)' ]; then \
+		echo "make install: no database given: set DATABASE_URL (make install" \
+			"DATABASE_URL=postgresql://app@db.example/app) or PGHOST/PGPORT/PGUSER/PGDATABASE;" \
+			"nothing was installed" >&2; exit 2; fi
+	@echo "make install: into $(if $(DATABASE_URL),\$$DATABASE_URL,$$PGUSER@$$PGHOST:$$PGPORT/$${PGDATABASE:-$$PGUSER})"
+	$(VENV)/bin/andal --dsn '$(INSTALL_TARGET)' install $(if $(SHARDS),--shards $(SHARDS))
 
 test: venv deps ## every test, on an unsharded and a sharded install, then the benchmark smoke test
 	$(MAKE) --no-print-directory test-sql
@@ -53,14 +62,18 @@ test-sql: venv ## pgTAP tests in a fresh database (SHARDS=4: on a sharded instal
 test-py: venv ## pytest suite (real PostgreSQL, real processes; SHARDS=4: on a sharded install)
 	ANDAL_SHARDS=$(SHARDS) $(VENV)/bin/pytest -q $(PYTEST_ARGS)
 
-lint: venv deps ## sqlfluff, ruff and plpgsql_check
+lint: venv deps ## sqlfluff, ruff, mypy (the whole package) and plpgsql_check
 	$(VENV)/bin/sqlfluff lint sql/schema sql/functions
-	$(VENV)/bin/ruff check pydriver tests bench
-	$(VENV)/bin/ruff format --check pydriver tests bench
+	$(VENV)/bin/ruff check pydriver tests bench setup.py
+	$(VENV)/bin/ruff format --check pydriver tests bench setup.py
+	$(VENV)/bin/mypy
 	@bash .ci/plpgsql_check.sh
 
-demo: venv ## install andal, enqueue ~20,000 jobs and run a worker pool with a summary
-	$(PY) -m andal.demo
+schema-dump: venv ## rewrite sql/schema.dump.sql from a fresh install (commit it with the schema change)
+	$(PY) tests/schema.py
+
+demo: venv ## 20,000 jobs through a worker pool, on DATABASE_URL or the PGHOST/PGPORT server; DEMO_ARGS=
+	$(PY) -m andal.demo $(DEMO_ARGS)
 
 bench: venv ## the full benchmark W1–W7 (~26 min, not in make test); BENCH_ARGS="--only W1 --publish"
 	$(PY) -m pip install -q -e '.[bench]'

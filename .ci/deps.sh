@@ -5,6 +5,9 @@ missing=()
 command -v pg_prove >/dev/null || missing+=(libtap-parser-sourcehandler-pgtap-perl)
 [ -f /usr/share/postgresql/15/extension/pgtap.control ] || missing+=(postgresql-15-pgtap)
 [ -f /usr/share/postgresql/15/extension/plpgsql_check.control ] || missing+=(postgresql-15-plpgsql-check)
+# the browser tests of `andal web` drive Debian's Chromium (nothing downloads a browser)
+command -v chromium >/dev/null || missing+=(chromium)
+command -v chromedriver >/dev/null || missing+=(chromium-driver)
 command -v pgbouncer >/dev/null || [ -x /usr/sbin/pgbouncer ] || missing+=(pgbouncer)
 [ ${#missing[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" = 0 ]; then

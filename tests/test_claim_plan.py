@@ -4,7 +4,8 @@ With 100,000 ready and 100,000 future-scheduled jobs, the real plans of the stat
 queue.claim (captured with auto_explain, nested statements included, after enough calls for
 PL/pgSQL to switch to its generic plans) contain no sequential scan of queue.jobs and no sort
 of the backlog: every Sort sits above a Limit that bounds what it reads from queue.jobs
-(at most batch rows per queue and kind). Checked for one queue, three queues and every queue.
+(at most batch rows per queue and kind). Checked for one queue, three queues, forty queues
+(four with jobs: the claim shares its batch between them) and every queue.
 """
 
 from __future__ import annotations
@@ -119,8 +120,8 @@ def problems(doc: dict[str, Any]) -> list[str]:
 
 @pytest.mark.parametrize(
     "queues",
-    [["q1"], ["q1", "q2", "q3"], None],
-    ids=["one-queue", "three-queues", "every-queue"],
+    [["q1"], ["q1", "q2", "q3"], [f"q{i}" for i in range(1, 41)], None],
+    ids=["one-queue", "three-queues", "forty-queues", "every-queue"],
 )
 @pytest.mark.parametrize("batch", [1, 50])
 def test_claim_plans_use_indexes(

@@ -5,12 +5,15 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import psycopg
 import pytest
 
-from andal.demo import pg_bin, plan
+from andal.demo import Cluster, local_server, pg_bin, plan
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def run_demo(env: dict[str, str], cwd: Path, jobs: int) -> subprocess.CompletedProcess:
@@ -30,6 +33,7 @@ def test_demo_on_database_url(dsn: str, clean: None, tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     out = result.stdout
     assert "using $DATABASE_URL" in out
+    assert f"/{psycopg.conninfo.conninfo_to_dict(dsn)['dbname']}" in out.splitlines()[0]
     for line in ("jobs/s", "enqueue→start p50", "enqueue→start p99", "retries", "dead letters"):
         assert line in out
     with psycopg.connect(dsn) as conn:
@@ -55,3 +59,53 @@ def test_demo_starts_a_private_cluster(tmp_path: Path) -> None:
     assert "dead letters" in result.stdout
     # thrown away afterwards
     assert not list((tmp_path / ".andal").glob("cluster-*/data"))
+
+
+def test_the_server_comes_from_pg_variables() -> None:
+    env = {"PGHOST": "db.example", "PGPORT": "6543", "PGUSER": "ana"}
+    assert psycopg.conninfo.conninfo_to_dict(local_server(env)) == {
+        "host": "db.example", "port": "6543", "user": "ana", "dbname": "postgres",
+    }  # fmt: skip
+    assert "port=5432" in local_server({})
+    assert "port=1" in local_server({"ANDAL_DEMO_SERVER": "postgresql://x@127.0.0.1:1/y"})
+
+
+def _demo_db_oid(server: str) -> int | None:
+    with psycopg.connect(server) as conn:
+        row = conn.execute("select oid from pg_database where datname = 'andal_demo'").fetchone()
+    return int(row[0]) if row else None
+
+
+def test_demo_runs_on_the_pgport_server_and_nowhere_else(tmp_path: Path) -> None:
+    """PGPORT=<another port> make demo: andal_demo is made (and dropped) on that server only."""
+    try:
+        pg_bin("initdb")
+    except FileNotFoundError:
+        pytest.skip("no PostgreSQL server binaries")
+    shared = local_server()  # the test suite's server ($PGHOST/$PGPORT)
+    before = _demo_db_oid(shared)
+    # a directory the postgres user can reach (pytest's tmp_path is private to us)
+    cluster = Cluster(Path(tempfile.mkdtemp(prefix="andal-other-server-")))
+    cluster.init()
+    cluster.start()
+    try:
+        env = {
+            k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "ANDAL_DEMO_SERVER")
+        }
+        env.update(PGHOST="127.0.0.1", PGPORT=str(cluster.port), PGUSER="postgres")
+        env.pop("MAKEFLAGS", None)
+        # as a user runs it: PGPORT=<port> make demo
+        args = "DEMO_ARGS=--jobs 500 --workers 2 --concurrency 16"
+        result = subprocess.run(
+            ["make", "-s", "-o", ".venv/.installed", "demo", args],
+            cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr
+        assert f"using the server postgres@127.0.0.1:{cluster.port}/andal_demo" in result.stdout
+        assert "dead letters" in result.stdout
+        with psycopg.connect(psycopg.conninfo.make_conninfo(cluster.dsn, dbname="andal_demo")) as c:
+            dead = c.execute("select count(*) from queue.dead_letters").fetchone()
+        assert dead is not None and dead[0] == expected_dead(500)
+    finally:
+        cluster.destroy()
+    assert _demo_db_oid(shared) == before

@@ -83,7 +83,13 @@ def test_upgrade_in_place_equals_fresh_install(empty_db: str, tmp_path: Path) ->
     old = tmp_path / "sql"
     (old / "schema").mkdir(parents=True)
     shutil.copy(sql_dir() / "schema" / "0001_queue.sql", old / "schema")
-    shutil.copytree(sql_dir() / "functions" / "queue", old / "functions" / "queue")
+    # The queue functions of today stand in for the old release's, less those that came
+    # with a later migration (their signatures name its types).
+    shutil.copytree(
+        sql_dir() / "functions" / "queue",
+        old / "functions" / "queue",
+        ignore=shutil.ignore_patterns("job.sql", "jobs_by.sql"),
+    )
     dsn = make_dsn(empty_db)
     install(dsn, root=old)
     with psycopg.connect(dsn, autocommit=True) as c:

@@ -1,9 +1,10 @@
 """Model-based test of the queue's SQL API (Hypothesis stateful).
 
-Random sequences of enqueue, claim, heartbeat, complete, fail, release, cancel, requeue_dead
-and lease expiry run against the real functions and against a small model of what each job's
-state must be; after every step the database must agree with the model, job by job. Calls
-with stale tokens must raise the lease-lost SQLSTATE and change nothing.
+Random sequences of enqueue, claim, heartbeat, complete, fail, release, cancel (of a pending
+job, or an abort request for a running one), requeue_dead and lease expiry run against the
+real functions and against a small model of what each job's state must be; after every step
+the database must agree with the model, job by job. Calls with stale tokens must raise the
+lease-lost SQLSTATE and change nothing.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ class ModelJob:
     attempt: int = 0
     token: uuid.UUID | None = None
     old_tokens: list[uuid.UUID] = field(default_factory=list)
+    aborting: bool = False  # queue.cancel asked the running job to stop
 
 
 def sqlstate(conn: psycopg.Connection, sql: str, params: tuple) -> str | None:
@@ -83,7 +85,8 @@ class QueueMachine(RuleBasedStateMachine):
             if job.status == "expired":
                 job.old_tokens.append(job.token)
                 job.token = None
-                job.status = "dead" if job.attempt >= job.max_attempts else "pending"
+                gone = job.aborting or job.attempt >= job.max_attempts
+                job.status, job.aborting = ("dead" if gone else "pending"), False
 
     @rule(batch=st.integers(1, 3))
     def claim(self, batch: int) -> None:
@@ -123,7 +126,11 @@ class QueueMachine(RuleBasedStateMachine):
     @rule(job_id=jobs_bundle)
     def complete(self, job_id: int) -> None:
         job = self.model[job_id]
-        if self._held(job_id):
+        if self._held(job_id) and job.aborting:
+            # the abort wins: fenced, nothing changes
+            sql = "select queue.complete(job_id => %s, token => %s)"
+            assert sqlstate(self.conn, sql, (job_id, job.token)) == LEASE_LOST
+        elif self._held(job_id):
             self.conn.execute(
                 "select queue.complete(job_id => %s, token => %s)", (job_id, job.token)
             )
@@ -143,9 +150,10 @@ class QueueMachine(RuleBasedStateMachine):
             return
         status = self.conn.execute(sql, (job_id, job.token, retryable)).fetchone()[0]
         expected = "dead" if (not retryable or job.attempt >= job.max_attempts) else "pending"
-        assert status == expected
+        assert status == ("cancelled" if job.aborting else expected)
         job.old_tokens.append(job.token)
-        job.status, job.token = expected, None
+        job.status, job.token = ("dead" if job.aborting else expected), None
+        job.aborting = False
 
     @rule(job_id=jobs_bundle)
     def release(self, job_id: int) -> None:
@@ -155,6 +163,9 @@ class QueueMachine(RuleBasedStateMachine):
             return
         self.conn.execute("select queue.release(job_id => %s, token => %s)", (job_id, job.token))
         job.old_tokens.append(job.token)
+        if job.aborting:  # an aborted job is not given back: it ends cancelled
+            job.status, job.token, job.aborting = "dead", None, False
+            return
         job.status, job.token, job.attempt = "pending", None, job.attempt - 1
 
     @rule(job_id=jobs_bundle)
@@ -178,7 +189,10 @@ class QueueMachine(RuleBasedStateMachine):
         if job.status == "pending":
             assert state is None
             job.status = "dead"
-        elif job.status in ("running", "expired", "dead"):
+        elif job.status in ("running", "expired"):
+            assert state is None  # an abort request: the job runs on until it ends
+            job.aborting = True
+        elif job.status == "dead":
             assert state == "55000"
         else:
             assert state == "42704"

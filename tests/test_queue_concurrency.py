@@ -339,9 +339,9 @@ def test_full_category_never_blocks_other_jobs(dsn: str, clean: None) -> None:
 
 def test_open_claim_on_a_category_does_not_hide_other_jobs(dsn: str, clean: None) -> None:
     """Session A claims a job of category c in a transaction it keeps open (rule 8): c has
-    free slots, so it is not full, but A holds c's advisory lock until it commits. Session
-    B's claim must not come back empty while a job of category d is ready: a gated category
-    never blocks jobs of other categories. B's failed try-lock is counted (Q11)."""
+    free slots, so it is not full, but A holds c's gate lock (its category row) until it
+    commits. Session B's claim must not come back empty while a job of category d is ready:
+    a gated category never blocks jobs of other categories. B's failed try-lock is counted (Q11)."""
     with connect(dsn) as c:
         c.execute("select queue.set_category_limit('c', 5)")
         c.execute("select queue.set_category_limit('d', 5)")

@@ -48,7 +48,7 @@ def workload(dsn: str, clean: None) -> dict[str, int]:
                     " retry_in => '0')",
                     (job_id, token),
                 )
-        # contention: A holds the category's advisory lock in an open claim transaction
+        # contention: A holds the category's gate lock (its row) in an open claim transaction
         c.execute("select queue.enqueue(payload => '{}', queue => 'gated', category => 'hot')")
         c.execute("select queue.enqueue(payload => '{}', queue => 'gated', category => 'hot')")
         c.execute("select queue.set_category_limit(category => 'hot', max_running => 2)")

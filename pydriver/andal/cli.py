@@ -1,7 +1,8 @@
 """The ``andal`` command: install, run a worker, enqueue, look at the queues and dead letters.
 
 Exit codes: 0 ok; 1 the database refused the request; 2 bad usage; 3 the database cannot be
-reached; 4 andal is not installed in the database; 5 the handler module cannot be loaded.
+reached; 4 andal is not installed in the database (or its SQL sources are missing); 5 the
+handler module cannot be loaded.
 
 ``--dsn`` may be given several times (several andal databases, docs/multi-db.md): ``install``
 installs in each, ``worker`` runs one worker pool over all of them, ``enqueue`` routes the job
@@ -27,13 +28,16 @@ from typing import Any
 
 import psycopg
 
-from . import client, logs, sql
+from . import __version__, client, logs
+from . import statements as sql
 from .errors import NotInstalled
-from .install import install
+from .install import SqlNotFound, install, sql_dir
 from .worker import Registry, Worker, database_labels, is_connection_error
 
 EXIT_SQL, EXIT_USAGE, EXIT_CONNECT, EXIT_NOT_INSTALLED, EXIT_MODULE = 1, 2, 3, 4, 5
 NOT_INSTALLED = "andal is not installed in this database; run `andal install`"
+#: Commands that act on one database.
+ONE_DATABASE = ("dead", "job", "cancel", "pause", "resume")
 
 
 class CliError(Exception):
@@ -76,6 +80,19 @@ def fmt_age(age: timedelta | None) -> str:
     return f"{int(s // 86400)}d{int(s % 86400 // 3600):02d}h"
 
 
+#: C0 and C1 control characters and DEL: ESC starts a terminal escape sequence.
+_CONTROL = str.maketrans({c: "?" for c in [*range(0x20), *range(0x7F, 0xA0)]})
+
+
+def shown(value: Any) -> str:
+    """A value as text safe to show in a rich table: control characters become "?" (no
+    terminal escape from a queue name reaches the terminal) and rich markup is escaped (a
+    name like ``[/]`` prints as itself instead of ending the command)."""
+    from rich.markup import escape
+
+    return escape(str(value).translate(_CONTROL))
+
+
 def print_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
     from rich.console import Console
     from rich.table import Table
@@ -84,14 +101,23 @@ def print_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]
     for i, col in enumerate(columns):
         table.add_column(col, justify="right" if i and col not in ("last error",) else "left")
     for row in rows:
-        table.add_row(*("-" if v is None else str(v) for v in row))
+        table.add_row(*("-" if v is None else shown(v) for v in row))
     Console().print(table)
 
 
 # -- commands -------------------------------------------------------------------------------
 
 
+def _role_prefix(value: str) -> str:
+    from .install import ROLE_PREFIX
+
+    if not ROLE_PREFIX.fullmatch(value):
+        raise argparse.ArgumentTypeError(f"must match {ROLE_PREFIX.pattern}")
+    return value
+
+
 def cmd_install(args: argparse.Namespace) -> int:
+    sql_dir()  # SqlNotFound (exit 4) before any database is touched
     several = len(args.dsns) > 1
     for dsn, label in zip(args.dsns, database_labels(args.dsns), strict=True):
         if several:
@@ -99,7 +125,9 @@ def cmd_install(args: argparse.Namespace) -> int:
         with _named(label if several else None):
             with connect(dsn, installed=False):
                 pass  # a clear message when the server does not answer
-            done = install(dsn, shards=args.shards)
+            done = install(
+                dsn, shards=args.shards, lock_down=args.lock_down, role_prefix=args.role_prefix
+            )
             with connect(dsn) as conn:
                 version = _version(conn)
         if done:
@@ -270,7 +298,8 @@ _STAT_KEYS = (
     "avg_run_ms", "p95_run_ms", "completed_1m", "completed_15m", "completed_1h",
     "retried_1m", "retried_15m", "retried_1h", "dead_1m", "dead_15m", "dead_1h",
     "failure_rate", "retries_per_job", "lock_attempts", "lock_failures", "contention_ratio",
-    "pickup_p50_ms", "pickup_p95_ms", "pickup_p99_ms", "wal_bytes_per_job", "minute_elapsed_s",
+    "pickup_p50_ms", "pickup_p95_ms", "pickup_p99_ms", "wal_bytes_per_job", "paused",
+    "minute_elapsed_s",
 )  # fmt: skip
 _WORKER_KEYS = (
     "worker", "running", "queues", "oldest_claim_age", "next_lease_expiry", "connections",
@@ -306,7 +335,7 @@ def take_snapshot(conn: psycopg.Connection) -> Snapshot:
     known = {q["queue"] for q in queues}
     queues += [r for r in totals.values() if r["queue"] not in known]
     categories = [r for r in stats if r["category"] is not None]
-    has_workers, has_cache = conn.execute(sql.HAS_FUNCTIONS).fetchone()
+    has_workers, has_cache = conn.execute(sql.HAS_FUNCTIONS).fetchone() or (False, False)
     workers = _read_workers(conn, has_workers)
     cache = None
     if has_cache:
@@ -461,7 +490,9 @@ def render(snap: Snapshot, interval: float | None = None, note: str | None = Non
         age = _seconds(r["oldest_ready_age"])
         fail = r["failure_rate"]
         q.add_row(
-            r["queue"],
+            Text(str(r["queue"]).translate(_CONTROL)).append("  paused", style="bold yellow")
+            if r["paused"]
+            else shown(r["queue"]),
             fmt_count(r["ready"]),
             fmt_count(r["scheduled"]),
             fmt_count(r["running"]),
@@ -492,7 +523,7 @@ def render(snap: Snapshot, interval: float | None = None, note: str | None = Non
         for r in busy:
             ratio = r["contention_ratio"]
             c.add_row(
-                f"{r['queue']} / {r['category']}",
+                shown(f"{r['queue']} / {r['category']}"),
                 fmt_count(r["ready"]),
                 fmt_count(r["running"]),
                 fmt_age(r["oldest_ready_age"]),
@@ -512,9 +543,9 @@ def render(snap: Snapshot, interval: float | None = None, note: str | None = Non
         )
         for r in snap.workers:
             w.add_row(
-                r["worker"],
+                shown(r["worker"]),
                 fmt_count(r["running"]),
-                ",".join(sorted(r["queues"] or [])) or "-",
+                shown(",".join(sorted(r["queues"] or [])) or "-"),
                 fmt_age(r["oldest_claim_age"]),
                 fmt_age(r["next_lease_expiry"]),
                 fmt_count(r["connections"]),
@@ -537,7 +568,7 @@ def _cache_parts(rows: list[dict[str, Any]], table: Callable[..., Any]) -> list[
         names = list(rows[0]) if rows else ["cache.stats()"]
         t = table("cache", names)
         for r in rows:
-            t.add_row(*(_cell(v) for v in r.values()))
+            t.add_row(*(shown(_cell(v)) for v in r.values()))
         return [t]
     plain = {r["metric"]: r["value"] for r in rows if not r["labels"]}
     reads: dict[tuple[str, str], dict[str, float]] = {}
@@ -578,7 +609,7 @@ def _cache_parts(rows: list[dict[str, Any]], table: Callable[..., Any]) -> list[
         for (pool, job_type), r in sorted(reads.items()):
             ratio = r.get("hit_ratio")
             t.add_row(
-                f"{pool} / {job_type}",
+                shown(f"{pool} / {job_type}"),
                 *(fmt_count(r.get(k, 0)) for k in ("local_hit", "shared_hit", "stale_hit", "miss")),
                 Text(fmt_pct(ratio), style="yellow" if ratio is not None and ratio < 0.5 else ""),
             )
@@ -590,7 +621,7 @@ def _cache_parts(rows: list[dict[str, Any]], table: Callable[..., Any]) -> list[
         for view, v in sorted(views.items()):
             lag, took = v.get("view_lag_seconds"), v.get("view_last_refresh_seconds")
             t.add_row(
-                view,
+                shown(view),
                 fmt_age(None if lag is None else timedelta(seconds=lag)),
                 fmt_ms(None if took is None else took * 1000),
                 fmt_count(v.get("view_pending_changes")),
@@ -851,6 +882,7 @@ def parser() -> argparse.ArgumentParser:
             " 6 worker stopped by a configuration problem (see its configuration_error lines)"
         ),
     )
+    p.add_argument("--version", action="version", version=f"andal {__version__}")
     p.add_argument(
         "--dsn",
         action="append",
@@ -867,6 +899,19 @@ def parser() -> argparse.ArgumentParser:
         metavar="N",
         help="partition the live table by hash of the queue into N shards, in place"
         " (1: unsharded; default: keep the current layout)",
+    )
+    s.add_argument(
+        "--lock-down",
+        action="store_true",
+        help="revoke CONNECT and TEMPORARY on the database from PUBLIC and send notifications"
+        " without names (queue._lock_down(); docs/reliability.md, threat model)",
+    )
+    s.add_argument(
+        "--role-prefix",
+        type=_role_prefix,
+        metavar="PREFIX",
+        help="this install's roles are PREFIX_producer, PREFIX_worker, PREFIX_admin"
+        " (default: as installed; andal for a new install; docs/multi-db.md)",
     )
     s.set_defaults(func=cmd_install)
 
@@ -958,6 +1003,16 @@ def parser() -> argparse.ArgumentParser:
     s = dead.add_parser("purge", help="delete dead letters older than SECONDS")
     s.add_argument("--older-than", type=float, required=True, metavar="SECONDS")
     s.set_defaults(func=cmd_dead_purge)
+
+    from .cli_jobs import add_commands
+
+    add_commands(sub, connect, CliError)
+
+    from .web import command as web  # argparse only: the web libraries load when it runs
+
+    s = sub.add_parser("web", help="serve the dashboard to a browser (docs/web.md)")
+    web.add_arguments(s)
+    s.set_defaults(func=web.run)
     return p
 
 
@@ -971,8 +1026,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if len(set(given)) != len(given):
         print("andal: --dsn: the same database is given twice", file=sys.stderr)
         return EXIT_USAGE
-    if len(given) > 1 and args.command == "dead":
-        print("andal: `andal dead` works on one database: give one --dsn", file=sys.stderr)
+    if len(given) > 1 and args.command in ONE_DATABASE:
+        print(
+            f"andal: `andal {args.command}` works on one database: give one --dsn", file=sys.stderr
+        )
         return EXIT_USAGE
     # every database given; ``dsn`` is the first (the only one, mostly)
     args.dsns, args.dsn = given, given[0]
@@ -983,6 +1040,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.code
     except NotInstalled:
         print(f"andal: {NOT_INSTALLED}", file=sys.stderr)
+        return EXIT_NOT_INSTALLED
+    except SqlNotFound as exc:
+        print(f"andal: {one_line(exc)}", file=sys.stderr)
         return EXIT_NOT_INSTALLED
     except psycopg.Error as exc:
         if is_connection_error(exc):

@@ -23,6 +23,7 @@ from typing import Any, TypeVar, overload
 import psycopg
 from psycopg.types.json import Jsonb
 
+from . import jobs
 from . import statements as sql
 from .worker import Seconds, as_interval, dsn_list
 
@@ -301,6 +302,20 @@ class Client(_Routes):
             with self._connect(self.dsns[where]) as own:
                 send(own, groups)
         return ids
+
+    def job(self, job_id: int, *, queue: str | None = None) -> jobs.JobInfo | None:
+        """``queue.job``: the job as andal remembers it, or None (see ``andal.jobs.job``).
+        ``queue`` names the database with several DSNs (default: the first)."""
+        with self._connect(None if queue is None else self.dsn_for(queue)) as own:
+            return jobs.job(own, job_id)
+
+    def wait(
+        self, job_id: int, timeout: float, *, queue: str | None = None, poll: float = 1.0
+    ) -> jobs.JobInfo | None:
+        """Wait up to ``timeout`` seconds for the job to finish: its final state and result
+        (see ``andal.jobs.wait``; TimeoutError when it is still live then)."""
+        dsn = self.dsns[0] if queue is None else self.dsn_for(queue)
+        return jobs.wait(dsn, job_id, timeout, poll=poll)
 
 
 class AsyncClient(_Routes):

@@ -1,9 +1,10 @@
 """``make demo``: install andal, stream ~20,000 jobs through a pool of worker processes.
 
-Where the database comes from, in order: ``$DATABASE_URL``; a server answering at
-127.0.0.1:5432 (a database ``andal_demo`` is made there, an old one dropped); else a private
-throwaway cluster under ``.andal/`` (initdb + pg_ctl, run as ``postgres`` when we are root),
-stopped and removed at the end.
+Where the database comes from, in order: ``$DATABASE_URL`` (used as it is, nothing dropped);
+else the server ``$PGHOST``/``$PGPORT``/``$PGUSER`` name (default postgres@127.0.0.1:5432),
+when it answers: a database ``andal_demo`` is made there, an old one dropped, on that server
+and no other; else a private throwaway cluster under ``.andal/`` (initdb + pg_ctl, run as
+``postgres`` when we are root), stopped and removed at the end.
 
 Some jobs fail once and retry, a few always fail (dead after 3 attempts) and a few raise
 ``andal.Fail`` (dead at once). The queue's backoff is short so the demo ends quickly.
@@ -29,6 +30,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -41,9 +43,30 @@ from .install import install
 
 QUEUE = "demo"
 CATEGORIES = ["email", "image", "report", "sync"]
-#: The local server tried before starting a private cluster (overridable for tests).
-LOCAL = os.environ.get("ANDAL_DEMO_SERVER", "postgresql://postgres@127.0.0.1:5432/postgres")
 DEMO_DB = "andal_demo"
+
+
+def local_server(env: Mapping[str, str] | None = None) -> str:
+    """The server tried before starting a private cluster: ``$ANDAL_DEMO_SERVER`` (a DSN),
+    else the one ``$PGHOST``/``$PGPORT``/``$PGUSER`` name; its maintenance database."""
+    env = os.environ if env is None else env
+    if env.get("ANDAL_DEMO_SERVER"):
+        return with_database(env["ANDAL_DEMO_SERVER"], "postgres")
+    return psycopg.conninfo.make_conninfo(
+        host=env.get("PGHOST") or "127.0.0.1",
+        port=env.get("PGPORT") or "5432",
+        user=env.get("PGUSER") or "postgres",
+        dbname="postgres",
+    )
+
+
+def describe(dsn: str) -> str:
+    """``user@host:port/dbname`` of a DSN, for the banner (never its password)."""
+    info = psycopg.conninfo.conninfo_to_dict(dsn)
+    host = info.get("host") or os.environ.get("PGHOST") or "127.0.0.1"
+    port = info.get("port") or os.environ.get("PGPORT") or "5432"
+    user = info.get("user") or os.environ.get("PGUSER") or "postgres"
+    return f"{user}@{host}:{port}/{info.get('dbname') or user}"
 
 
 # -- a private PostgreSQL cluster -----------------------------------------------------------
@@ -199,7 +222,7 @@ class _Collector(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         if record.msg == "claimed" and getattr(record, "attempt", 0) == 1:
-            self.latencies.append(record.duration_ms)
+            self.latencies.append(float(getattr(record, "duration_ms", 0.0)))
 
 
 def worker_process(dsn: str, concurrency: int, batch: int, stop: Any, out: Any) -> None:
@@ -211,7 +234,12 @@ def worker_process(dsn: str, concurrency: int, batch: int, stop: Any, out: Any) 
     worker = andal.Worker(
         dsn, {QUEUE: handle}, concurrency=concurrency, batch=batch, poll=0.5, grace=10
     )
-    threading.Thread(target=lambda: (stop.wait(), worker.stop()), daemon=True).start()
+
+    def stop_when_told() -> None:
+        stop.wait()
+        worker.stop()
+
+    threading.Thread(target=stop_when_told, daemon=True).start()
     worker.run(install_signals=False)
     out.put((dict(worker.counts), collector.latencies))
 
@@ -248,8 +276,8 @@ def run_demo(
             conn, QUEUE, max_attempts=3, backoff="linear", backoff_base=0.05, backoff_cap=0.5,
             lease=30,
         )  # fmt: skip
-        for category in CATEGORIES:
-            andal.set_category_limit(conn, category, concurrency * workers)
+        for name in CATEGORIES:
+            andal.set_category_limit(conn, name, concurrency * workers)
 
         ctx = mp.get_context("spawn")
         stop, out = ctx.Event(), ctx.Queue()
@@ -271,6 +299,7 @@ def run_demo(
             TimeElapsedColumn(),
         ]
         chunk = 100  # per category and statement: every category has work at any time
+        groups: list[str | None] = list(CATEGORIES) if categories else [None]
         start = time.monotonic()
         sent = live = 0
         with Progress(*columns, console=console) as progress:
@@ -278,15 +307,13 @@ def run_demo(
             while True:
                 # the producer: top the queue up to `backlog` waiting jobs (0: all at once)
                 while sent < jobs and (not backlog or live < backlog):
-                    for category in CATEGORIES if categories else [None]:
+                    for category in groups:
                         part = payloads[sent : sent + chunk]
                         if part:
                             andal.enqueue_many(conn, part, QUEUE, category=category)
                         sent += len(part)
                         live += len(part)
-                live = conn.execute(
-                    "select count(*) from queue.jobs where queue = %s", (QUEUE,)
-                ).fetchone()[0]
+                live = count(conn, "select count(*) from queue.jobs where queue = %s")
                 finished = sent - live
                 elapsed = time.monotonic() - start
                 progress.update(task, completed=finished, speed=f"{finished / elapsed:,.0f} jobs/s")
@@ -303,9 +330,7 @@ def run_demo(
             latencies.extend(lat)
         for p in procs:
             p.join(30)
-        dead = conn.execute(
-            "select count(*) from queue.dead_letters where queue = %s", (QUEUE,)
-        ).fetchone()[0]
+        dead = count(conn, "select count(*) from queue.dead_letters where queue = %s")
     latencies.sort()
     return {
         "jobs": jobs,
@@ -318,6 +343,12 @@ def run_demo(
         "completed": counts["completed"],
         "lease_lost": counts["lease_lost"],
     }
+
+
+def count(conn: psycopg.Connection[Any], query: str) -> int:
+    """A ``count(*)`` of the demo queue's rows."""
+    row = conn.execute(query, (QUEUE,)).fetchone()
+    return int(row[0]) if row else 0
 
 
 def percentile(values: list[float], p: float) -> float:
@@ -361,17 +392,19 @@ def main(argv: list[str] | None = None) -> int:
 
     cluster: Cluster | None = None
     try:
+        server = local_server()
         if os.environ.get("DATABASE_URL"):
             dsn = os.environ["DATABASE_URL"]
-            print("using $DATABASE_URL")
-        elif answers(LOCAL):
-            dsn = fresh_database(LOCAL)
-            print(f"using the server at 127.0.0.1:5432, database {DEMO_DB}")
+            print(f"using $DATABASE_URL: {describe(dsn)}")
+        elif answers(server):
+            dsn = fresh_database(server)
+            print(f"using the server {describe(dsn)}")
         else:
             cluster = Cluster(private_root())
-            print(f"no server at 127.0.0.1:5432: starting a private cluster in {cluster.root}")
+            print(f"no server at {describe(server)}: starting a private cluster in {cluster.root}")
             cluster.init()
             dsn = fresh_database(cluster.start())
+            print(f"using the private cluster {describe(dsn)}")
         if not answers(dsn):
             print(f"andal demo: cannot connect to {dsn}", file=sys.stderr)
             return 3

@@ -15,29 +15,24 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
+import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import psycopg
+import psycopg.sql
+
+from .sources import SqlNotFound, sql_dir, sql_version
 
 #: Session advisory lock that serialises installs (the bytes of "andal").
 INSTALL_LOCK = 0x616E64616C
+#: The role names in the SQL sources, replaced by ``<role_prefix>_...`` at install.
+ROLE_NAMES = re.compile(r"\bandal_(producer|worker|admin)\b")
+ROLE_PREFIX = re.compile(r"[a-z][a-z0-9_]{0,47}")
 
-
-def sql_dir() -> Path:
-    """Where the SQL sources live: ``$ANDAL_SQL_DIR`` or the repository's ``sql/``."""
-    env = os.environ.get("ANDAL_SQL_DIR")
-    if env:
-        return Path(env)
-    here = Path(__file__).resolve()
-    for parent in here.parents:
-        candidate = parent / "sql"
-        if (candidate / "schema").is_dir():
-            return candidate
-    candidate = here.parent / "sql"  # packaged copy
-    if (candidate / "schema").is_dir():
-        return candidate
-    raise FileNotFoundError("andal SQL sources not found; set ANDAL_SQL_DIR")
+__all__ = ["SqlNotFound", "install", "main", "sql_dir", "sql_version"]
 
 
 def migrations(root: Path | None = None) -> list[tuple[str, Path]]:
@@ -63,9 +58,17 @@ def install(
     root: Path | None = None,
     log: Callable[[str], None] | None = None,
     shards: int | None = None,
+    lock_down: bool = False,
+    role_prefix: str | None = None,
 ) -> list[str]:
     """Apply pending migrations and the function definitions, then the shard layout when
-    ``shards`` is given. Returns what was done."""
+    ``shards`` is given; ``lock_down``: then ``queue._lock_down()`` (no CONNECT or TEMPORARY
+    for PUBLIC, notifications without names). ``role_prefix``: the install's roles are
+    ``<prefix>_producer``, ``_worker`` and ``_admin`` (default: the prefix it was installed
+    with, ``andal`` for a new install; another prefix than the recorded one is refused with
+    SQLSTATE 55000). Returns what was done."""
+    if role_prefix is not None and not ROLE_PREFIX.fullmatch(role_prefix):
+        raise ValueError(f"role_prefix must match {ROLE_PREFIX.pattern} (got {role_prefix!r})")
     root = root or sql_dir()
     log = log or (lambda _msg: None)
     done: list[str] = []
@@ -73,12 +76,13 @@ def install(
         conn.execute("select pg_advisory_lock(%s)", (INSTALL_LOCK,))
         try:
             applied = _applied(conn)
+            prefix = _role_prefix(conn, role_prefix)
             for version, path in migrations(root):
                 if version in applied:
                     continue
                 log(f"applying migration {path.name}")
                 with conn.transaction():
-                    conn.execute(path.read_text())
+                    conn.execute(_with_roles(path.read_text(), prefix))
                     conn.execute(
                         "insert into queue.schema_migrations (version, name) values (%s, %s)",
                         (version, path.stem),
@@ -86,15 +90,15 @@ def install(
                 done.append(f"migration {path.name}")
             files = function_files(root)
             digest = functions_digest(files)
-            current = conn.execute(
+            state = conn.execute(
                 "select functions_digest from queue.install_state where id"
             ).fetchone()
-            if current is None or current[0] != digest:
+            if state is None or state[0] != digest:
                 log(f"applying {len(files)} function files")
                 with conn.transaction():
                     conn.execute("set local check_function_bodies = off")
                     for f in files:
-                        conn.execute(f.read_text())
+                        conn.execute(_with_roles(f.read_text(), prefix))
                     conn.execute(
                         "insert into queue.install_state (id, functions_digest)"
                         " values (true, %s) on conflict (id) do update"
@@ -102,18 +106,59 @@ def install(
                         (digest,),
                     )
                 done.append(f"functions ({len(files)} files)")
+            if _has_prefix_column(conn):
+                conn.execute(
+                    "update queue.install_state set role_prefix = %(p)s where role_prefix <> %(p)s",
+                    {"p": prefix},
+                )
             if shards is not None:
                 current = len(conn.execute("select shard from queue.shards()").fetchall())
                 if current != shards:
                     log(f"sharding queue.jobs: {current} -> {shards} shards")
                     with conn.transaction():
-                        moved = conn.execute(
+                        row = conn.execute(
                             "select queue.set_shards(shards => %s)", (shards,)
-                        ).fetchone()[0]
+                        ).fetchone()
+                    moved = row[0] if row else 0
                     done.append(f"shards {current} -> {shards} ({moved} live jobs moved)")
+            if lock_down:
+                done += [r[0] for r in conn.execute("select queue._lock_down()").fetchall()]
         finally:
             conn.execute("select pg_advisory_unlock(%s)", (INSTALL_LOCK,))
     return done
+
+
+def _with_roles(text: str, prefix: str) -> str:
+    """The SQL source with the install's role names."""
+    if prefix == "andal":
+        return text
+    return ROLE_NAMES.sub(lambda m: f"{prefix}_{m.group(1)}", text)
+
+
+def _has_prefix_column(conn: psycopg.Connection) -> bool:
+    row = conn.execute(
+        "select exists (select from pg_attribute where attname = 'role_prefix'"
+        " and attrelid = to_regclass('queue.install_state'))"
+    ).fetchone()
+    return bool(row and row[0])
+
+
+def _role_prefix(conn: psycopg.Connection, wanted: str | None) -> str:
+    """The install's role prefix: the recorded one, else ``wanted`` or ``andal``. Another
+    prefix than the recorded one is refused (55000), before anything is written."""
+    row = None
+    if _has_prefix_column(conn):
+        row = conn.execute("select role_prefix from queue.install_state").fetchone()
+    recorded = row[0] if row else ("andal" if _applied(conn) else None)
+    if recorded and wanted and wanted != recorded:
+        conn.execute(
+            psycopg.sql.SQL(
+                "do $$ begin raise exception 'andal is installed here with role prefix %',"
+                " {r} using errcode = '55000', hint = 'Install with role prefix ' || {r}"
+                " || ' (or none), or into another database.'; end $$"
+            ).format(r=psycopg.sql.Literal(recorded))
+        )
+    return recorded or wanted or "andal"
 
 
 def _env_shards() -> int | None:
@@ -121,7 +166,7 @@ def _env_shards() -> int | None:
     return int(value) if value else None
 
 
-def _applied(conn: psycopg.Connection) -> set[str]:
+def _applied(conn: psycopg.Connection[Any]) -> set[str]:
     exists = conn.execute("select to_regclass('queue.schema_migrations') is not null").fetchone()
     if not exists or not exists[0]:
         return set()
@@ -136,8 +181,24 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m andal.install")
     p.add_argument("dsn", nargs="?", default=os.environ.get("DATABASE_URL", ""))
     p.add_argument("--shards", type=int, default=_env_shards())
+    p.add_argument("--lock-down", action="store_true", help="see queue._lock_down()")
+    p.add_argument("--role-prefix", help="roles <prefix>_producer, _worker, _admin")
     args = p.parse_args(argv)
-    for step in install(args.dsn, log=print, shards=args.shards) or ["already up to date"]:
+    if not args.dsn:
+        print("andal install: no database: pass a DSN or set DATABASE_URL", file=sys.stderr)
+        return 2
+    try:
+        steps = install(
+            args.dsn,
+            log=print,
+            shards=args.shards,
+            lock_down=args.lock_down,
+            role_prefix=args.role_prefix,
+        )
+    except SqlNotFound as exc:
+        print(f"andal install: {exc}", file=sys.stderr)
+        return 4
+    for step in steps or ["already up to date"]:
         print(step)
     return 0
 

@@ -153,7 +153,7 @@ STATS = (
     " s.retried_1m, s.retried_15m, s.retried_1h, s.dead_1m, s.dead_15m, s.dead_1h,"
     " s.failure_rate, s.retries_per_job, s.lock_attempts, s.lock_failures,"
     " s.contention_ratio, s.pickup_p50_ms, s.pickup_p95_ms, s.pickup_p99_ms,"
-    " s.wal_bytes_per_job,"
+    " s.wal_bytes_per_job, s.paused,"
     " extract(epoch from now() - date_trunc('minute', now()))::float8 as minute_elapsed_s"
     " from queue.stats() as s"
 )
@@ -222,10 +222,30 @@ SET_CATEGORY_LIMIT = (
 
 VERSION = "select queue.version()"
 
+#: Pausing a queue: its jobs are not claimed until it is resumed (enqueue still works).
+PAUSE = "select queue.pause(queue => %(queue)s::text)"
+RESUME = "select queue.resume(queue => %(queue)s::text)"
+
+#: One job as andal remembers it (no row: andal does not remember the job).
+JOB = "select * from queue.job(job_id => %(job_id)s::bigint)"
+
+#: Waiting for jobs: a NOTIFY on this channel (payload: the job id) when a watched job ends.
+LISTEN_DONE = "listen andal_done"
+WATCH = "select queue.watch(job_id => %(job_id)s::bigint)"
+
+#: Withdraw a pending or scheduled job, or ask a running job to stop.
+CANCEL = "select queue.cancel(job_id => %(job_id)s::bigint)"
+
 #: Whether andal is installed: the schema and its live table exist.
 INSTALLED = "select to_regnamespace('queue') is not null and to_regclass('queue.jobs') is not null"
 
 __all__ = [
+    "CANCEL",
+    "JOB",
+    "LISTEN_DONE",
+    "PAUSE",
+    "RESUME",
+    "WATCH",
     "AUTOVACUUM_OFF",
     "AUTOVACUUM_OFF_ROLE",
     "CACHE_STATS",

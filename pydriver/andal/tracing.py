@@ -1,4 +1,4 @@
-"""OpenTelemetry tracing of jobs (C16), optional: ``pip install 'andal[otel]'``.
+"""OpenTelemetry tracing of jobs (C16), optional: ``pip install 'andal-pg[otel]'``.
 
 Each attempt of a job is one trace, named after the span at its root::
 
@@ -35,7 +35,7 @@ try:  # decided once: no opentelemetry, no cost
     from opentelemetry import trace as _otel
     from opentelemetry.trace import SpanKind, Status, StatusCode
 except ImportError:  # pragma: no cover - the otel extra is installed in the tests
-    _otel = None
+    _otel = None  # type: ignore[assignment]
 
 #: Whether opentelemetry is importable (tracing can be on).
 AVAILABLE: bool = _otel is not None
@@ -155,7 +155,7 @@ class JobTracer:
 
     def __init__(self, worker: str) -> None:
         if _otel is None:  # pragma: no cover
-            raise RuntimeError("opentelemetry is not installed: pip install 'andal[otel]'")
+            raise RuntimeError("opentelemetry is not installed: pip install 'andal-pg[otel]'")
         self.worker = worker
         self.tracer = _otel.get_tracer(TRACER_NAME, _version())
 
@@ -245,7 +245,8 @@ class _Scope:
     __slots__ = ("span", "own", "token")
 
     def __init__(self, span: Any, own: bool) -> None:
-        self.span, self.own, self.token = span, own, None
+        self.span, self.own = span, own
+        self.token: Any = None
 
     def __enter__(self) -> Any:
         self.token = _otel_context.attach(_otel.set_span_in_context(self.span))

@@ -142,11 +142,14 @@ def test_claim_before_available_at_is_seen(rconn: psycopg.Connection, broken: bo
         sql = "select pg_get_functiondef(%s::regprocedure)"
         return rconn.execute(sql, (function,)).fetchone()[0]
 
-    # every candidate scan: claim's direct path (every queue, one queue) and _scan's
+    # every candidate scan: claim's direct path (every queue, one queue), _scan's (and its
+    # per-category scan of the gated jobs when categories are left out)
     claim = source("queue.claim(text, text[], int, interval)")
     scan = source("queue._scan(text[], int, text[], bigint[])")
+    gated = source("queue._gated_scan(text[], int, text[], bigint[])")
     assert claim.count("c.available_at <= now()") == 2
-    assert scan.count("j.available_at <= now()") == 6
+    assert scan.count("j.available_at <= now()") == 8
+    assert gated.count("j.available_at <= now()") == 1
     with (
         maybe(
             broken,
@@ -159,6 +162,13 @@ def test_claim_before_available_at_is_seen(rconn: psycopg.Connection, broken: bo
             broken,
             rconn,
             "queue._scan(text[], int, text[], bigint[])",
+            "j.available_at <= now()",
+            "j.available_at <= now() + interval '1 hour'",
+        ),
+        maybe(
+            broken,
+            rconn,
+            "queue._gated_scan(text[], int, text[], bigint[])",
             "j.available_at <= now()",
             "j.available_at <= now() + interval '1 hour'",
         ),

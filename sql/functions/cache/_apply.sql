@@ -105,7 +105,9 @@ begin
 
     insert into cache.log (seq, xid, key, op, reason)
     values (v_version, v_xid, _apply.key, op, left(_apply.reason, 200));
-    perform pg_notify('andal_cache', v_xid::text);
+    perform pg_notify('andal_cache',
+        case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
+            then v_xid::text else '' end);
     return v_version;
 end
 $$;

@@ -28,6 +28,7 @@ set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_limit int;
+    v_bytes bigint;
 begin
     if value is null then
         raise exception '% must not be null', argument using errcode = '22004',
@@ -39,14 +40,38 @@ begin
     end if;
     -- no settings row must not mean no limit: then the column's default (1 MiB)
     v_limit := coalesce((select c.max_value_bytes from cache.config as c), 1048576);
-    -- The binary size bounds the text size from above within a small factor: only large
-    -- values pay for the exact measure.
-    if pg_column_size(value) > v_limit / 8 and octet_length(value::text) > v_limit then
+    -- The limit is on what a reader receives: the JSON text, measured on every value (the
+    -- stored size is no bound on it: a jsonb number of a few bytes prints as up to 131,072
+    -- digits).
+    v_bytes := octet_length(value::text);
+    if v_bytes > v_limit then
         raise exception '% is % bytes, over the cache''s limit of % bytes',
-            argument, octet_length(value::text), v_limit
+            argument, v_bytes, v_limit
             using errcode = '54000',
             hint = 'Cache a smaller value, or raise cache.config.max_value_bytes.';
     end if;
+end
+$$;
+
+-- _check_refresh_queue: the caller may have refresh jobs put into queue_name: it may
+-- enqueue (producer, admin), or the queue is listed in cache.config.refresh_queues. A worker
+-- may not enqueue, so without the list a cache read would let it put jobs into any queue.
+-- Raises 42501.
+create or replace function cache._check_refresh_queue(queue_name text) returns void
+language plpgsql stable
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    if queue_name = any (coalesce((select c.refresh_queues from cache.config as c), '{}'))
+        or pg_catalog.has_function_privilege(queue._caller(),
+            'queue.enqueue(jsonb, text, text, int, interval, int, text, text, jsonb)',
+            'execute') then
+        return;
+    end if;
+    raise exception 'refresh_queue % is not a refresh queue', queue_name
+        using errcode = '42501',
+        hint = 'A role that may not enqueue names only the queues listed in '
+        'cache.config.refresh_queues (an admin adds them).';
 end
 $$;
 
@@ -56,3 +81,6 @@ comment on function cache._check_value(jsonb, text) is
 'Check a value to cache: not null (22004), not JSON null (22023), within max_value_bytes (54000).';
 revoke all on function cache._check_key(text, text) from public;
 revoke all on function cache._check_value(jsonb, text) from public;
+comment on function cache._check_refresh_queue(text) is
+'Check that the caller may have refresh jobs put into a queue (42501 otherwise).';
+revoke all on function cache._check_refresh_queue(text) from public;

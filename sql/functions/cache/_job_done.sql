@@ -4,7 +4,8 @@
 -- policy (the queue's cache_policy):
 --   'invalidate' - invalidate the key;
 --   'rewrite'    - on completion with a non-null result, store the result as the key's new
---                  value; on any other state change (or without a result) invalidate;
+--                  value; on any other state change (or without a result, or with one over
+--                  cache.config.max_value_bytes: the job still completes) invalidate;
 --   'none'       - leave the cache alone.
 -- Raises: 22004 null key; 22023 unknown policy.
 create or replace function cache._job_done(key text, policy text, result jsonb, reason text)
@@ -18,8 +19,9 @@ begin
     if policy = 'none' then
         return;
     elsif policy = 'rewrite' and reason = 'completed' and result is not null
-        and jsonb_typeof(result) <> 'null' then
-        perform cache._check_value(result, 'result');
+        and jsonb_typeof(result) <> 'null'
+        and octet_length(result::text)
+            <= coalesce((select c.max_value_bytes from cache.config as c), 1048576) then
         perform cache._apply(_job_done.key, 'put', result, null, reason);
     elsif policy in ('invalidate', 'rewrite') then
         perform cache._apply(_job_done.key, 'invalidate', null, null, reason);

@@ -7,7 +7,10 @@
 -- md5 of the value's JSON text, for read-repair (cache.validate).
 -- With refresh_queue, a missing or stale key gets exactly one refresh job in that queue
 -- (payload {"key": key}, deduplicated by key across all workers, rule 4).
--- Raises: 22004 null key; 22023 bad key or refresh_queue name.
+-- A caller that may not enqueue (a worker) may name only the queues listed in
+-- cache.config.refresh_queues.
+-- Raises: 22004 null key; 22023 bad key or refresh_queue name; 42501 a refresh_queue the
+-- caller may not use (checked when a refresh job is due).
 create or replace function cache.get(key text, refresh_queue text default null)
 returns table (
     value jsonb, version bigint, stale boolean, expires_at timestamptz, checksum text
@@ -27,6 +30,7 @@ begin
     v_stale := v_e.stale or v_e.value is null or coalesce(v_e.expires_at <= now(), false);
     if get.refresh_queue is not null and (v_e.key is null or v_stale) then
         perform cache._check_key(get.refresh_queue, 'refresh_queue');
+        perform cache._check_refresh_queue(get.refresh_queue);
         perform cache._enqueue_refresh(get.key, get.refresh_queue);
     end if;
     if v_e.key is not null then

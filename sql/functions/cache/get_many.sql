@@ -1,7 +1,10 @@
 -- cache.get_many: the shared entries of several keys, one row per key that has an entry
 -- (in no particular order; duplicates in `keys` are answered once). Same columns and stale
 -- rules as cache.get; with refresh_queue every missing or stale key gets one refresh job.
--- Raises: 22004 null keys or a null element; 22023 a bad key, more than 10000 keys.
+-- A caller that may not enqueue (a worker) may name only the queues listed in
+-- cache.config.refresh_queues.
+-- Raises: 22004 null keys or a null element; 22023 a bad key, more than 10000 keys; 42501 a
+-- refresh_queue the caller may not use.
 create or replace function cache.get_many(keys text[], refresh_queue text default null)
 returns table (
     key text, value jsonb, version bigint, stale boolean, expires_at timestamptz,
@@ -27,6 +30,7 @@ begin
     end loop;
     if get_many.refresh_queue is not null then
         perform cache._check_key(get_many.refresh_queue, 'refresh_queue');
+        perform cache._check_refresh_queue(get_many.refresh_queue);
         for v_key in
             select k.key from unnest(get_many.keys) as k (key)
             left join cache.entries as e on e.key = k.key

@@ -19,9 +19,8 @@ declare
     v_log bigint;
     v_entries bigint;
 begin
-    if prune.log_keep < interval '0' or prune.entries_keep < interval '0' then
-        raise exception 'log_keep and entries_keep must not be negative' using errcode = '22023';
-    end if;
+    perform queue._check_interval(prune.log_keep, 'log_keep', false, false);
+    perform queue._check_interval(prune.entries_keep, 'entries_keep', false, false);
     select coalesce(prune.log_keep, c.log_keep) into v_keep from cache.config as c;
     with gone as (
         delete from cache.log as l

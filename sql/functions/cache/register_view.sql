@@ -4,10 +4,11 @@
 -- updates the two limits.
 -- The view must be a populated-or-not materialized view with a unique index on plain
 -- columns and no WHERE clause, so REFRESH ... CONCURRENTLY can run (readers are never
--- blocked, rule 7); andal's owning role must be able to refresh it.
+-- blocked, rule 7); the caller and andal's owning role must both be able to refresh it (be
+-- members of its owner).
 -- Raises: 22004 null argument; 22023 not a materialized view, max_lag <= 0,
--- max_changes < 1; 42704 unknown relation; 55000 no usable unique index; 42501 andal's
--- owner may not refresh the view.
+-- max_changes < 1; 42704 unknown relation; 55000 no usable unique index; 42501 the caller
+-- or andal's owner may not refresh the view.
 create or replace function cache.register_view(view regclass, max_lag interval, max_changes bigint)
 returns void
 language plpgsql
@@ -28,10 +29,7 @@ begin
     if register_view.max_changes is null then
         raise exception 'max_changes must not be null' using errcode = '22004';
     end if;
-    if register_view.max_lag <= interval '0' then
-        raise exception using errcode = '22023',
-            message = format('max_lag must be positive (got %s)', register_view.max_lag);
-    end if;
+    perform queue._check_interval(register_view.max_lag, 'max_lag', true, false);
     if register_view.max_changes < 1 then
         raise exception using errcode = '22023',
             message = format('max_changes must be at least 1 (got %s)', register_view.max_changes);
@@ -54,6 +52,15 @@ begin
             using errcode = '55000',
             hint = 'REFRESH MATERIALIZED VIEW CONCURRENTLY needs one: create unique index '
                 'on the view (its key columns), without WHERE or expressions.';
+    end if;
+    -- The caller's own right first (inside this function current_user is andal's owner):
+    -- refreshing a materialized view is its owner's right, so only a member of the owner
+    -- may have andal refresh it.
+    if not pg_catalog.pg_has_role(queue._caller(), v_owner, 'USAGE') then
+        raise exception 'role % may not refresh view % (only its owner may)', queue._caller(),
+            register_view.view
+            using errcode = '42501',
+            hint = 'Register the view as (a member of) its owner.';
     end if;
     if not pg_catalog.pg_has_role(current_user, v_owner, 'USAGE') then
         raise exception 'andal''s owner % may not refresh view %', current_user,

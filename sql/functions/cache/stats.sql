@@ -4,7 +4,8 @@
 -- row of its pool and job types. `counts` maps a job type to counters:
 -- {"mail": {"local_hit": 10, "shared_hit": 2, "stale_hit": 0, "miss": 1}, ...}; unknown
 -- counter names are ignored. Returns the number of job types recorded.
--- Raises: 22004 null pool or counts; 22023 counts not an object of objects, negative counts.
+-- Raises: 22004 null pool or counts; 22023 counts not an object of objects, more than 1000
+-- job types, counters not whole numbers of 0 .. 2^63-1; 22003 a sum past 2^63-1.
 create or replace function cache.report_reads(pool text, counts jsonb) returns int
 language plpgsql
 security definer
@@ -18,11 +19,22 @@ begin
     if report_reads.counts is null then
         raise exception 'counts must not be null' using errcode = '22004';
     end if;
-    if jsonb_typeof(report_reads.counts) <> 'object' or exists (
+    if jsonb_typeof(report_reads.counts) <> 'object' then
+        raise exception 'counts must map job types to objects of non-negative counters'
+            using errcode = '22023',
+            hint = 'Example: {"mail": {"local_hit": 10, "shared_hit": 2, "miss": 1}}';
+    end if;
+    if (select count(*) from jsonb_object_keys(report_reads.counts)) > 1000 then
+        raise exception 'counts must hold at most 1000 job types' using errcode = '22023';
+    end if;
+    -- whole numbers of the bigint range (a jsonb number may have 131,072 digits)
+    if exists (
         select from jsonb_each(report_reads.counts) as e (k, v)
         where jsonb_typeof(e.v) <> 'object' or length(e.k) not between 1 and 128
             or exists (select from jsonb_each(e.v) as c (n, x)
-                       where jsonb_typeof(c.x) <> 'number' or (c.x)::numeric < 0)
+                       where jsonb_typeof(c.x) <> 'number'
+                          or (c.x)::numeric not between 0 and 9223372036854775807
+                          or (c.x)::numeric <> trunc((c.x)::numeric))
     ) then
         raise exception 'counts must map job types to objects of non-negative counters'
             using errcode = '22023',
@@ -32,8 +44,10 @@ begin
         minute, pool, job_type, backend, local_hits, shared_hits, stale_hits, misses
     )
     select date_trunc('minute', now()), report_reads.pool, e.k, pg_backend_pid(),
-        coalesce((e.v ->> 'local_hit')::bigint, 0), coalesce((e.v ->> 'shared_hit')::bigint, 0),
-        coalesce((e.v ->> 'stale_hit')::bigint, 0), coalesce((e.v ->> 'miss')::bigint, 0)
+        coalesce((e.v ->> 'local_hit')::numeric::bigint, 0),
+        coalesce((e.v ->> 'shared_hit')::numeric::bigint, 0),
+        coalesce((e.v ->> 'stale_hit')::numeric::bigint, 0),
+        coalesce((e.v ->> 'miss')::numeric::bigint, 0)
     from jsonb_each(report_reads.counts) as e (k, v)
     on conflict (minute, pool, job_type, backend) do update
     set local_hits = s.local_hits + excluded.local_hits,
@@ -136,4 +150,4 @@ comment on function cache.stats(interval) is
 revoke all on function cache.report_reads(text, jsonb) from public;
 revoke all on function cache.stats(interval) from public;
 grant execute on function cache.report_reads(text, jsonb) to andal_worker, andal_admin;
-grant execute on function cache.stats(interval) to andal_worker, andal_admin;
+grant execute on function cache.stats(interval) to andal_worker, andal_admin, andal_monitor;

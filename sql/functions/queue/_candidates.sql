@@ -1,12 +1,81 @@
 -- The candidate scans of queue.claim's general path (several queues, gated jobs, expired
 -- leases): queue._scan and queue._candidates. Private: called only by queue.claim.
 
+-- _gated_scan: the best `lim` ready gated jobs of `queues` (null: every queue) outside
+-- exclude_categories (not empty: otherwise _scan reads jobs_gated_idx in order), locked FOR
+-- UPDATE SKIP LOCKED, leaving out the ids in exclude_ids. The (queue, category) pairs that
+-- have pending gated jobs are enumerated by a skip scan of jobs_gated_pair_idx (one index
+-- probe per pair), and each pair not left out gives its best `lim` jobs: the cost follows the
+-- number of such pairs, never the backlog of the categories left out. Each pair's scan locks
+-- up to `lim` rows: the caller (queue._candidates) gives back the extra locks.
+create or replace function queue._gated_scan(
+    queues text[], lim int, exclude_categories text[], exclude_ids bigint[]
+) returns table (id bigint, category text, priority int, available_at timestamptz)
+language plpgsql
+set search_path = pg_catalog, pg_temp
+set plan_cache_mode = auto
+rows 10
+as $$
+#variable_conflict use_column
+begin
+    return query
+    -- Pairs in the order of the index's expression, array[queue, category]. Listed
+    -- queues: each queue's first pair (array[queue, ''] sorts before its first category),
+    -- then the next pairs while the queue stays the same.
+    with recursive pairs (queue, category) as (
+        select f.queue, f.category
+        from (select distinct q.name from unnest(queues) as q (name)) as q
+        cross join lateral (
+            select j.queue, j.category from queue.jobs as j
+            where array[j.queue, j.category] >= array[q.name, '']
+              and j.status = 'pending' and j.category is not null
+            order by array[j.queue, j.category]
+            limit 1
+        ) as f
+        where queues is not null and f.queue = q.name
+        union all
+        (select f.queue, f.category from (
+            select j.queue, j.category from queue.jobs as j
+            where j.status = 'pending' and j.category is not null
+            order by array[j.queue, j.category]
+            limit 1
+        ) as f where queues is null)
+        union all
+        select n.queue, n.category
+        from pairs as p
+        cross join lateral (
+            select j.queue, j.category from queue.jobs as j
+            where array[j.queue, j.category] > array[p.queue, p.category]
+              and j.status = 'pending' and j.category is not null
+            order by array[j.queue, j.category]
+            limit 1
+        ) as n
+        where queues is null or n.queue = p.queue
+    )
+    select h.id, h.category, h.priority, h.available_at
+    from pairs as p
+    cross join lateral (
+        select j.id, j.category, j.priority, j.available_at from queue.jobs as j
+        where array[j.queue, j.category] = array[p.queue, p.category]
+          and j.status = 'pending' and j.category is not null and j.available_at <= now()
+          and j.id <> all (exclude_ids)
+        order by j.priority desc, j.available_at, j.id
+        limit lim
+        for update skip locked
+    ) as h
+    where p.category <> all (exclude_categories)
+    order by h.priority desc, h.available_at, h.id
+    limit lim;
+end
+$$;
+
 -- _scan: the best `lim` ready jobs of `queues` (null: every queue), locked FOR UPDATE SKIP
 -- LOCKED, leaving out the categories in exclude_categories and the ids in exclude_ids.
 -- Ungated and gated jobs are read from their own partial indexes; for listed queues, each
 -- queue's index is read on its own (an index scan per queue and kind, never a sort of the
--- backlog). Each scan locks up to `lim` rows: rows locked but not among the best stay locked
--- until the transaction (or subtransaction) ends. One static statement per case (every
+-- backlog) and the queues share the batch round-robin within a priority level. Each scan
+-- locks up to `lim` rows: rows locked but not among the best stay locked until the
+-- transaction (or subtransaction) ends. One static statement per case (every
 -- queue, one queue, several queues): each has one simple plan, made once per session.
 create or replace function queue._scan(
     queues text[], lim int, exclude_categories text[], exclude_ids bigint[]
@@ -19,6 +88,54 @@ rows 10
 as $$
 #variable_conflict use_column
 begin
+    -- Categories left out: their backlog may be long, so the gated jobs come from
+    -- queue._gated_scan (per category), never from a walk of jobs_gated_idx past them.
+    if cardinality(exclude_categories) > 0 and queues is null then
+        return query
+        select c.id, c.category, c.priority, c.available_at from (
+            select a.id, a.category, a.priority, a.available_at from (
+                select j.id, j.category, j.priority, j.available_at from queue.jobs as j
+                where j.status = 'pending' and j.category is null and j.available_at <= now()
+                  and j.id <> all (exclude_ids)
+                order by j.priority desc, j.available_at, j.id
+                limit lim
+                for update skip locked
+            ) as a
+            union all
+            select g.id, g.category, g.priority, g.available_at
+            from queue._gated_scan(queues, lim, exclude_categories, exclude_ids) as g
+        ) as c
+        order by c.priority desc, c.available_at, c.id
+        limit lim;
+        return;
+    elsif cardinality(exclude_categories) > 0 then
+        -- (several queues share the batch round-robin, as below)
+        return query
+        select c.id, c.category, c.priority, c.available_at from (
+            select b.id, b.category, b.priority, b.available_at, q.name as queue
+            from (select distinct q.name from unnest(queues) as q (name)) as q
+            cross join lateral (
+                select j.id, j.category, j.priority, j.available_at from queue.jobs as j
+                where j.queue = q.name
+                  and j.status = 'pending' and j.category is null and j.available_at <= now()
+                  and j.id <> all (exclude_ids)
+                order by j.priority desc, j.available_at, j.id
+                limit lim
+                for update skip locked
+            ) as b
+            union all
+            select g.id, g.category, g.priority, g.available_at,
+                case when cardinality(queues) = 1 then queues[1]
+                     else (select j.queue from queue.jobs as j where j.id = g.id) end
+            from queue._gated_scan(queues, lim, exclude_categories, exclude_ids) as g
+        ) as c
+        order by c.priority desc,
+            row_number() over (
+                partition by c.queue, c.priority order by c.available_at, c.id),
+            random()
+        limit lim;
+        return;
+    end if;
     if queues is null then
         return query
         select c.id, c.category, c.priority, c.available_at from (
@@ -70,9 +187,13 @@ begin
         order by c.priority desc, c.available_at, c.id
         limit lim;
     else
+        -- Several queues share the batch fairly: within a priority level, round-robin over
+        -- the queues with ready jobs (each queue's best, then each one's second best, ...;
+        -- within a round the queues come in random order, so batches of one alternate too).
+        -- A higher priority still goes first, and each queue keeps its own order.
         return query
         select c.id, c.category, c.priority, c.available_at from (
-            select b.id, b.category, b.priority, b.available_at
+            select b.id, b.category, b.priority, b.available_at, q.name as queue
             from (select distinct q.name from unnest(queues) as q (name)) as q
             cross join lateral (
                 select j.id, j.category, j.priority, j.available_at from queue.jobs as j
@@ -84,7 +205,7 @@ begin
                 for update skip locked
             ) as b
             union all
-            select b.id, b.category, b.priority, b.available_at
+            select b.id, b.category, b.priority, b.available_at, q.name
             from (select distinct q.name from unnest(queues) as q (name)) as q
             cross join lateral (
                 select j.id, j.category, j.priority, j.available_at from queue.jobs as j
@@ -97,7 +218,10 @@ begin
                 for update skip locked
             ) as b
         ) as c
-        order by c.priority desc, c.available_at, c.id
+        order by c.priority desc,
+            row_number() over (
+                partition by c.queue, c.priority order by c.available_at, c.id),
+            random()
         limit lim;
     end if;
 end
@@ -128,7 +252,11 @@ declare
 begin
     -- Each probe follows its claim index's order and reads one index entry (an EXISTS
     -- drops the ORDER BY and may be planned as a sequential scan).
-    if queues is null then
+    if cardinality(exclude_categories) > 0 then
+        -- the gated scan reads one index per category: it may over-lock (no probe walks
+        -- past the backlog of the categories left out)
+        v_mixed := true;
+    elsif queues is null then
         v_mixed := (
             select j.id from queue.jobs as j
             where j.status = 'pending' and j.category is null and j.available_at <= now()
@@ -176,9 +304,12 @@ begin
 end
 $$;
 
+comment on function queue._gated_scan(text[], int, text[], bigint[]) is
+'Private: the best ready gated jobs outside some categories, per (queue, category), locked.';
 comment on function queue._scan(text[], int, text[], bigint[]) is
 'Private: the best ready jobs, locked SKIP LOCKED, by partial index.';
 comment on function queue._candidates(text[], int, text[], bigint[]) is
 'Private: queue._scan holding locks on the returned rows only.';
+revoke all on function queue._gated_scan(text[], int, text[], bigint[]) from public;
 revoke all on function queue._scan(text[], int, text[], bigint[]) from public;
 revoke all on function queue._candidates(text[], int, text[], bigint[]) from public;

@@ -1,7 +1,13 @@
--- queue.cancel: withdraw a pending job. It moves to queue.dead_letters with reason
--- 'cancelled' (so requeue_dead can bring it back).
--- Raises: 22004 null job_id; 42704 unknown job; 55000 the job is running (let it finish or
--- its lease expire) or already dead.
+-- queue.cancel: withdraw a job.
+-- A pending job (scheduled, ready, or failed awaiting its retry) moves to queue.dead_letters
+-- at once with reason 'cancelled' (so requeue_dead can bring it back).
+-- A running job gets an abort request: abort_requested_at is set, its worker is told on
+-- channel andal_abort (payload {"job_id", "worker"}) and by its heartbeats, and its lease is
+-- no longer extended. The job ends cancelled, never retried, when the worker ends the attempt
+-- (queue.fail or queue.release) or its lease runs out; until then it holds its category
+-- slot, and its worker's queue.complete gets AN001 (lease lost). Asking again changes
+-- nothing.
+-- Raises: 22004 null job_id; 42704 unknown job; 55000 the job is already dead.
 create or replace function queue.cancel(job_id bigint) returns void
 language plpgsql
 security definer
@@ -27,9 +33,13 @@ begin
             using errcode = '42704';
     end if;
     if v_job.status = 'running' then
-        raise exception 'job % is running and cannot be cancelled', cancel.job_id
-            using errcode = '55000',
-            hint = 'Wait for it to finish, or for its lease to expire.';
+        if v_job.abort_requested_at is null then
+            update queue.jobs as j set abort_requested_at = now() where j.id = v_job.id;
+            perform pg_notify('andal_abort', case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
+                then json_build_object('job_id', v_job.id, 'worker', v_job.worker)::text
+                else '{}' end);
+        end if;
+        return;
     end if;
     perform queue._bury(v_job.id, 'cancelled', 'cancelled', v_job.errors);
     if v_job.cache_key is not null then
@@ -39,6 +49,7 @@ begin
 end
 $$;
 
-comment on function queue.cancel(bigint) is 'Withdraw a pending job (into the dead letters).';
+comment on function queue.cancel(bigint) is
+'Withdraw a pending job (into the dead letters), or ask a running job''s worker to stop it.';
 revoke all on function queue.cancel(bigint) from public;
 grant execute on function queue.cancel(bigint) to andal_admin;

@@ -3,23 +3,32 @@
 -- Guarantees:
 -- * Candidates are pending jobs with available_at <= now() of the given queues (null: every
 --   queue), highest priority first, then oldest availability, then id, whether gated or not;
---   locked FOR UPDATE SKIP LOCKED, so a claimer never waits on another claimer.
+--   locked FOR UPDATE SKIP LOCKED, so a claimer never waits on another claimer. A claim of
+--   several listed queues shares its batch between them round-robin within a priority level
+--   (queue._scan), so one queue's backlog never starves another.
 -- * Each claimed job gets a fresh fencing token and a lease (the `lease` argument, else the
 --   queue's lease); attempt counts the runs started, 1 on the first.
 -- * Running jobs of the claimed queues (null: of every queue) whose lease expired are taken
 --   back first (pending again, or dead-lettered when out of attempts); queue.maintain()
 --   takes back every queue's. A claim of listed queues reads only their shards.
 -- * Category gate: never more than the category's max_running running jobs of one category,
---   across all workers. Competing claimers of one category are serialised by
---   pg_try_advisory_xact_lock on the category's id; a false return skips the category for
---   this call and is counted in queue.lock_stats. Jobs of a full or paused category are left
+--   across all workers. Competing claimers of one category are serialised by a try-lock on
+--   the category's row in queue.categories (FOR NO KEY UPDATE SKIP LOCKED, held to the end
+--   of the transaction); a row another transaction holds skips the category for this call
+--   and is counted in queue.lock_stats. A row lock, not an advisory lock, so that no role
+--   without andal's grants can take it. Jobs of a full or paused category are left
 --   out of the scan, so they never hide other jobs.
 -- * Must run in a READ COMMITTED transaction (the gate recounts after taking the lock).
--- Cost: for one queue or every queue, when no lease of the scope has expired and no ready job
--- of the scope has a category, one statement selects and leases the jobs; otherwise the
--- candidates are found (and the categorised ones gated) first.
--- Raises: 22004 null worker; 22023 bad worker name, batch outside 1..1000, lease <= 0,
--- null or empty queue names; 55000 when called at another isolation level.
+-- * Jobs of a paused queue (queue.pause) are never claimed, whatever `queues` says.
+-- Cost: for one queue or every queue, when no lease of the scope has expired, no ready job
+-- of the scope has a category and no queue of the scope is paused, one statement selects
+-- and leases the jobs; otherwise the candidates are found (and the categorised ones gated)
+-- first. The backlog of a full or paused category is never read: the gated candidates then
+-- come per (queue, category) (queue._gated_scan), so the cost follows the number of
+-- categories with ready jobs.
+-- Raises: 22004 null worker; 22023 bad worker name, batch outside 1..1000, a lease not
+-- positive or past queue.config.max_lease, null or empty queue names; 55000 when called at
+-- another isolation level.
 -- Plans: the SET clause makes each statement of claim run its generic plan, made once per
 -- session (plan_cache_mode = force_generic_plan). Re-planning on every call was a fifth of a
 -- claim's CPU, and PL/pgSQL's own choice never settles on the generic plan, whose cost it
@@ -86,8 +95,8 @@ begin
         raise exception 'batch must be between 1 and 1000 (got %)', claim.batch
             using errcode = '22023';
     end if;
-    if claim.lease is not null and claim.lease <= interval '0' then
-        perform queue._check_interval(claim.lease, 'lease', true, false);
+    if claim.lease is not null then
+        perform queue._check_interval(claim.lease, 'lease', true, false, 'lease');
     end if;
     if claim.queues is not null then
         foreach v_name in array claim.queues loop
@@ -134,6 +143,7 @@ begin
                    where g.status = 'pending' and g.category is not null
                      and g.available_at <= now()
                    order by g.priority desc, g.available_at, g.id limit 1) is null
+              and (select p.queue from queue.queues as p where p.paused limit 1) is null
             returning j.id, j.queue, j.category, j.priority, j.payload, j.attempt,
                 j.max_attempts, j.token, j.lease_expires_at, j.enqueued_at, j.cache_key,
                 j.cache_version, j.available_at
@@ -173,6 +183,8 @@ begin
                      and g.status = 'pending' and g.category is not null
                      and g.available_at <= now()
                    order by g.priority desc, g.available_at, g.id limit 1) is null
+              and (select p.queue from queue.queues as p
+                   where p.paused and p.queue = claim.queues[1]) is null
             returning j.id, j.queue, j.category, j.priority, j.payload, j.attempt,
                 j.max_attempts, j.token, j.lease_expires_at, j.enqueued_at, j.cache_key,
                 j.cache_version, j.available_at
@@ -187,9 +199,20 @@ begin
     end if;
 
     -- General path: several queues, or the direct path claimed nothing (a lease expired, a
-    -- gated job is ready, or no job is: the direct statement cannot tell which, and what its
-    -- probes saw may have changed since). Take back expired leases first (an index probe
-    -- when there are none).
+    -- gated job is ready, a queue is paused, or no job is ready: the direct statement cannot
+    -- tell which, and what its probes saw may have changed since).
+
+    -- Paused queues are left out: a claim of every queue becomes one of the queues with
+    -- pending jobs that are not paused (queue._unpaused_queues; expired leases of queues
+    -- with running jobs only are then taken back by their own claims or queue.maintain).
+    if (select p.queue from queue.queues as p where p.paused limit 1) is not null then
+        claim.queues := queue._unpaused_queues(claim.queues);
+        if cardinality(claim.queues) = 0 then
+            return;
+        end if;
+    end if;
+
+    -- Take back expired leases first (an index probe when there are none).
     if claim.queues is null then
         if (select x.lease_expires_at from queue.jobs as x
             where x.status = 'running' and x.lease_expires_at <= now()
@@ -230,7 +253,7 @@ begin
         -- none has a category: lease them all
         v_take := v_ids;
     else
-        -- 2. Some candidates have a category. Gate them: one advisory try-lock per category
+        -- 2. Some candidates have a category. Gate them: one row try-lock per category
         --    serialises its claimers without waiting; under the lock, recount the
         --    category's live slots and take what is free. A category that runs out of slots
         --    (or whose lock is busy) is left out and the batch is filled from further
@@ -249,7 +272,14 @@ begin
                     v_max := 1;
                 end if;
                 if not v_cat_id = any (v_locked) then
-                    v_got := pg_try_advisory_xact_lock(queue._gate_key(v_cat_id));
+                    -- The gate lock is a row lock on the category's row, not an advisory
+                    -- lock: any role that can connect can take any advisory key (and read
+                    -- the held ones in pg_locks), but only andal's roles can lock this row.
+                    -- The limit is re-read under the lock.
+                    select c.max_running into v_max from queue.categories as c
+                    where c.id = v_cat_id
+                    for no key update skip locked;
+                    v_got := found;
                     v_stat_ids := v_stat_ids || v_cat_id;
                     v_stat_fail := v_stat_fail || (case when v_got then 0 else 1 end)::bigint;
                     if not v_got then

@@ -1,9 +1,14 @@
 -- queue.complete: finish a claimed job. The job leaves the live table in the caller's
--- transaction; its result is kept in queue.results only when the queue's keep_results is on;
+-- transaction; it is kept in queue.history (with its result) when the queue keeps history;
+-- a NOTIFY andal_done (payload: the job id) goes out when someone watches it (queue.watch);
+-- its result is kept in queue.results only when the queue's keep_results is on;
 -- its gate slot is freed; its cache key is invalidated (or rewritten with the result, by the
 -- queue's cache_policy) in the same transaction (C8, C10).
--- Raises: 22004 null job_id or token; AN001 (lease lost) when the token is not the job's
--- current, unexpired lease — nothing is changed then.
+-- Raises: 22004 null job_id or token; 54000 a result to keep (results or history) over
+-- queue.config.max_result_bytes (complete it without a result, or fail it); AN001 (lease
+-- lost) when the token is not the job's current, unexpired lease, or an abort of the job was
+-- requested (queue.cancel: the abort wins; end the attempt with queue.fail) — nothing is
+-- changed then.
 -- Cost: one statement deletes the job, counts it in this backend's statistics row of the
 -- minute (queue._record's upsert, inlined) and reads the queue's policy; a gated job's slot,
 -- a kept result and a cache key take one more statement each.
@@ -24,6 +29,8 @@ declare
     v_cache_key text;
     v_keep boolean;
     v_policy text;
+    v_history interval;
+    v_job record;
 begin
     if complete.job_id is null or complete.token is null then
         raise exception 'job_id and token must not be null' using errcode = '22004';
@@ -34,8 +41,9 @@ begin
     with gone as (
         delete from queue.jobs as j
         where j.id = complete.job_id and j.token = complete.token
-          and j.lease_expires_at > now()
-        returning j.id, j.queue, j.category, j.cache_key,
+          and j.lease_expires_at > now() and j.abort_requested_at is null
+        returning j.id, j.queue, j.category, j.cache_key, j.priority, j.payload, j.attempt,
+            j.max_attempts, j.enqueued_at, j.claimed_at, j.worker, j.errors, j.watched,
             date_part('epoch', now() - j.claimed_at) * 1000 as run_ms,
             width_bucket(date_part('epoch', now() - j.claimed_at) * 1000,
                 '{1,2,5,10,25,50,100,250,500,1000,2500,5000,10000,30000,60000}'::float8[])
@@ -65,18 +73,43 @@ begin
             wait_hist[array_position(excluded.wait_hist, 1::bigint)]
             = s.wait_hist[array_position(excluded.wait_hist, 1::bigint)] + 1
     )
-    select g.id, g.queue, g.category, g.cache_key, q.keep_results, q.cache_policy
-    into v_id, v_queue, v_category, v_cache_key, v_keep, v_policy
+    select g.*, q.keep_results, q.cache_policy, q.history_retention into v_job
     from gone as g
     left join queue.queues as q on q.queue = g.queue;
+    v_id := v_job.id;
+    v_queue := v_job.queue;
+    v_category := v_job.category;
+    v_cache_key := v_job.cache_key;
+    v_keep := v_job.keep_results;
+    v_policy := v_job.cache_policy;
+    v_history := v_job.history_retention;
     if v_id is null then
         perform queue._lease_lost(complete.job_id, complete.token);
+    end if;
+    if v_history is not null then
+        insert into queue.history (
+            job_id, queue, category, priority, state, payload, attempt, max_attempts,
+            enqueued_at, started_at, worker, result, errors, keep_until
+        ) values (
+            v_id, v_queue, v_category, v_job.priority, 'completed', v_job.payload,
+            v_job.attempt, v_job.max_attempts, v_job.enqueued_at,
+            v_job.claimed_at, v_job.worker, queue._check_result(complete.result, 'result'),
+            v_job.errors,
+            now() + v_history
+        );
+    end if;
+    if v_job.watched then
+        perform pg_notify('andal_done',
+
+                case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
+                    then v_id::text else '' end);
     end if;
     if v_category is not null then
         delete from queue.worker_locks as w where w.job_id = v_id;
     end if;
     if v_keep then
-        insert into queue.results (job_id, queue, result) values (v_id, v_queue, complete.result);
+        insert into queue.results (job_id, queue, result)
+        values (v_id, v_queue, queue._check_result(complete.result, 'result'));
     end if;
     if v_cache_key is not null then
         perform cache._job_done(v_cache_key, coalesce(v_policy, 'invalidate'), complete.result,
@@ -86,8 +119,10 @@ end
 $$;
 
 -- queue.complete_many: complete several claimed jobs at once. Never raises for a lost lease:
--- returns one row per input job with completed = false where the lease was lost (that job
--- is left untouched). Rows are locked in id order, so concurrent batches never deadlock.
+-- returns one row per input job with completed = false where the lease was lost or an abort
+-- was requested (that job is left untouched). Rows are locked in id order, so concurrent batches never deadlock.
+-- Completed jobs of queues that keep history go to queue.history; each watched job gets its
+-- NOTIFY andal_done, as with complete.
 -- Raises: 22004 null arrays; 22023 arrays of different lengths.
 -- Cost: one statement locks and deletes the jobs (by primary key), frees their gate slots,
 -- keeps their results and counts them in the statistics (one upsert per queue and category
@@ -110,6 +145,8 @@ declare
     v_keys text[];
     v_key_queues text[];
     v_key_results jsonb[];
+    v_history jsonb;  -- the completed jobs of queues that keep history
+    v_watched bigint[];  -- the completed jobs someone watches
 begin
     if complete_many.job_ids is null or complete_many.tokens is null then
         raise exception 'job_ids and tokens must not be null' using errcode = '22004';
@@ -134,14 +171,16 @@ begin
         -- stale statistics). A job has one token, so it matches at most one pair.
         select j.id, j.queue, i.n from input as i
         join queue.jobs as j on j.id = i.id and j.token = i.tok
-        where j.lease_expires_at > now()
+        where j.lease_expires_at > now() and j.abort_requested_at is null
         order by j.id
         for update of j
     ),
     gone as (
         -- (the queue too: a sharded table reads the job's shard only)
         delete from queue.jobs as j using locked as l where j.id = l.id and j.queue = l.queue
-        returning j.id, j.token, j.queue, j.category, j.cache_key, l.n,
+        returning j.id, j.token, j.queue, j.category, j.cache_key, l.n, j.priority, j.payload,
+            j.attempt, j.max_attempts, j.enqueued_at, j.claimed_at, j.worker, j.errors,
+            j.watched,
             date_part('epoch', now() - j.claimed_at) * 1000 as run_ms,
             width_bucket(date_part('epoch', now() - j.claimed_at) * 1000,
                 '{1,2,5,10,25,50,100,250,500,1000,2500,5000,10000,30000,60000}'::float8[])
@@ -159,7 +198,9 @@ begin
         -- the queues that keep results are read once (usually none), not once per job; in
         -- key order, so on an index
         insert into queue.results (job_id, queue, result)
-        select g.id, g.queue, complete_many.results[g.n] from gone as g
+        select g.id, g.queue,
+            queue._check_result(complete_many.results[g.n], format('results[%s]', g.n))
+        from gone as g
         where g.queue = any (array(
             select q.queue from queue.queues as q where q.keep_results order by q.queue))
     ),
@@ -219,9 +260,41 @@ begin
         array_agg(g.cache_key order by g.cache_key) filter (where g.cache_key is not null),
         array_agg(g.queue order by g.cache_key) filter (where g.cache_key is not null),
         array_agg(complete_many.results[g.n] order by g.cache_key)
-        filter (where g.cache_key is not null)
-    into v_ids, v_toks, v_keys, v_key_queues, v_key_results
+        filter (where g.cache_key is not null),
+        -- (usually none: the queues that keep history are read once)
+        jsonb_agg(jsonb_build_object(
+            'job_id', g.id, 'queue', g.queue, 'category', g.category, 'priority', g.priority,
+            'payload', g.payload, 'attempt', g.attempt, 'max_attempts', g.max_attempts,
+            'enqueued_at', g.enqueued_at, 'started_at', g.claimed_at, 'worker', g.worker,
+            'result', queue._check_result(complete_many.results[g.n], format('results[%s]', g.n)),
+            'errors', g.errors))
+        filter (where g.queue = any (array(
+            select q.queue from queue.queues as q where q.history_retention is not null
+            order by q.queue))),
+        array_agg(g.id) filter (where g.watched)
+    into v_ids, v_toks, v_keys, v_key_queues, v_key_results, v_history, v_watched
     from gone as g;
+
+    if v_history is not null then
+        insert into queue.history (
+            job_id, queue, category, priority, state, payload, attempt, max_attempts,
+            enqueued_at, started_at, worker, result, errors, keep_until
+        )
+        select h.job_id, h.queue, h.category, h.priority, 'completed', h.payload, h.attempt,
+            h.max_attempts, h.enqueued_at, h.started_at, h.worker, h.result, h.errors,
+            now() + queue._history_keep(h.queue)
+        from jsonb_to_recordset(v_history) as h (
+            job_id bigint, queue text, category text, priority int, payload jsonb,
+            attempt int, max_attempts int, enqueued_at timestamptz, started_at timestamptz,
+            worker text, result jsonb, errors jsonb
+        );
+    end if;
+    for v_i in 1 .. coalesce(cardinality(v_watched), 0) loop
+        perform pg_notify('andal_done',
+
+                case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
+                    then v_watched[v_i]::text else '' end);
+    end loop;
 
     for v_i in 1 .. coalesce(cardinality(v_keys), 0) loop
         perform cache._job_done(v_keys[v_i], (queue._config(v_key_queues[v_i])).cache_policy,

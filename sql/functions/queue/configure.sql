@@ -28,9 +28,11 @@ begin
         raise exception 'max_attempts must be at least 1 (got %)', configure_queue.max_attempts
             using errcode = '22023';
     end if;
-    perform queue._check_interval(configure_queue.lease, 'lease', true, false);
-    perform queue._check_interval(configure_queue.backoff_base, 'backoff_base', false, false);
-    perform queue._check_interval(configure_queue.backoff_cap, 'backoff_cap', false, false);
+    perform queue._check_interval(configure_queue.lease, 'lease', true, false, 'lease');
+    perform queue._check_interval(configure_queue.backoff_base, 'backoff_base', false, false,
+        'delay');
+    perform queue._check_interval(configure_queue.backoff_cap, 'backoff_cap', false, false,
+        'delay');
     if configure_queue.backoff not in ('linear', 'exponential') then
         raise exception 'backoff must be linear or exponential (got %)', configure_queue.backoff
             using errcode = '22023';
@@ -47,6 +49,9 @@ begin
         raise exception 'cache_policy must be invalidate, rewrite or none (got %)',
             configure_queue.cache_policy using errcode = '22023';
     end if;
+    -- queue.maintain() may forget a queue row equal to the defaults between _config and the
+    -- update: then the update finds nothing, and the row is made again
+    loop
     perform queue._config(configure_queue.queue);
     return query
     update queue.queues as q set
@@ -63,6 +68,8 @@ begin
         updated_at = now()
     where q.queue = configure_queue.queue
     returning q.*;
+    exit when found;
+    end loop;
 end
 $$;
 

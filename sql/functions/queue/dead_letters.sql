@@ -41,7 +41,9 @@ begin
         perform queue._category_id(v_dead.category);
     end if;
     if (queue._config(v_dead.queue)).notify then
-        perform pg_notify('andal_jobs', v_dead.queue);
+        perform pg_notify('andal_jobs',
+            case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
+                then v_dead.queue else '' end);
     end if;
     return v_dead.job_id;
 end

@@ -7,8 +7,9 @@
 -- queue, unless the queue's notify is off or the job is delayed. With cache_key and
 -- cache_value the value is written through to the shared cache in the same transaction (C7);
 -- the job then carries the cache version it needs (cache_version).
--- Raises: 22004 null payload or queue; 22023 non-object payload, negative delay,
--- max_attempts < 1, empty or over-long names; 54000 payload over the queue's limit.
+-- Raises: 22004 null payload or queue; 22023 non-object payload, a delay or priority out of
+-- bounds (queue.config), max_attempts < 1, empty or over-long names, JSON null cache_value;
+-- 54000 payload over the queue's limit, cache_value over the cache's.
 create or replace function queue.enqueue(
     payload jsonb,
     queue text default 'default',
@@ -35,9 +36,9 @@ begin
     perform queue._check_name(enqueue.category, 'category', false);
     perform queue._check_name(enqueue.dedup_key, 'dedup_key', false, 512);
     perform queue._check_name(enqueue.cache_key, 'cache_key', false, 512);
-    perform queue._check_interval(enqueue.delay, 'delay');
-    if enqueue.priority is null then
-        raise exception 'priority must not be null' using errcode = '22004';
+    perform queue._check_interval(enqueue.delay, 'delay', bound => 'delay');
+    if enqueue.priority is null or enqueue.priority <> 0 then
+        perform queue._check_priority(enqueue.priority);  -- 0 is always allowed
     end if;
     if enqueue.max_attempts is not null and enqueue.max_attempts < 1 then
         raise exception 'max_attempts must be at least 1 (got %)', enqueue.max_attempts
@@ -48,6 +49,11 @@ begin
     end if;
     if enqueue.payload is null then
         raise exception 'payload must not be null' using errcode = '22004';
+    end if;
+    -- every argument is checked before anything is written (no sequence advances for a
+    -- rejected call), and a cache_value also when a live job already holds the dedup key
+    if enqueue.cache_value is not null then
+        perform cache._check_value(enqueue.cache_value, 'cache_value');
     end if;
     v_cfg := queue._config(enqueue.queue);
     perform queue._check_payload(enqueue.payload, 'payload', v_cfg.payload_limit);
@@ -86,7 +92,9 @@ begin
             update queue.jobs as j set cache_version = v_version where j.id = v_id;
         end if;
         if v_cfg.notify and enqueue.delay <= interval '0' then
-            perform pg_notify('andal_jobs', enqueue.queue);
+            perform pg_notify('andal_jobs',
+                case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
+                    then enqueue.queue else '' end);
         end if;
     end if;
     return v_id;

@@ -5,7 +5,8 @@
 -- NOTIFY for the call. dedup_keys, when given, is parallel to payloads (null elements mean no
 -- key); a key already held by a live job, or repeated in the call, yields that job's id.
 -- Raises: 22004 null array or null element; 22023 non-object payload, arrays of different
--- lengths, bad names, negative delay, max_attempts < 1; 54000 a payload over the limit.
+-- lengths, of more than one dimension or not starting at 1, bad names, a delay or priority
+-- out of bounds, max_attempts < 1; 54000 a payload over the limit.
 create or replace function queue.enqueue_many(
     payloads jsonb[],
     queue text default 'default',
@@ -32,12 +33,23 @@ begin
     end if;
     perform queue._check_name(enqueue_many.queue, 'queue');
     perform queue._check_name(enqueue_many.category, 'category', false);
-    perform queue._check_interval(enqueue_many.delay, 'delay');
-    if enqueue_many.priority is null then
-        raise exception 'priority must not be null' using errcode = '22004';
+    perform queue._check_interval(enqueue_many.delay, 'delay', bound => 'delay');
+    if enqueue_many.priority is null or enqueue_many.priority <> 0 then
+        perform queue._check_priority(enqueue_many.priority);  -- 0 is always allowed
     end if;
     if enqueue_many.max_attempts is not null and enqueue_many.max_attempts < 1 then
         raise exception 'max_attempts must be at least 1 (got %)', enqueue_many.max_attempts
+            using errcode = '22023';
+    end if;
+    -- one-dimensional and starting at 1, or elements would be read wrongly or not at all
+    if array_ndims(enqueue_many.payloads) > 1
+        or array_lower(enqueue_many.payloads, 1) <> 1 then
+        raise exception 'payloads must be a one-dimensional array starting at index 1'
+            using errcode = '22023';
+    end if;
+    if array_ndims(enqueue_many.dedup_keys) > 1
+        or array_lower(enqueue_many.dedup_keys, 1) <> 1 then
+        raise exception 'dedup_keys must be a one-dimensional array starting at index 1'
             using errcode = '22023';
     end if;
     v_n := coalesce(array_length(enqueue_many.payloads, 1), 0);
@@ -100,7 +112,9 @@ begin
     end if;
 
     if v_inserted and v_cfg.notify and enqueue_many.delay <= interval '0' then
-        perform pg_notify('andal_jobs', enqueue_many.queue);
+        perform pg_notify('andal_jobs',
+            case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
+                then enqueue_many.queue else '' end);
     end if;
 end
 $$;

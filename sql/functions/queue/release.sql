@@ -1,6 +1,8 @@
 -- queue.release: give a claimed job back without spending an attempt (for example a worker
 -- shutting down before it started the job). The job is pending again after `delay`; its gate
 -- slot is freed; claimers are notified when it is ready at once.
+-- A job whose abort was requested (queue.cancel while it ran) is not given back: it ends
+-- cancelled, as with queue.fail.
 -- Raises: 22004 null job_id or token; 22023 negative delay; AN001 lease lost.
 create or replace function queue.release(job_id bigint, token uuid, delay interval default '0')
 returns void
@@ -19,7 +21,13 @@ begin
     if release.job_id is null or release.token is null then
         raise exception 'job_id and token must not be null' using errcode = '22004';
     end if;
-    perform queue._check_interval(release.delay, 'delay');
+    perform queue._check_interval(release.delay, 'delay', bound => 'delay');
+    if exists (select from queue.jobs as j
+               where j.id = release.job_id and j.token = release.token
+                 and j.lease_expires_at > now() and j.abort_requested_at is not null) then
+        perform queue.fail(release.job_id, release.token, 'aborted: released');
+        return;
+    end if;
     update queue.jobs as j
     set status = 'pending', attempt = greatest(j.attempt - 1, 0), token = null, worker = null,
         claimed_at = null, lease_expires_at = null, available_at = now() + release.delay
@@ -36,7 +44,9 @@ begin
         delete from queue.worker_locks as w where w.job_id = v_job.id;
     end if;
     if release.delay <= interval '0' and (queue._config(v_job.queue)).notify then
-        perform pg_notify('andal_jobs', v_job.queue);
+        perform pg_notify('andal_jobs',
+            case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
+                then v_job.queue else '' end);
     end if;
 end
 $$;

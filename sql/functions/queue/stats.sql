@@ -103,6 +103,18 @@ $$;
 -- prepared transaction, a replication slot) holds back vacuum: while it does, the dead rows
 -- of completed jobs cannot be removed and claims slow down. Reading other roles' sessions
 -- needs a superuser owner or one granted pg_read_all_stats.
+-- paused: the queue is paused (queue.pause); the same on every row of the queue.
+-- (Its result gained the column paused at the end: an install made before drops the old
+-- definition once, as a new result type cannot be put in place.)
+do $drop$
+begin
+    if exists (select from pg_catalog.pg_proc
+               where oid = to_regprocedure('queue.stats()')
+                 and not 'paused' = any (coalesce(proargnames, '{}'))) then
+        drop function queue.stats();
+    end if;
+end
+$drop$;
 create or replace function queue.stats()
 returns table (
     queue text,
@@ -133,7 +145,8 @@ returns table (
     pickup_p99_ms double precision,
     wal_bytes_per_job double precision,
     held_xmin_age bigint,
-    held_xmin_seconds double precision
+    held_xmin_seconds double precision,
+    paused boolean
 )
 language plpgsql stable
 security definer
@@ -236,6 +249,7 @@ begin
         select l.queue, l.category from live as l
         union select d.queue, d.category from dl as d
         union select e.queue, e.category from ev as e
+        union select q.queue, '' from queue.queues as q where q.paused
     ),
     per_category as (
         select k.queue, k.category,
@@ -255,6 +269,22 @@ begin
         left join hists as h on h.queue = k.queue and h.category = k.category
         left join locks as lk on lk.category = k.category and k.category <> ''
     ),
+    queue_hists as (
+        select b.queue,
+            array_agg(b.v order by b.i) filter (where b.kind = 'run') as run_hist,
+            array_agg(b.v order by b.i) filter (where b.kind = 'wait') as wait_hist
+        from (
+            select p.queue, x.kind, x.i, sum(x.v)::bigint as v
+            from per_category as p
+            cross join lateral (
+                select 'run' as kind, r.i, r.v from unnest(p.run_hist) with ordinality as r (v, i)
+                union all
+                select 'wait', w.i, w.v from unnest(p.wait_hist) with ordinality as w (v, i)
+            ) as x
+            group by 1, 2, 3
+        ) as b
+        group by b.queue
+    ),
     rolled as (
         -- one row per queue and category, plus one per queue (category null)
         select p.queue, nullif(p.category, '') as category, false as total,
@@ -263,23 +293,26 @@ begin
             p.run_count, p.run_ms, p.run_hist, p.wait_hist, p.lock_attempts, p.lock_failures
         from per_category as p where p.category <> ''
         union all
-        select p.queue, null, true,
-            sum(p.ready)::bigint, sum(p.scheduled)::bigint, sum(p.running)::bigint,
-            sum(p.dead)::bigint, min(p.oldest_ready),
-            sum(p.c1)::bigint, sum(p.c15)::bigint, sum(p.c60)::bigint,
-            sum(p.r1)::bigint, sum(p.r15)::bigint, sum(p.r60)::bigint,
-            sum(p.d1)::bigint, sum(p.d15)::bigint, sum(p.d60)::bigint,
-            sum(p.run_count)::bigint, sum(p.run_ms),
-            (select coalesce(array_agg(t.v order by t.i), null) from (
-                select x.i, sum(x.v)::bigint as v from per_category as p2
-                cross join lateral unnest(p2.run_hist) with ordinality as x (v, i)
-                where p2.queue = p.queue group by x.i) as t),
-            (select coalesce(array_agg(t.v order by t.i), null) from (
-                select x.i, sum(x.v)::bigint as v from per_category as p2
-                cross join lateral unnest(p2.wait_hist) with ordinality as x (v, i)
-                where p2.queue = p.queue group by x.i) as t),
-            sum(p.lock_attempts)::bigint, sum(p.lock_failures)::bigint
-        from per_category as p group by p.queue
+        -- one per queue: the sums, and the histograms summed bucket by bucket (grouped
+        -- once for all queues, not a subquery per queue: that was quadratic)
+        select t.queue, null, true,
+            t.ready, t.scheduled, t.running, t.dead, t.oldest_ready,
+            t.c1, t.c15, t.c60, t.r1, t.r15, t.r60, t.d1, t.d15, t.d60,
+            t.run_count, t.run_ms, qh.run_hist, qh.wait_hist, t.lock_attempts, t.lock_failures
+        from (
+            select p.queue,
+                sum(p.ready)::bigint as ready, sum(p.scheduled)::bigint as scheduled,
+                sum(p.running)::bigint as running, sum(p.dead)::bigint as dead,
+                min(p.oldest_ready) as oldest_ready,
+                sum(p.c1)::bigint as c1, sum(p.c15)::bigint as c15, sum(p.c60)::bigint as c60,
+                sum(p.r1)::bigint as r1, sum(p.r15)::bigint as r15, sum(p.r60)::bigint as r60,
+                sum(p.d1)::bigint as d1, sum(p.d15)::bigint as d15, sum(p.d60)::bigint as d60,
+                sum(p.run_count)::bigint as run_count, sum(p.run_ms) as run_ms,
+                sum(p.lock_attempts)::bigint as lock_attempts,
+                sum(p.lock_failures)::bigint as lock_failures
+            from per_category as p group by p.queue
+        ) as t
+        left join queue_hists as qh on qh.queue = t.queue
     )
     select r.queue, r.category, r.ready, r.scheduled, r.running, r.dead,
         now() - r.oldest_ready,
@@ -295,7 +328,8 @@ begin
         queue._hist_quantile(r.wait_hist, 0.95),
         queue._hist_quantile(r.wait_hist, 0.99),
         case when r.total then v_wal end,
-        coalesce(v_xmin_age, 0), coalesce(v_xmin_seconds, 0)
+        coalesce(v_xmin_age, 0), coalesce(v_xmin_seconds, 0),
+        coalesce((select q.paused from queue.queues as q where q.queue = r.queue), false)
     from rolled as r
     order by r.queue, r.category nulls first;
 end
@@ -335,7 +369,7 @@ begin
         (6, 'andal_run_seconds_p95', '95th percentile of time in progress, last hour.'),
         (7, 'andal_failure_rate', 'Failed attempts / ended attempts, last hour.'),
         (8, 'andal_retries_per_job', 'Retries per finished job, last hour.'),
-        (9, 'andal_lock_attempts', 'Advisory try-locks on categories, last hour.'),
+        (9, 'andal_lock_attempts', 'Gate try-locks on categories, last hour.'),
         (10, 'andal_lock_contention_ratio', 'Try-locks that returned false / try-locks, last hour.'),
         (11, 'andal_pickup_seconds', 'Ready-to-start latency quantiles, last hour.'),
         (12, 'andal_wal_bytes_per_job', 'WAL bytes per ended attempt between the last two samples.')
@@ -400,5 +434,5 @@ from public;
 revoke all on function queue._prom_label(text) from public;
 revoke all on function queue.stats() from public;
 revoke all on function queue.metrics() from public;
-grant execute on function queue.stats() to andal_admin, andal_worker;
-grant execute on function queue.metrics() to andal_admin, andal_worker;
+grant execute on function queue.stats() to andal_admin, andal_worker, andal_monitor;
+grant execute on function queue.metrics() to andal_admin, andal_worker, andal_monitor;

@@ -35,4 +35,4 @@ $$;
 comment on function queue.workers() is
 'Per worker: running jobs, their queues, oldest claim, nearest lease expiry, open sessions.';
 revoke all on function queue.workers() from public;
-grant execute on function queue.workers() to andal_admin, andal_worker;
+grant execute on function queue.workers() to andal_admin, andal_worker, andal_monitor;

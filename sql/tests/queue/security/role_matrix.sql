@@ -3,7 +3,7 @@
 -- function of the queue schema must appear in the matrix.
 begin;
 \ir ../_fixtures.psql
-select plan(3);
+select plan(4);
 
 create temp table matrix (fn text, producer boolean, worker boolean, admin boolean);
 insert into matrix values
@@ -21,17 +21,37 @@ insert into matrix values
     ('queue.stats()', false, true, true),
     ('queue.metrics()', false, true, true),
     ('queue.workers()', false, true, true),
+    ('queue.stats_by_minute(interval)', false, true, true),
+    ('queue.category_limits()', false, true, true),
     ('queue.version()', true, true, true),
     ('queue.cancel(bigint)', false, false, true),
     ('queue.requeue_dead(bigint)', false, false, true),
     ('queue.purge_dead(interval)', false, false, true),
+    ('queue.purge_dead_jobs(bigint[])', false, false, true),
     ('queue.list_dead(text,integer)', false, false, true),
     ('queue.configure_queue(text,integer,interval,text,interval,interval,real,boolean,integer,'
         'boolean,text)', false, false, true),
     ('queue.set_category_limit(text,integer)', false, false, true),
     ('queue.shards()', false, false, true),
     ('queue.shard_of(text)', true, true, true),
-    ('queue.set_shards(integer)', false, false, true);
+    ('queue.set_shards(integer)', false, false, true),
+    ('queue.job(bigint)', true, true, true),
+    ('queue.jobs_by(text,text,bigint,integer)', true, true, true),
+    ('queue.job_payload(bigint)', false, false, true),
+    ('queue.pause(text)', false, false, true),
+    ('queue.resume(text)', false, false, true),
+    ('queue.heartbeat(bigint,uuid,boolean,interval)', false, true, true),
+    ('queue.heartbeat_many(bigint[],uuid[],boolean,interval)', false, true, true),
+    ('queue.set_history(text,interval)', false, false, true),
+    ('queue.configure_history(interval)', false, false, true),
+    ('queue.watch(bigint)', true, true, true);
+
+-- andal_monitor only reads: statistics, workers and job lookups, nothing that writes.
+create temp table monitor_may (fn text);
+insert into monitor_may values
+    ('queue.status()'), ('queue.stats()'), ('queue.metrics()'), ('queue.workers()'),
+    ('queue.version()'), ('queue.job(bigint)'), ('queue.jobs_by(text,text,bigint,integer)'),
+    ('queue.stats_by_minute(interval)'), ('queue.category_limits()'), ('cache.stats(interval)');
 
 select is_empty(
     $$ select p.oid::regprocedure::text from pg_proc as p
@@ -53,6 +73,12 @@ select is_empty(
          and p.proname like '\_%'
          and has_function_privilege(r.role, p.oid, 'execute') $$,
     'no role can execute a private helper');
+select is_empty(
+    $$ select p.oid::regprocedure::text from pg_proc as p
+       where p.pronamespace in ('queue'::regnamespace, 'cache'::regnamespace)
+         and has_function_privilege('andal_monitor', p.oid, 'execute')
+             <> (p.oid::regprocedure::text in (select fn from monitor_may)) $$,
+    'andal_monitor can execute exactly the reading functions');
 
 select * from finish();
 rollback;

@@ -1,0 +1,80 @@
+"""Looking a job up, and waiting for it to finish: ``job(conn, id)`` and ``wait(dsn, id, …)``.
+
+Both read ``queue.job`` (docs/sql-api.md); ``wait`` also asks ``queue.watch`` for a NOTIFY on
+``andal_done`` when the job ends, and re-reads the job on each notification, and at least
+every ``poll`` seconds (a notification is a hint: a lost one only delays the answer).
+``Client.job`` and ``Client.wait`` are the same on a client's database.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import psycopg
+
+from . import statements as sql
+
+#: The states in which a job is finished.
+FINAL = frozenset({"completed", "dead", "cancelled"})
+
+
+@dataclass(frozen=True)
+class JobInfo:
+    """One row of ``queue.job``: a job as andal remembers it."""
+
+    job_id: int
+    state: str
+    queue: str
+    category: str | None
+    priority: int | None
+    attempts: int | None
+    max_attempts: int | None
+    enqueued_at: datetime | None
+    available_at: datetime | None
+    started_at: datetime | None
+    finished_at: datetime | None
+    worker: str | None
+    lease_expires_at: datetime | None
+    abort_requested_at: datetime | None
+    result: Any
+    errors: list[Any] | None
+    kept_until: datetime | None
+
+    @property
+    def finished(self) -> bool:
+        return self.state in FINAL
+
+
+def job(conn: psycopg.Connection, job_id: int) -> JobInfo | None:
+    """The job as andal remembers it; None when it does not (it never existed, or it
+    finished in a queue that keeps no history, or its history expired)."""
+    row = conn.execute(sql.JOB, {"job_id": job_id}).fetchone()
+    return None if row is None else JobInfo(*row)
+
+
+def wait(dsn: str, job_id: int, timeout: float, *, poll: float = 1.0) -> JobInfo | None:
+    """Wait up to ``timeout`` seconds for the job to finish; returns it finished (``state``
+    completed, dead or cancelled, with its ``result`` when kept), or None when andal does not
+    remember it (see ``job``: with no history, a job that completed is forgotten at once).
+    Raises TimeoutError when the job is still live at the deadline. One connection of its own
+    (LISTEN needs a session: not through a transaction-mode pooler)."""
+    if timeout < 0 or poll <= 0:
+        raise ValueError("timeout must not be negative and poll must be positive")
+    deadline = time.monotonic() + timeout
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(sql.LISTEN_DONE)
+        conn.execute(sql.WATCH, {"job_id": job_id})
+        while True:
+            info = job(conn, job_id)
+            if info is None or info.finished:
+                return info
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError(f"job {job_id} is still {info.state} after {timeout:g}s")
+            for note in conn.notifies(timeout=min(left, poll)):
+                # a locked-down database sends no ids: any notification may be ours
+                if note.payload in (str(job_id), ""):
+                    break

@@ -1,0 +1,346 @@
+"""The `andal web` application: routes, rendering, and the actions an admin may take.
+
+Pages are rendered on the server with Jinja2 (autoescaping on: a payload holding HTML or a
+script shows as text). Live parts of a page are fragments that a few lines of script fetch
+again every few seconds. Every action is a POST carrying the CSRF token, refused unless the
+login may act as andal_admin; the database checks the grants once more.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+import urllib.parse
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import jinja2
+import psycopg
+from psycopg_pool import PoolTimeout
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from . import pages, queries, security
+from .db import Database
+from .fmt import FILTERS
+
+
+@dataclass
+class Settings:
+    dsn: str
+    admin_dsn: str | None = None
+    role_prefix: str = "andal"
+    root_path: str = ""
+    refresh: float = 2.0
+    access: security.Access = security.Access()
+    secret: str | None = None
+
+
+def environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("andal.web", "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+    )
+    env.filters.update(FILTERS)
+    return env
+
+
+class Shared:
+    """The live pages' data, read once for every viewer within ``ttl`` seconds: however many
+    browsers are open, the overview's functions run at most once per ``ttl``."""
+
+    def __init__(self, ttl: float) -> None:
+        self.ttl = ttl
+        self.lock = threading.Lock()
+        self.held: dict[str, tuple[float, Any]] = {}
+
+    def get(self, key: str, read: Callable[[Database], Any], db: Database) -> Any:
+        with self.lock:
+            at, data = self.held.get(key, (-1e18, None))
+            if time.monotonic() - at < self.ttl:
+                return data
+            data = read(db)
+            self.held[key] = (time.monotonic(), data)
+            return data
+
+
+class Web:
+    """The routes' shared state: settings, database, templates, signer."""
+
+    def __init__(self, settings: Settings, db: Database) -> None:
+        self.settings = settings
+        self.db = db
+        self.env = environment()
+        self.signer = security.Signer(settings.secret)
+        self.root = settings.root_path.rstrip("/")
+        self.cookie_path = self.root or "/"
+        self.live = Shared(settings.refresh / 2)
+
+    def render(
+        self, request: Request, template: str, status: int = 200, **context: Any
+    ) -> Response:
+        notice = security.take_notice(request, self.signer)
+        html = self.env.get_template(template).render(
+            root=self.root,
+            csrf=security.csrf_token(request, self.signer),
+            can_act=self.db.can_act,
+            version=self.db.version,
+            refresh_ms=int(self.settings.refresh * 1000),
+            notice=notice,
+            **context,
+        )
+        response = HTMLResponse(html, status, headers={"Cache-Control": "no-store"})
+        security.set_csrf_cookie(response, request, self.signer, self.cookie_path)
+        if notice is not None:
+            response.delete_cookie(security.NOTICE_COOKIE, path=self.cookie_path)
+        return response
+
+    def fragment(self, template: str, **context: Any) -> Response:
+        html = self.env.get_template(template).render(
+            root=self.root, can_act=self.db.can_act, **context
+        )
+        return HTMLResponse(html, headers={"Cache-Control": "no-store"})
+
+    def back(self, request: Request, to: str, notice: str) -> Response:
+        response = RedirectResponse(self.root + to, status_code=303)
+        secure = request.url.scheme == "https"
+        security.set_notice(response, self.signer, notice, self.cookie_path, secure)
+        return response
+
+    # -- pages -----------------------------------------------------------------------------
+
+    async def overview(self, request: Request) -> Response:
+        data = await run_in_threadpool(self.live.get, "overview", pages.overview, self.db)
+        return self.render(request, "overview.html", nav="overview", **data)
+
+    async def overview_fragment(self, request: Request) -> Response:
+        data = await run_in_threadpool(self.live.get, "overview", pages.overview, self.db)
+        return self.fragment("_overview.html", **data)
+
+    async def queue(self, request: Request) -> Response:
+        name = request.path_params["name"]
+        q = request.query_params
+        data = await run_in_threadpool(
+            pages.queue, self.db, name, q.get("state") or None, _int(q.get("before"))
+        )
+        status = 200 if data["total"] or data["jobs"] else 404
+        return self.render(request, "queue.html", status, nav="queues", **data)
+
+    async def queue_fragment(self, request: Request) -> Response:
+        name = request.path_params["name"]
+        data = await run_in_threadpool(
+            self.live.get, f"queue {name}", lambda db: pages.queue_figures(db, name), self.db
+        )
+        return self.fragment("_queue.html", **data)
+
+    async def job(self, request: Request) -> Response:
+        job_id = _int(request.path_params["job_id"])
+        if job_id is None:
+            return self.render(request, "job.html", 404, nav="job", job_id=None, job=None)
+        data = await run_in_threadpool(pages.job, self.db, job_id)
+        status = 200 if data["job"] else 404
+        return self.render(request, "job.html", status, nav="job", job_id=job_id, **data)
+
+    async def find_job(self, request: Request) -> Response:
+        job_id = _int(request.query_params.get("id", "").strip())
+        if job_id is None:
+            return self.back(request, "/", "a job id is a whole number")
+        return RedirectResponse(f"{self.root}/jobs/{job_id}", status_code=303)
+
+    async def dead(self, request: Request) -> Response:
+        q = request.query_params
+        state = "cancelled" if q.get("state") == "cancelled" else "dead"
+        data = await run_in_threadpool(
+            pages.dead_letters, self.db, q.get("queue") or None, state, _int(q.get("before"))
+        )
+        return self.render(request, "dead.html", nav="dead", **data)
+
+    async def workers(self, request: Request) -> Response:
+        data = await run_in_threadpool(self.live.get, "workers", pages.workers, self.db)
+        return self.render(request, "workers.html", nav="workers", **data)
+
+    async def workers_fragment(self, request: Request) -> Response:
+        data = await run_in_threadpool(self.live.get, "workers", pages.workers, self.db)
+        return self.fragment("_workers.html", **data)
+
+    # -- actions ---------------------------------------------------------------------------
+
+    async def _action_form(self, request: Request) -> tuple[Any, Response | None]:
+        """The POSTed form, or the refusal when it is not a valid admin action."""
+        form = await request.form()
+        if not security.csrf_valid(request, self.signer, _str(form.get(security.CSRF_FIELD))):
+            return form, PlainTextResponse(
+                "refused: the form's CSRF token is missing or wrong; reload the page\n", 403
+            )
+        if not self.db.can_act:
+            return form, PlainTextResponse(
+                "refused: this dashboard is read-only (started with --read-only, or its login"
+                f" role is not a member of {self.db.admin_role})\n",
+                403,
+            )
+        return form, None
+
+    async def requeue(self, request: Request) -> Response:
+        form, refused = await self._action_form(request)
+        if refused:
+            return refused
+        ids = _ids(form)
+        done, errors = await run_in_threadpool(self._each, queries.REQUEUE_DEAD, ids)
+        text = f"requeued {len(done)} dead letter(s)" + _errors(errors)
+        return self.back(request, _local(_str(form.get("back"))) or "/dead", text)
+
+    async def purge(self, request: Request) -> Response:
+        form, refused = await self._action_form(request)
+        if refused:
+            return refused
+        ids = _ids(form)
+        try:
+            n = await run_in_threadpool(self.db.act, queries.PURGE_DEAD_JOBS, {"job_ids": ids})
+            text = f"purged {n} dead letter(s)"
+        except psycopg.Error as exc:
+            text = "refused: " + _refusal(exc)
+        return self.back(request, "/dead", text)
+
+    async def cancel(self, request: Request) -> Response:
+        form, refused = await self._action_form(request)
+        if refused:
+            return refused
+        job_id = request.path_params["job_id"]
+        done, errors = await run_in_threadpool(self._each, queries.CANCEL, [job_id])
+        text = f"cancelled job {job_id}" if done else "refused: " + "; ".join(errors)
+        return self.back(request, f"/jobs/{job_id}", text)
+
+    async def pause(self, request: Request) -> Response:
+        return await self._queue_action(request, queries.PAUSE, "paused")
+
+    async def resume(self, request: Request) -> Response:
+        return await self._queue_action(request, queries.RESUME, "resumed")
+
+    async def _queue_action(self, request: Request, statement: str, done: str) -> Response:
+        form, refused = await self._action_form(request)
+        if refused:
+            return refused
+        name = request.path_params["name"]
+        try:
+            await run_in_threadpool(self.db.act, statement, {"queue": name})
+            text = f"{done} queue {name}"
+        except psycopg.Error as exc:
+            text = "refused: " + _refusal(exc)
+        return self.back(request, f"/queues/{urllib.parse.quote(name, safe='')}", text)
+
+    def _each(self, statement: str, ids: list[int]) -> tuple[list[int], list[str]]:
+        """One action per id, each in its own transaction: one refusal spoils no other."""
+        done: list[int] = []
+        errors: list[str] = []
+        for job_id in ids:
+            try:
+                self.db.act(statement, {"job_id": job_id})
+                done.append(job_id)
+            except psycopg.Error as exc:
+                errors.append(f"job {job_id}: {_refusal(exc)}")
+        return done, errors
+
+    async def healthz(self, request: Request) -> Response:
+        return PlainTextResponse("ok\n")
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _local(path: str | None) -> str | None:
+    """A path of this dashboard to go back to, or None (never another site)."""
+    return path if path and re.fullmatch(r"/[A-Za-z0-9/_.-]*", path) and "//" not in path else None
+
+
+def _int(text: str | None) -> int | None:
+    try:
+        return int(text or "")
+    except ValueError:
+        return None
+
+
+def _ids(form: Any) -> list[int]:
+    one = _int(_str(form.get("one")))
+    if one is not None:
+        return [one]
+    return [i for i in (_int(_str(v)) for v in form.getlist("ids")) if i is not None]
+
+
+def _refusal(exc: psycopg.Error) -> str:
+    diag = getattr(exc, "diag", None)
+    message = (diag.message_primary if diag else None) or " ".join(str(exc).split())
+    code = diag.sqlstate if diag else None
+    return f"{message} (SQLSTATE {code})" if code else message
+
+
+def _errors(errors: list[str]) -> str:
+    return ("; refused: " + "; ".join(errors)) if errors else ""
+
+
+def create_app(settings: Settings, db: Database | None = None) -> Starlette:
+    """The ASGI application. ``db`` (opened) may be given; else it is opened at startup."""
+    database = db or Database(settings.dsn, settings.admin_dsn, settings.role_prefix)
+    web = Web(settings, database)
+
+    @asynccontextmanager
+    async def lifespan(_app: Starlette) -> AsyncIterator[None]:
+        if db is None:
+            await run_in_threadpool(database.open)
+        try:
+            yield
+        finally:
+            await run_in_threadpool(database.close)
+
+    get: Callable[..., Route] = lambda path, fn: Route(path, fn, methods=["GET"])  # noqa: E731
+    post: Callable[..., Route] = lambda path, fn: Route(path, fn, methods=["POST"])  # noqa: E731
+    routes = [
+        get("/", web.overview),
+        get("/fragments/overview", web.overview_fragment),
+        get("/queues/{name}", web.queue),
+        get("/fragments/queues/{name}", web.queue_fragment),
+        get("/jobs", web.find_job),
+        get("/jobs/{job_id}", web.job),
+        post("/jobs/{job_id:int}/cancel", web.cancel),
+        post("/queues/{name}/pause", web.pause),
+        post("/queues/{name}/resume", web.resume),
+        get("/dead", web.dead),
+        post("/dead/requeue", web.requeue),
+        post("/dead/purge", web.purge),
+        get("/workers", web.workers),
+        get("/fragments/workers", web.workers_fragment),
+        get("/healthz", web.healthz),
+        Mount("/static", StaticFiles(packages=[("andal.web", "static")]), name="static"),
+    ]
+    return Starlette(
+        routes=routes,
+        lifespan=lifespan,
+        middleware=[
+            Middleware(security.HeadersMiddleware),
+            Middleware(security.PrefixMiddleware, root=web.root),
+            Middleware(security.AccessMiddleware, access=settings.access),
+        ],
+        exception_handlers={
+            psycopg.OperationalError: _unavailable,
+            psycopg.errors.InvalidParameterValue: _bad_request,
+            PoolTimeout: _unavailable,
+        },
+    )
+
+
+async def _bad_request(request: Request, exc: Exception) -> Response:
+    diag = getattr(exc, "diag", None)
+    return PlainTextResponse(f"bad request: {diag.message_primary if diag else exc}\n", 400)
+
+
+async def _unavailable(request: Request, exc: Exception) -> Response:
+    return PlainTextResponse(f"the database is unavailable: {' '.join(str(exc).split())}\n", 503)

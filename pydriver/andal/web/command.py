@@ -1,0 +1,98 @@
+"""`andal web`: its command-line arguments and the server (uvicorn) that runs the app.
+
+Kept free of the web libraries at import time: `andal --help` works without the ``web`` extra,
+and `andal web` then says how to install it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+
+DEFAULT_BIND = "127.0.0.1:8080"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--bind",
+        default=DEFAULT_BIND,
+        metavar="HOST:PORT",
+        help=f"address to listen on (default {DEFAULT_BIND}: this machine only)",
+    )
+    p.add_argument(
+        "--admin-dsn",
+        metavar="DSN",
+        help="database connection for actions (requeue, purge, cancel, pause), as a member of"
+        " andal_admin; default: --dsn, when its role is a member of andal_admin",
+    )
+    p.add_argument(
+        "--role-prefix",
+        default="andal",
+        metavar="PREFIX",
+        help="the install's role prefix: reads as PREFIX_monitor, acts as PREFIX_admin"
+        " (default andal)",
+    )
+    p.add_argument(
+        "--read-only", action="store_true", help="offer no action, whatever the role may do"
+    )
+    p.add_argument(
+        "--auth-token",
+        default=os.environ.get("ANDAL_WEB_TOKEN"),
+        metavar="TOKEN",
+        help="require 'Authorization: Bearer TOKEN' (default: $ANDAL_WEB_TOKEN)",
+    )
+    p.add_argument(
+        "--basic-auth",
+        default=os.environ.get("ANDAL_WEB_BASIC_AUTH"),
+        metavar="USER:PASSWORD",
+        help="require HTTP basic auth (default: $ANDAL_WEB_BASIC_AUTH)",
+    )
+    p.add_argument(
+        "--root-path",
+        default="",
+        metavar="PREFIX",
+        help="path prefix the reverse proxy serves the dashboard under, e.g. /andal",
+    )
+    p.add_argument(
+        "--refresh", type=float, default=2.0, metavar="S", help="seconds between live updates (2)"
+    )
+
+
+def parse_bind(text: str) -> tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ValueError(f"--bind: expected HOST:PORT, got {text!r}")
+    return host.strip("[]") or "127.0.0.1", int(port)
+
+
+def run(args: argparse.Namespace) -> int:
+    """The `andal web` command; returns the exit code (2 bad usage, 3/4 the database)."""
+    if len(args.dsns) > 1:
+        print("andal: `andal web` shows one database: give one --dsn", file=sys.stderr)
+        return 2
+    try:
+        host, port = parse_bind(args.bind)
+        root = args.root_path.rstrip("/")
+        if root and not root.startswith("/"):
+            raise ValueError("--root-path must start with /")
+        if not re.fullmatch(r"[a-z][a-z0-9_]{0,47}", args.role_prefix):
+            raise ValueError("--role-prefix: a lower-case letter, then letters, digits or _")
+        if not args.refresh > 0:
+            raise ValueError("--refresh must be a positive number of seconds")
+        if args.basic_auth is not None and ":" not in args.basic_auth:
+            raise ValueError("--basic-auth: expected USER:PASSWORD")
+    except ValueError as exc:
+        print(f"andal: {exc}", file=sys.stderr)
+        return 2
+    try:
+        from .serve import serve
+    except ImportError as exc:
+        print(
+            f"andal: `andal web` needs the web extra ({exc.name} is missing):"
+            " pip install 'andal-pg[web]'",
+            file=sys.stderr,
+        )
+        return 2
+    return serve(args, host, port, root)

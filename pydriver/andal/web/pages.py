@@ -1,0 +1,142 @@
+"""What each page shows: the rows of the SQL functions, grouped for the templates.
+
+Nothing here decides a queue fact: figures come as the functions return them (counts,
+ratios, quantiles, a job's state); this module only groups rows by queue and cuts pages.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+import psycopg
+
+from . import charts, queries
+from .db import Database
+
+PAGE_SIZE = 50
+#: The states of queue.job(), in a job's order of life.
+STATES = ("scheduled", "pending", "running", "failed", "completed", "dead", "cancelled")
+
+
+def overview(db: Database) -> dict[str, Any]:
+    stats, by_minute, workers, cache, limits = db.read_many(
+        [
+            (queries.STATS, None),
+            (queries.BY_MINUTE, {"span": "1 hour"}),
+            (queries.WORKERS, None),
+            (queries.CACHE_STATS, None),
+            (queries.CATEGORY_LIMITS, None),
+        ]
+    )
+    series = _series(by_minute)
+    queues = [_charted(dict(r), series) for r in stats if r["category"] is None]
+    held = stats[0] if stats else None
+    return {
+        "queues": queues,
+        "categories": _limited(stats, limits),
+        "held_xmin_age": held["held_xmin_age"] if held else None,
+        "held_xmin_seconds": held["held_xmin_seconds"] if held else None,
+        "workers": len(workers),
+        "running": sum(w["running"] for w in workers),
+        "cache": cache_figures(cache),
+    }
+
+
+def _series(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    out: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in rows:
+        out[r["queue"]].append(r)
+    return out
+
+
+def _charted(row: dict[str, Any], series: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    minutes = series.get(row["queue"], [])
+    row["throughput"] = charts.spark([m["completed"] for m in minutes])
+    row["failures"] = charts.spark([m["failure_rate"] for m in minutes], peak=1.0)
+    return row
+
+
+def _limited(stats: list[dict[str, Any]], limits: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The per-category rows of queue.stats(), each with its limit from category_limits()."""
+    limit = {r["category"]: r["max_running"] for r in limits}
+    return [dict(r, limit=limit.get(r["category"])) for r in stats if r["category"] is not None]
+
+
+def cache_figures(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """cache.stats() rows: the unlabelled figures by name, and the hit ratio per pool."""
+    plain = {r["metric"]: r["value"] for r in rows if not r["labels"]}
+    ratios = [
+        {"pool": r["labels"].get("pool"), "job": r["labels"].get("job_type"), "ratio": r["value"]}
+        for r in rows
+        if r["metric"] == "hit_ratio"
+    ]
+    return {"plain": plain, "hit_ratios": ratios}
+
+
+def _page(db: Database, queue: str | None, state: str | None, before: int | None) -> dict[str, Any]:
+    """One page of queue.jobs_by(), and the ``before`` of the next page (None: the last)."""
+    rows = db.read(
+        queries.JOBS_BY, {"queue": queue, "state": state, "before": before, "lim": PAGE_SIZE + 1}
+    )
+    more = len(rows) > PAGE_SIZE
+    rows = rows[:PAGE_SIZE]
+    return {"jobs": rows, "next_before": rows[-1]["job_id"] if more else None}
+
+
+def queue(db: Database, name: str, state: str | None, before: int | None) -> dict[str, Any]:
+    return {
+        **queue_figures(db, name),
+        "state": state or "",
+        "states": STATES,
+        "before": before,
+        **_page(db, name, state, before),
+    }
+
+
+def queue_figures(db: Database, name: str) -> dict[str, Any]:
+    """The live part of a queue's page: its figures, charts and categories."""
+    stats, by_minute, limits = db.read_many(
+        [
+            (queries.STATS, None),
+            (queries.BY_MINUTE, {"span": "1 hour"}),
+            (queries.CATEGORY_LIMITS, None),
+        ]
+    )
+    rows = [r for r in stats if r["queue"] == name]
+    total = next((dict(r) for r in rows if r["category"] is None), None)
+    return {
+        "name": name,
+        "total": _charted(total, _series(by_minute)) if total else None,
+        "categories": _limited(rows, limits),
+    }
+
+
+def dead_letters(
+    db: Database, queue_name: str | None, state: str, before: int | None
+) -> dict[str, Any]:
+    return {
+        "queue": queue_name or "",
+        "state": state,
+        "states": ("dead", "cancelled"),
+        "before": before,
+        **_page(db, queue_name, state, before),
+    }
+
+
+def job(db: Database, job_id: int) -> dict[str, Any]:
+    """queue.job()'s row (None: andal does not remember the job) and, for a dashboard that
+    may act, the payload (queue.job_payload() is for admins)."""
+    rows = db.read(queries.JOB, {"job_id": job_id})
+    found = rows[0] if rows else None
+    payload = None
+    if found and db.can_act:
+        try:
+            payload = db.act(queries.PAYLOAD, {"job_id": job_id})
+        except psycopg.errors.InsufficientPrivilege:
+            payload = None
+    return {"job": found, "payload": payload}
+
+
+def workers(db: Database) -> dict[str, Any]:
+    return {"workers": db.read(queries.WORKERS)}

@@ -1,0 +1,82 @@
+"""Every statement `andal web` sends, in one place.
+
+Each one calls an andal SQL function with named arguments and casts; the dashboard computes no
+queue fact of its own. Reads run inside a transaction that first takes the read-only role
+(``SET_ROLE``, andal_monitor); actions inside one that takes the admin role, so PostgreSQL
+checks every grant whatever the login role may otherwise do.
+"""
+
+from __future__ import annotations
+
+#: Formatted with psycopg.sql.Identifier(role): ``<prefix>_monitor`` (reads only: statistics,
+#: workers, job lookups, no payload) or ``<prefix>_admin``; the prefix is ``andal`` unless the
+#: install chose another.
+SET_ROLE = "set local role {}"
+
+#: Whether the login role may take ``role`` (false when the role does not exist).
+MEMBER_OF = (
+    "select coalesce((select pg_catalog.pg_has_role(r.oid, 'MEMBER')"
+    " from pg_catalog.pg_roles as r where r.rolname = %(role)s::text), false)"
+)
+
+#: Whether andal is installed: the schema and its live table exist.
+INSTALLED = "select to_regnamespace('queue') is not null and to_regclass('queue.jobs') is not null"
+
+VERSION = "select queue.version()"
+
+#: queue.stats(): one row per queue (category null) and per queue and category.
+STATS = (
+    "select s.queue, s.category, s.ready, s.scheduled, s.running, s.dead,"
+    " extract(epoch from s.oldest_ready_age)::float8 as oldest_ready_s,"
+    " s.avg_run_ms, s.p95_run_ms, s.completed_1m, s.completed_15m, s.completed_1h,"
+    " s.retried_1h, s.dead_1h, s.failure_rate, s.retries_per_job,"
+    " s.lock_attempts, s.lock_failures, s.contention_ratio,"
+    " s.pickup_p50_ms, s.pickup_p95_ms, s.pickup_p99_ms, s.wal_bytes_per_job,"
+    " s.held_xmin_age, s.held_xmin_seconds, s.paused"
+    " from queue.stats() as s order by s.queue, s.category nulls first"
+)
+
+#: Per queue and minute of the last hour: ended attempts and failure rate, for the charts.
+BY_MINUTE = (
+    "select m.queue, m.minute, m.completed, m.retried, m.dead, m.failure_rate"
+    " from queue.stats_by_minute(span => %(span)s::interval) as m order by m.queue, m.minute"
+)
+
+#: Every known category and its limit (max_running; 0: paused).
+CATEGORY_LIMITS = "select c.category, c.max_running from queue.category_limits() as c"
+
+WORKERS = (
+    "select w.worker, w.running, w.queues,"
+    " extract(epoch from w.oldest_claim_age)::float8 as oldest_claim_s,"
+    " extract(epoch from w.next_lease_expiry)::float8 as next_lease_s, w.connections"
+    " from queue.workers() as w order by w.worker"
+)
+
+#: cache.stats() rows: (metric, labels, value).
+CACHE_STATS = "select c.metric, c.labels, c.value from cache.stats() as c"
+
+_JOB_COLUMNS = (
+    "j.job_id, j.state, j.queue, j.category, j.priority, j.attempts, j.max_attempts,"
+    " j.enqueued_at, j.available_at, j.started_at, j.finished_at, j.worker,"
+    " extract(epoch from j.lease_expires_at - now())::float8 as lease_left_s,"
+    " j.abort_requested_at, jsonb_pretty(j.result) as result, j.errors,"
+    " j.errors -> -1 ->> 'error' as last_error, j.kept_until"
+)
+
+#: One job in any state andal remembers (no row otherwise). No payload: see PAYLOAD.
+JOB = f"select {_JOB_COLUMNS} from queue.job(job_id => %(job_id)s::bigint) as j"
+
+#: A page of jobs of a queue (null: all) in a state (null: all), newest first; keyset paged.
+JOBS_BY = (
+    f"select {_JOB_COLUMNS} from queue.jobs_by(queue => %(queue)s::text,"
+    " state => %(state)s::text, before => %(before)s::bigint, lim => %(lim)s::int) as j"
+)
+
+#: A job's payload, indented (admins only: run as andal_admin).
+PAYLOAD = "select jsonb_pretty(queue.job_payload(job_id => %(job_id)s::bigint))"
+
+REQUEUE_DEAD = "select queue.requeue_dead(job_id => %(job_id)s::bigint)"
+PURGE_DEAD_JOBS = "select queue.purge_dead_jobs(job_ids => %(job_ids)s::bigint[])"
+CANCEL = "select queue.cancel(job_id => %(job_id)s::bigint)"
+PAUSE = "select queue.pause(queue => %(queue)s::text)"
+RESUME = "select queue.resume(queue => %(queue)s::text)"

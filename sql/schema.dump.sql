@@ -1,0 +1,5107 @@
+-- The schema of a fresh andal install (pg_dump --schema-only of schemas queue and cache,
+-- normalised). Regenerate with `make schema-dump` in the commit that changes the schema;
+-- tests/test_upgrade.py diffs it against a fresh install.
+CREATE SCHEMA cache;
+
+CREATE SCHEMA queue;
+
+CREATE TYPE cache.change AS (
+	seq bigint,
+	key text,
+	version bigint,
+	op text,
+	watermark bigint,
+	xid bigint,
+	snapshot pg_snapshot
+);
+
+CREATE TYPE queue.job_info AS (
+	job_id bigint,
+	state text,
+	queue text,
+	category text,
+	priority integer,
+	attempts integer,
+	max_attempts integer,
+	enqueued_at timestamp with time zone,
+	available_at timestamp with time zone,
+	started_at timestamp with time zone,
+	finished_at timestamp with time zone,
+	worker text,
+	lease_expires_at timestamp with time zone,
+	abort_requested_at timestamp with time zone,
+	result jsonb,
+	errors jsonb,
+	kept_until timestamp with time zone
+);
+
+CREATE FUNCTION cache._adaptive_ttl(mean_interval double precision, changed_at timestamp with time zone) RETURNS interval
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    select least(c.max_ttl, greatest(c.min_ttl,
+        case
+            when mean_interval is null then c.default_ttl
+            else make_interval(secs => c.ttl_factor * greatest(mean_interval,
+                coalesce(extract(epoch from now() - changed_at)::double precision, 0)))
+        end))
+    from cache.config as c
+$$;
+
+COMMENT ON FUNCTION cache._adaptive_ttl(mean_interval double precision, changed_at timestamp with time zone) IS 'clamp(ttl_factor * max(EWMA gap, time since last change), min_ttl, max_ttl); default_ttl before two changes.';
+
+CREATE FUNCTION cache._apply(key text, op text, value jsonb, ttl interval, reason text, if_version bigint DEFAULT NULL::bigint) RETURNS bigint
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+declare
+    v_xid xid8 := pg_current_xact_id();
+    v_alpha double precision;
+    v_old cache.entries;
+    v_version bigint;
+    v_checksum text;
+    v_inserted boolean := false;
+    v_changes bigint;
+    v_changed_at timestamptz;
+    v_mean double precision;
+    v_gap double precision;
+begin
+    if op not in ('put', 'invalidate') then
+        raise exception 'op must be put or invalidate (got %)', op using errcode = '22023';
+    end if;
+    if op = 'put' then
+        v_checksum := md5(value::text);
+    end if;
+    loop
+        select e.* into v_old from cache.entries as e where e.key = _apply.key for update;
+        exit when found;
+        if if_version is not null and if_version <> 0 then
+            return null;
+        end if;
+        v_version := nextval('cache.change_seq');
+        insert into cache.entries as e (
+            key, value, checksum, version, stale, expires_at, written_at, changes, changed_at,
+            invalidated_at, reason
+        ) values (
+            _apply.key,
+            case when op = 'put' then _apply.value end,
+            v_checksum,
+            v_version,
+            op = 'invalidate',
+            case when op = 'put' then now() + coalesce(_apply.ttl, cache._adaptive_ttl(null, null)) end,
+            now(),
+            case when op = 'invalidate' then 1 else 0 end,
+            case when op = 'invalidate' then now() end,
+            case when op = 'invalidate' then now() end,
+            left(_apply.reason, 200)
+        )
+        on conflict (key) do nothing;
+        if found then
+            v_inserted := true;
+            exit;
+        end if;
+        -- Another transaction created the key meanwhile: lock its row and update it.
+    end loop;
+
+    if not v_inserted then
+        if if_version is not null and if_version <> v_old.version then
+            return null;
+        end if;
+        v_version := nextval('cache.change_seq');
+        v_changes := v_old.changes;
+        v_changed_at := v_old.changed_at;
+        v_mean := v_old.mean_interval;
+        if op = 'invalidate' or (v_old.value is not null and not v_old.stale
+                                 and v_old.checksum is distinct from v_checksum) then
+            select c.ewma_alpha into v_alpha from cache.config as c;
+            if v_old.changed_at is not null then
+                v_gap := greatest(extract(epoch from now() - v_old.changed_at)::double precision, 0);
+                v_mean := case when v_mean is null then v_gap
+                               else v_alpha * v_gap + (1 - v_alpha) * v_mean end;
+            end if;
+            v_changes := v_changes + 1;
+            v_changed_at := now();
+        end if;
+        if op = 'put' then
+            update cache.entries as e
+            set value = _apply.value, checksum = v_checksum, version = v_version, stale = false,
+                expires_at = now() + coalesce(_apply.ttl, cache._adaptive_ttl(v_mean, v_changed_at)),
+                written_at = now(), changes = v_changes, changed_at = v_changed_at,
+                mean_interval = v_mean
+            where e.key = _apply.key;
+        else
+            update cache.entries as e
+            set version = v_version, stale = true, changes = v_changes,
+                changed_at = v_changed_at, mean_interval = v_mean, invalidated_at = now(),
+                reason = left(_apply.reason, 200)
+            where e.key = _apply.key;
+        end if;
+    end if;
+
+    insert into cache.log (seq, xid, key, op, reason)
+    values (v_version, v_xid, _apply.key, op, left(_apply.reason, 200));
+    perform pg_notify('andal_cache',
+        case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
+            then v_xid::text else '' end);
+    return v_version;
+end
+$$;
+
+COMMENT ON FUNCTION cache._apply(key text, op text, value jsonb, ttl interval, reason text, if_version bigint) IS 'Write (put) or invalidate a key: new version, log row and NOTIFY hint in the caller''s transaction.';
+
+CREATE FUNCTION cache._check_key(key text, argument text DEFAULT 'key'::text) RETURNS void
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+    if key is null then
+        raise exception '% must not be null', argument using errcode = '22004';
+    end if;
+    if length(key) = 0 or length(key) > 512 then
+        raise exception '% must be 1 to 512 characters long (got %)', argument, length(key)
+            using errcode = '22023';
+    end if;
+end
+$$;
+
+COMMENT ON FUNCTION cache._check_key(key text, argument text) IS 'Check a cache key argument: not null (22004), 1 to 512 characters (22023).';
+
+CREATE FUNCTION cache._check_refresh_queue(queue_name text) RETURNS void
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+    if queue_name = any (coalesce((select c.refresh_queues from cache.config as c), '{}'))
+        or pg_catalog.has_function_privilege(queue._caller(),
+            'queue.enqueue(jsonb, text, text, int, interval, int, text, text, jsonb)',
+            'execute') then
+        return;
+    end if;
+    raise exception 'refresh_queue % is not a refresh queue', queue_name
+        using errcode = '42501',
+        hint = 'A role that may not enqueue names only the queues listed in '
+        'cache.config.refresh_queues (an admin adds them).';
+end
+$$;
+
+COMMENT ON FUNCTION cache._check_refresh_queue(queue_name text) IS 'Check that the caller may have refresh jobs put into a queue (42501 otherwise).';
+
+CREATE FUNCTION cache._check_value(value jsonb, argument text DEFAULT 'value'::text) RETURNS void
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    v_limit int;
+    v_bytes bigint;
+begin
+    if value is null then
+        raise exception '% must not be null', argument using errcode = '22004',
+            hint = 'Use cache.invalidate(key) to drop a value.';
+    end if;
+    if jsonb_typeof(value) = 'null' then
+        raise exception '% must not be JSON null', argument using errcode = '22023',
+            hint = 'A cached value is any JSON value but null; invalidate the key instead.';
+    end if;
+    -- no settings row must not mean no limit: then the column's default (1 MiB)
+    v_limit := coalesce((select c.max_value_bytes from cache.config as c), 1048576);
+    -- The limit is on what a reader receives: the JSON text, measured on every value (the
+    -- stored size is no bound on it: a jsonb number of a few bytes prints as up to 131,072
+    -- digits).
+    v_bytes := octet_length(value::text);
+    if v_bytes > v_limit then
+        raise exception '% is % bytes, over the cache''s limit of % bytes',
+            argument, v_bytes, v_limit
+            using errcode = '54000',
+            hint = 'Cache a smaller value, or raise cache.config.max_value_bytes.';
+    end if;
+end
+$$;
+
+COMMENT ON FUNCTION cache._check_value(value jsonb, argument text) IS 'Check a value to cache: not null (22004), not JSON null (22023), within max_value_bytes (54000).';
+
+CREATE FUNCTION cache._current_version(key text) RETURNS bigint
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+    select coalesce((select e.version from cache.entries as e where e.key = $1), 0)
+$_$;
+
+COMMENT ON FUNCTION cache._current_version(key text) IS 'Queue coupling: the current version of a key (0 without an entry).';
+
+CREATE FUNCTION cache._enqueue_refresh(key text, queue_name text) RETURNS bigint
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+declare
+    v_id bigint;
+begin
+    -- Read first: once the job exists, readers do not write at all.
+    select j.id into v_id from queue.jobs as j
+    where j.queue = queue_name and j.dedup_key = _enqueue_refresh.key;
+    if v_id is null then
+        v_id := queue.enqueue(payload => jsonb_build_object('key', _enqueue_refresh.key),
+            queue => queue_name, dedup_key => _enqueue_refresh.key);
+    end if;
+    return v_id;
+end
+$$;
+
+COMMENT ON FUNCTION cache._enqueue_refresh(key text, queue_name text) IS 'Enqueue one refresh job for a key, deduplicated by key in the given queue.';
+
+CREATE FUNCTION cache._epoch() RETURNS bigint
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    v_epoch bigint;
+begin
+    select e.epoch into v_epoch from cache.epoch as e;
+    if v_epoch is null then
+        insert into cache.epoch as e (epoch) values (nextval('cache.epoch_seq'))
+        on conflict (id) do nothing;
+        select e.epoch into v_epoch from cache.epoch as e;
+    end if;
+    return v_epoch;
+end
+$$;
+
+COMMENT ON FUNCTION cache._epoch() IS 'The shared cache''s epoch; a new one after a crash emptied the UNLOGGED cache tables.';
+
+CREATE FUNCTION cache._invalidate(key text, reason text, job_id bigint, token uuid, fenced boolean) RETURNS bigint
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+begin
+    perform cache._check_key(_invalidate.key);
+    if fenced then
+        perform queue._check_fence(_invalidate.job_id, _invalidate.token);
+    end if;
+    return cache._apply(_invalidate.key, 'invalidate', null, null, _invalidate.reason);
+end
+$$;
+
+COMMENT ON FUNCTION cache._invalidate(key text, reason text, job_id bigint, token uuid, fenced boolean) IS 'Private: the body of both cache.invalidate forms.';
+
+CREATE FUNCTION cache._job_done(key text, policy text, result jsonb, reason text) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+begin
+    perform cache._check_key(_job_done.key, 'cache_key');
+    if policy = 'none' then
+        return;
+    elsif policy = 'rewrite' and reason = 'completed' and result is not null
+        and jsonb_typeof(result) <> 'null'
+        and octet_length(result::text)
+            <= coalesce((select c.max_value_bytes from cache.config as c), 1048576) then
+        perform cache._apply(_job_done.key, 'put', result, null, reason);
+    elsif policy in ('invalidate', 'rewrite') then
+        perform cache._apply(_job_done.key, 'invalidate', null, null, reason);
+    else
+        raise exception 'policy must be invalidate, rewrite or none (got %)', policy
+            using errcode = '22023';
+    end if;
+end
+$$;
+
+COMMENT ON FUNCTION cache._job_done(key text, policy text, result jsonb, reason text) IS 'Queue coupling: invalidate (or rewrite with the result) a finished job''s cache key.';
+
+CREATE FUNCTION cache._metrics() RETURNS text
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    with e as (
+        select
+            count(*) filter (where value is not null and not stale
+                and coalesce(expires_at > now(), true)) as fresh,
+            count(*) filter (where value is not null and stale) as stale,
+            count(*) filter (where value is not null and not stale and expires_at <= now())
+                as expired,
+            count(*) filter (where value is null) as tombstone
+        from cache.entries
+    ),
+    l as (
+        select
+            count(*) filter (where op = 'put' and at > now() - interval '1 minute') as put_1m,
+            count(*) filter (where op = 'put') as put_5m,
+            count(*) filter (where op = 'invalidate' and at > now() - interval '1 minute')
+                as inv_1m,
+            count(*) filter (where op = 'invalidate') as inv_5m,
+            count(*) filter (where reason = 'read-repair') as repair_5m
+        from cache.log
+        where at > now() - interval '5 minutes'
+    ),
+    newest as (
+        select extract(epoch from now() - l.at) as age
+        from cache.log as l order by l.xid desc, l.seq desc limit 1
+    ),
+    v as (
+        select v.view::text as name,
+            extract(epoch from now() - coalesce(v.refreshed_at, v.registered_at)) as lag,
+            cache._view_changes(v.view) - v.seen_changes as pending
+        from cache.views as v
+        join pg_catalog.pg_class as c on c.oid = v.view
+    ),
+    lbl as (
+        select '"' || replace(replace(replace(v.name, '\', '\\'), '"', '\"'), e'\n', '\n')
+            || '"' as q, v.*
+        from v
+    )
+    select concat(
+        e'# HELP andal_cache_entries Shared cache entries by state.\n',
+        e'# TYPE andal_cache_entries gauge\n',
+        format(e'andal_cache_entries{state="fresh"} %s\n', e.fresh),
+        format(e'andal_cache_entries{state="stale"} %s\n', e.stale),
+        format(e'andal_cache_entries{state="expired"} %s\n', e.expired),
+        format(e'andal_cache_entries{state="tombstone"} %s\n', e.tombstone),
+        e'# HELP andal_cache_changes Cache writes and invalidations in a recent window.\n',
+        e'# TYPE andal_cache_changes gauge\n',
+        format(e'andal_cache_changes{op="put",window="1m"} %s\n', l.put_1m),
+        format(e'andal_cache_changes{op="put",window="5m"} %s\n', l.put_5m),
+        format(e'andal_cache_changes{op="invalidate",window="1m"} %s\n', l.inv_1m),
+        format(e'andal_cache_changes{op="invalidate",window="5m"} %s\n', l.inv_5m),
+        e'# HELP andal_cache_read_repairs Entries invalidated by read-repair (checksum).\n',
+        e'# TYPE andal_cache_read_repairs gauge\n',
+        format(e'andal_cache_read_repairs{window="5m"} %s\n', l.repair_5m),
+        e'# HELP andal_cache_seconds_since_last_change Age of the newest cache log row.\n',
+        e'# TYPE andal_cache_seconds_since_last_change gauge\n',
+        (select format(e'andal_cache_seconds_since_last_change %s\n', n.age) from newest as n),
+        e'# HELP andal_cache_epoch Epoch of the shared cache (changes after a crash).\n',
+        e'# TYPE andal_cache_epoch gauge\n',
+        format(e'andal_cache_epoch %s\n', coalesce((select ep.epoch from cache.epoch as ep), 0)),
+        e'# HELP andal_cache_view_lag_seconds Age of a materialized view''s data.\n',
+        e'# TYPE andal_cache_view_lag_seconds gauge\n',
+        (select string_agg(format(e'andal_cache_view_lag_seconds{view=%s} %s\n', q, lag), ''
+            order by name) from lbl),
+        e'# HELP andal_cache_view_pending_changes Source row changes since the last refresh.\n',
+        e'# TYPE andal_cache_view_pending_changes gauge\n',
+        (select string_agg(format(e'andal_cache_view_pending_changes{view=%s} %s\n', q, pending),
+            '' order by name) from lbl),
+        e'# HELP andal_cache_reads Driver-reported cache reads of the last hour, by result.\n',
+        e'# TYPE andal_cache_reads gauge\n',
+        (select string_agg(format(e'andal_cache_reads{pool=%s,job_type=%s,result="%s"} %s\n',
+            queue._prom_label(s.labels ->> 'pool'), queue._prom_label(s.labels ->> 'job_type'),
+            s.labels ->> 'result', s.value), '' order by s.labels::text)
+         from cache.stats() as s where s.metric = 'reads'),
+        e'# HELP andal_cache_hit_ratio (local + shared hits) / reads, last hour.\n',
+        e'# TYPE andal_cache_hit_ratio gauge\n',
+        (select string_agg(format(e'andal_cache_hit_ratio{pool=%s,job_type=%s} %s\n',
+            queue._prom_label(s.labels ->> 'pool'), queue._prom_label(s.labels ->> 'job_type'),
+            s.value), '' order by s.labels::text)
+         from cache.stats() as s where s.metric = 'hit_ratio' and s.value is not null),
+        e'# HELP andal_cache_stale_overdue Entries stale or expired for over a minute.\n',
+        e'# TYPE andal_cache_stale_overdue gauge\n',
+        (select format(e'andal_cache_stale_overdue %s\n', s.value)
+         from cache.stats() as s where s.metric = 'stale_overdue')
+    )
+    from e cross join l
+$$;
+
+COMMENT ON FUNCTION cache._metrics() IS 'The shared cache''s figures as Prometheus text, appended by queue.metrics().';
+
+CREATE FUNCTION cache._put(key text, value jsonb, ttl interval, if_version bigint, job_id bigint, token uuid, fenced boolean) RETURNS bigint
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+begin
+    perform cache._check_key(_put.key);
+    perform cache._check_value(_put.value);
+    perform queue._check_interval(_put.ttl, 'ttl', true, false);
+    if _put.if_version is not null and _put.if_version < 0 then
+        raise exception 'if_version must not be negative (got %)', _put.if_version
+            using errcode = '22023';
+    end if;
+    if fenced then
+        perform queue._check_fence(_put.job_id, _put.token);
+    end if;
+    return cache._apply(_put.key, 'put', _put.value, _put.ttl, null, _put.if_version);
+end
+$$;
+
+COMMENT ON FUNCTION cache._put(key text, value jsonb, ttl interval, if_version bigint, job_id bigint, token uuid, fenced boolean) IS 'Private: the body of both cache.put forms.';
+
+CREATE FUNCTION cache._track_changes() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+    insert into cache.source_changes as c (source, backend, changes, last_change_at)
+    values (tg_relid, pg_backend_pid(), 1, now())
+    on conflict (source, backend) do update
+    set changes = c.changes + 1, last_change_at = excluded.last_change_at;
+    return null;
+end
+$$;
+
+COMMENT ON FUNCTION cache._track_changes() IS 'Trigger: count a TRUNCATE of a tracked table (row changes come from the statistics).';
+
+CREATE FUNCTION cache._view_changes(view regclass) RETURNS bigint
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+    select coalesce((
+        select sum(pg_stat_get_tuples_inserted(p.relid) + pg_stat_get_tuples_updated(p.relid)
+                   + pg_stat_get_tuples_deleted(p.relid))
+        from cache.view_sources as s
+        cross join lateral (
+            select s.source::oid as relid  -- a plain table (a partitioned one counts 0 itself)
+            union
+            select t.relid from pg_partition_tree(s.source) as t where t.isleaf
+        ) as p
+        where s.view = $1
+    ), 0)::bigint
+    + coalesce((
+        select sum(c.changes)
+        from cache.view_sources as s
+        join cache.source_changes as c on c.source = s.source::oid
+        where s.view = $1
+    ), 0)::bigint
+$_$;
+
+COMMENT ON FUNCTION cache._view_changes(view regclass) IS 'Changes of the sources a view tracks: rows from the statistics, plus counted TRUNCATEs.';
+
+CREATE FUNCTION cache._write_through(key text, value jsonb) RETURNS bigint
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+begin
+    perform cache._check_key(_write_through.key, 'cache_key');
+    perform cache._check_value(_write_through.value, 'cache_value');
+    return cache._apply(_write_through.key, 'put', _write_through.value, null, 'enqueue');
+end
+$$;
+
+COMMENT ON FUNCTION cache._write_through(key text, value jsonb) IS 'Queue coupling: write a job''s cache_value through at enqueue; returns the version.';
+
+CREATE FUNCTION cache.changes_since(watermark bigint, epoch bigint DEFAULT NULL::bigint, lim integer DEFAULT 10000, after_xid bigint DEFAULT NULL::bigint, after_seq bigint DEFAULT NULL::bigint, snapshot pg_snapshot DEFAULT NULL::pg_snapshot) RETURNS SETOF cache.change
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+declare
+    v_epoch bigint;
+    v_snap pg_snapshot := pg_current_snapshot();
+    v_pruned xid8;
+    v_w xid8;
+    v_after xid8;
+    v_prev_xmax xid8;
+    v_prev_xip xid8[];
+begin
+    if changes_since.watermark < 0 then
+        raise exception 'watermark must not be negative (got %)', changes_since.watermark
+            using errcode = '22023';
+    end if;
+    if changes_since.after_xid < 0 then
+        raise exception 'after_xid must not be negative (got %)', changes_since.after_xid
+            using errcode = '22023';
+    end if;
+    if changes_since.lim is null or changes_since.lim < 1 or changes_since.lim > 100000 then
+        raise exception 'lim must be between 1 and 100000 (got %)', changes_since.lim
+            using errcode = '22023';
+    end if;
+    v_epoch := cache._epoch();
+    select l.pruned_xid into v_pruned from cache.log_state as l;
+    v_w := changes_since.watermark::text::xid8;
+
+    if changes_since.epoch is distinct from v_epoch or changes_since.watermark is null
+        or v_w <= v_pruned or v_w > pg_snapshot_xmax(v_snap) then
+        -- Every transaction at or below the cut had ended when it was made (cache.prune
+        -- only cuts below the xmin of its snapshot), so resuming above it skips nothing.
+        return query select null::bigint, null::text, v_epoch, 'flush'::text,
+            greatest(pg_snapshot_xmin(v_snap), (v_pruned::text::bigint + 1)::text::xid8)
+                ::text::bigint,
+            null::bigint,
+            case when pg_current_xact_id_if_assigned() is null then v_snap end;
+        return;
+    end if;
+
+    v_after := changes_since.after_xid::text::xid8;
+    if changes_since.snapshot is not null then
+        v_prev_xmax := pg_snapshot_xmax(changes_since.snapshot);
+        v_prev_xip := array(select pg_snapshot_xip(changes_since.snapshot));
+    end if;
+
+    -- One statement: the rows and the snapshot (and X) they were read with. A snapshot taken
+    -- in a transaction that has an id does not list that transaction as running although
+    -- its rows may still commit: none is returned then (the reader stays in watermark mode).
+    return query
+    with s as (
+        select pg_current_snapshot() as snap,
+            pg_snapshot_xmin(pg_current_snapshot()) as x,
+            pg_current_xact_id_if_assigned() is null as clean
+    ),
+    l as (
+        -- Two index scans: the transactions the previous snapshot saw running (snapshot
+        -- mode), and everything from its xmax on (or from the watermark).
+        select u.seq, u.key, u.op, u.xid
+        from (
+            select l.seq, l.key, l.op, l.xid from cache.log as l
+            where l.xid = any (v_prev_xip) and l.xid >= v_w
+            union all
+            select l.seq, l.key, l.op, l.xid from cache.log as l
+            where l.xid >= greatest(v_w, coalesce(v_prev_xmax, v_w))
+        ) as u
+        where v_after is null
+           or (u.xid, u.seq) > (v_after, coalesce(changes_since.after_seq, 0))
+        order by u.xid, u.seq
+        limit changes_since.lim + 1
+    ),
+    r as (
+        select l.seq, l.key, l.op, l.xid,
+            row_number() over (order by l.xid, l.seq) as rn,
+            lead(l.xid) over (order by l.xid, l.seq) as next_xid
+        from l
+    )
+    select r.seq, r.key, r.seq, coalesce(r.op, 'watermark'),
+        greatest(v_w, least(s.x, coalesce(r.next_xid, s.x)))::text::bigint,
+        r.xid::text::bigint,
+        case when s.clean then s.snap end
+    from s left join r on r.rn <= changes_since.lim
+    order by r.rn;
+end
+$$;
+
+COMMENT ON FUNCTION cache.changes_since(watermark bigint, epoch bigint, lim integer, after_xid bigint, after_seq bigint, snapshot pg_snapshot) IS 'Log rows after a transaction-id watermark (or snapshot), each with the position to resume from (rule 2).';
+
+CREATE FUNCTION cache.get(key text, refresh_queue text DEFAULT NULL::text) RETURNS TABLE(value jsonb, version bigint, stale boolean, expires_at timestamp with time zone, checksum text)
+    LANGUAGE plpgsql SECURITY DEFINER ROWS 1
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+declare
+    v_e cache.entries;
+    v_stale boolean;
+begin
+    perform cache._check_key(get.key);
+    select e.* into v_e from cache.entries as e where e.key = get.key;
+    v_stale := v_e.stale or v_e.value is null or coalesce(v_e.expires_at <= now(), false);
+    if get.refresh_queue is not null and (v_e.key is null or v_stale) then
+        perform cache._check_key(get.refresh_queue, 'refresh_queue');
+        perform cache._check_refresh_queue(get.refresh_queue);
+        perform cache._enqueue_refresh(get.key, get.refresh_queue);
+    end if;
+    if v_e.key is not null then
+        return query select v_e.value, v_e.version, v_stale, v_e.expires_at, v_e.checksum;
+    end if;
+end
+$$;
+
+COMMENT ON FUNCTION cache.get(key text, refresh_queue text) IS 'The shared entry of a key (value, version, stale, expires_at, checksum), or no row.';
+
+CREATE FUNCTION cache.get_many(keys text[], refresh_queue text DEFAULT NULL::text) RETURNS TABLE(key text, value jsonb, version bigint, stale boolean, expires_at timestamp with time zone, checksum text)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+declare
+    v_key text;
+begin
+    if get_many.keys is null then
+        raise exception 'keys must not be null' using errcode = '22004';
+    end if;
+    if cardinality(get_many.keys) > 10000 then
+        raise exception 'keys must hold at most 10000 keys (got %)', cardinality(get_many.keys)
+            using errcode = '22023';
+    end if;
+    foreach v_key in array get_many.keys loop
+        perform cache._check_key(v_key, 'keys element');
+    end loop;
+    if get_many.refresh_queue is not null then
+        perform cache._check_key(get_many.refresh_queue, 'refresh_queue');
+        perform cache._check_refresh_queue(get_many.refresh_queue);
+        for v_key in
+            select k.key from unnest(get_many.keys) as k (key)
+            left join cache.entries as e on e.key = k.key
+            where e.key is null or e.stale or e.value is null or e.expires_at <= now()
+        loop
+            perform cache._enqueue_refresh(v_key, get_many.refresh_queue);
+        end loop;
+    end if;
+    return query
+    select e.key, e.value, e.version,
+        e.stale or e.value is null or coalesce(e.expires_at <= now(), false),
+        e.expires_at, e.checksum
+    from cache.entries as e
+    where e.key = any (get_many.keys);
+end
+$$;
+
+COMMENT ON FUNCTION cache.get_many(keys text[], refresh_queue text) IS 'The shared entries of several keys (one row per key that has an entry).';
+
+CREATE FUNCTION cache.invalidate(key text, reason text DEFAULT NULL::text) RETURNS bigint
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    select cache._invalidate(key, reason, null, null, false)
+$$;
+
+COMMENT ON FUNCTION cache.invalidate(key text, reason text) IS 'Mark a key stale (logged, notified); returns its new version.';
+
+CREATE FUNCTION cache.invalidate(key text, job_id bigint, token uuid, reason text DEFAULT NULL::text) RETURNS bigint
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    select cache._invalidate(key, reason, job_id, token, true)
+$$;
+
+COMMENT ON FUNCTION cache.invalidate(key text, job_id bigint, token uuid, reason text) IS 'Mark a key stale on behalf of a running job: refused (AN001) once its token is stale.';
+
+CREATE FUNCTION cache.prune(log_keep interval DEFAULT NULL::interval, entries_keep interval DEFAULT '1 day'::interval) RETURNS TABLE(log_rows bigint, entries bigint)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+declare
+    v_keep interval;
+    v_xid xid8;
+    v_log bigint;
+    v_entries bigint;
+begin
+    perform queue._check_interval(prune.log_keep, 'log_keep', false, false);
+    perform queue._check_interval(prune.entries_keep, 'entries_keep', false, false);
+    select coalesce(prune.log_keep, c.log_keep) into v_keep from cache.config as c;
+    with gone as (
+        delete from cache.log as l
+        where l.at < now() - v_keep
+          and l.xid < pg_snapshot_xmin(pg_current_snapshot())
+        returning l.xid
+    )
+    select count(*), max(g.xid) into v_log, v_xid from gone as g;
+    if v_xid is not null then
+        update cache.log_state as s
+        set pruned_xid = greatest(s.pruned_xid, v_xid), pruned_at = now();
+    end if;
+
+    with doomed as (
+        select e.key from cache.entries as e
+        where (e.stale or e.value is null or e.expires_at <= now())
+          and case when e.stale or e.value is null
+                   then coalesce(e.invalidated_at, e.written_at)
+                   else e.expires_at end
+              < now() - coalesce(prune.entries_keep, interval '1 day')
+        for update skip locked
+    ),
+    gone as (
+        delete from cache.entries as e using doomed as d where e.key = d.key returning 1
+    )
+    select count(*) into v_entries from gone;
+    return query select v_log, v_entries;
+end
+$$;
+
+COMMENT ON FUNCTION cache.prune(log_keep interval, entries_keep interval) IS 'Maintenance: cut the log (readers behind the cut flush) and drop long-stale entries.';
+
+CREATE FUNCTION cache.put(key text, value jsonb, ttl interval DEFAULT NULL::interval, if_version bigint DEFAULT NULL::bigint) RETURNS bigint
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    select cache._put(key, value, ttl, if_version, null, null, false)
+$$;
+
+COMMENT ON FUNCTION cache.put(key text, value jsonb, ttl interval, if_version bigint) IS 'Store a value; returns the new version (null when if_version no longer matches).';
+
+CREATE FUNCTION cache.put(key text, value jsonb, job_id bigint, token uuid, ttl interval DEFAULT NULL::interval, if_version bigint DEFAULT NULL::bigint) RETURNS bigint
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    select cache._put(key, value, ttl, if_version, job_id, token, true)
+$$;
+
+COMMENT ON FUNCTION cache.put(key text, value jsonb, job_id bigint, token uuid, ttl interval, if_version bigint) IS 'Store a value on behalf of a running job: refused (AN001) once its token is stale.';
+
+CREATE FUNCTION cache.refresh_due() RETURNS TABLE(view regclass, job_id bigint, pending bigint, lag interval)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+declare
+    v_r record;
+    v_name text;
+begin
+    with gone as (
+        delete from cache.source_changes as c
+        where c.backend <> 0
+          and not exists (select from pg_catalog.pg_stat_activity as a where a.pid = c.backend)
+        returning c.source, c.changes, c.last_change_at
+    )
+    insert into cache.source_changes as c (source, backend, changes, last_change_at)
+    select g.source, 0, sum(g.changes), max(g.last_change_at) from gone as g group by g.source
+    on conflict (source, backend) do update
+    set changes = c.changes + excluded.changes,
+        last_change_at = greatest(c.last_change_at, excluded.last_change_at);
+
+    for v_r in
+        select v.view as v_view, v.max_lag, v.max_changes,
+            cache._view_changes(v.view) - v.seen_changes as v_pending,
+            now() - coalesce(v.refreshed_at, v.registered_at) as v_lag
+        from cache.views as v
+        join pg_catalog.pg_class as c on c.oid = v.view
+        order by v.view
+    loop
+        continue when v_r.v_pending = 0;
+        continue when v_r.v_pending > 0 and v_r.v_pending < v_r.max_changes
+            and v_r.v_lag < v_r.max_lag;
+        v_name := v_r.v_view::text;
+        return query select v_r.v_view,
+            queue.enqueue(
+                payload => jsonb_build_object('view', v_name),
+                queue => 'andal.refresh',
+                category => 'refresh:' || case when length(v_name) <= 120 then v_name
+                                               else v_r.v_view::oid::text end,
+                dedup_key => left(v_name, 512)),
+            v_r.v_pending, v_r.v_lag;
+    end loop;
+end
+$$;
+
+COMMENT ON FUNCTION cache.refresh_due() IS 'Enqueue one refresh job per materialized view past its lag or change budget.';
+
+CREATE FUNCTION cache.refresh_view(view regclass) RETURNS interval
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+declare
+    v_seen bigint;
+    v_start timestamptz;
+    v_populated boolean;
+begin
+    if refresh_view.view is null then
+        raise exception 'view must not be null' using errcode = '22004';
+    end if;
+    if not exists (select from cache.views as v where v.view = refresh_view.view) then
+        raise exception 'view % is not registered', refresh_view.view using errcode = '42704',
+            hint = 'Call cache.register_view first.';
+    end if;
+    if current_setting('transaction_isolation') <> 'read committed' then
+        raise exception 'cache.refresh_view must run at READ COMMITTED isolation (not %)',
+            current_setting('transaction_isolation')
+            using errcode = '55000',
+            hint = 'The refresh must take its snapshot after the change count is read.';
+    end if;
+    select c.relispopulated into v_populated
+    from pg_catalog.pg_class as c where c.oid = refresh_view.view;
+    v_seen := cache._view_changes(refresh_view.view);
+    v_start := clock_timestamp();
+    if v_populated then
+        execute format('refresh materialized view concurrently %s', refresh_view.view::text);
+    else
+        execute format('refresh materialized view %s', refresh_view.view::text);
+    end if;
+    update cache.views as v
+    set seen_changes = v_seen, refreshed_at = v_start,
+        last_duration = clock_timestamp() - v_start, refreshes = v.refreshes + 1
+    where v.view = refresh_view.view;
+    return clock_timestamp() - v_start;
+end
+$$;
+
+COMMENT ON FUNCTION cache.refresh_view(view regclass) IS 'Refresh job body: REFRESH MATERIALIZED VIEW CONCURRENTLY a registered view.';
+
+CREATE FUNCTION cache.register_view(view regclass, max_lag interval, max_changes bigint) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+declare
+    v_kind "char";
+    v_owner oid;
+begin
+    if register_view.view is null then
+        raise exception 'view must not be null' using errcode = '22004';
+    end if;
+    if register_view.max_lag is null then
+        raise exception 'max_lag must not be null' using errcode = '22004';
+    end if;
+    if register_view.max_changes is null then
+        raise exception 'max_changes must not be null' using errcode = '22004';
+    end if;
+    perform queue._check_interval(register_view.max_lag, 'max_lag', true, false);
+    if register_view.max_changes < 1 then
+        raise exception using errcode = '22023',
+            message = format('max_changes must be at least 1 (got %s)', register_view.max_changes);
+    end if;
+    select c.relkind, c.relowner into v_kind, v_owner
+    from pg_catalog.pg_class as c where c.oid = register_view.view;
+    if v_kind is null then
+        raise exception 'view % does not exist', register_view.view::oid using errcode = '42704';
+    end if;
+    if v_kind <> 'm' then
+        raise exception using errcode = '22023',
+            message = format('view must be a materialized view (%s is not)', register_view.view);
+    end if;
+    if not exists (
+        select from pg_catalog.pg_index as i
+        where i.indrelid = register_view.view and i.indisunique and i.indisvalid
+          and i.indpred is null and i.indexprs is null
+    ) then
+        raise exception 'view % has no unique index on plain columns', register_view.view
+            using errcode = '55000',
+            hint = 'REFRESH MATERIALIZED VIEW CONCURRENTLY needs one: create unique index '
+                'on the view (its key columns), without WHERE or expressions.';
+    end if;
+    -- The caller's own right first (inside this function current_user is andal's owner):
+    -- refreshing a materialized view is its owner's right, so only a member of the owner
+    -- may have andal refresh it.
+    if not pg_catalog.pg_has_role(queue._caller(), v_owner, 'USAGE') then
+        raise exception 'role % may not refresh view % (only its owner may)', queue._caller(),
+            register_view.view
+            using errcode = '42501',
+            hint = 'Register the view as (a member of) its owner.';
+    end if;
+    if not pg_catalog.pg_has_role(current_user, v_owner, 'USAGE') then
+        raise exception 'andal''s owner % may not refresh view %', current_user,
+            register_view.view
+            using errcode = '42501',
+            hint = 'Make the view''s owner a role andal''s owner is a member of.';
+    end if;
+    insert into cache.views as v (view, max_lag, max_changes)
+    values (register_view.view, register_view.max_lag, register_view.max_changes)
+    on conflict (view) do update
+    set max_lag = excluded.max_lag, max_changes = excluded.max_changes;
+end
+$$;
+
+COMMENT ON FUNCTION cache.register_view(view regclass, max_lag interval, max_changes bigint) IS 'Keep a materialized view fresh as queue work: refresh past max_lag or max_changes.';
+
+CREATE FUNCTION cache.report_reads(pool text, counts jsonb) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+declare
+    v_n int;
+begin
+    perform queue._check_name(report_reads.pool, 'pool');
+    if report_reads.counts is null then
+        raise exception 'counts must not be null' using errcode = '22004';
+    end if;
+    if jsonb_typeof(report_reads.counts) <> 'object' then
+        raise exception 'counts must map job types to objects of non-negative counters'
+            using errcode = '22023',
+            hint = 'Example: {"mail": {"local_hit": 10, "shared_hit": 2, "miss": 1}}';
+    end if;
+    if (select count(*) from jsonb_object_keys(report_reads.counts)) > 1000 then
+        raise exception 'counts must hold at most 1000 job types' using errcode = '22023';
+    end if;
+    -- whole numbers of the bigint range (a jsonb number may have 131,072 digits)
+    if exists (
+        select from jsonb_each(report_reads.counts) as e (k, v)
+        where jsonb_typeof(e.v) <> 'object' or length(e.k) not between 1 and 128
+            or exists (select from jsonb_each(e.v) as c (n, x)
+                       where jsonb_typeof(c.x) <> 'number'
+                          or (c.x)::numeric not between 0 and 9223372036854775807
+                          or (c.x)::numeric <> trunc((c.x)::numeric))
+    ) then
+        raise exception 'counts must map job types to objects of non-negative counters'
+            using errcode = '22023',
+            hint = 'Example: {"mail": {"local_hit": 10, "shared_hit": 2, "miss": 1}}';
+    end if;
+    insert into cache.read_stats as s (
+        minute, pool, job_type, backend, local_hits, shared_hits, stale_hits, misses
+    )
+    select date_trunc('minute', now()), report_reads.pool, e.k, pg_backend_pid(),
+        coalesce((e.v ->> 'local_hit')::numeric::bigint, 0),
+        coalesce((e.v ->> 'shared_hit')::numeric::bigint, 0),
+        coalesce((e.v ->> 'stale_hit')::numeric::bigint, 0),
+        coalesce((e.v ->> 'miss')::numeric::bigint, 0)
+    from jsonb_each(report_reads.counts) as e (k, v)
+    on conflict (minute, pool, job_type, backend) do update
+    set local_hits = s.local_hits + excluded.local_hits,
+        shared_hits = s.shared_hits + excluded.shared_hits,
+        stale_hits = s.stale_hits + excluded.stale_hits,
+        misses = s.misses + excluded.misses;
+    get diagnostics v_n = row_count;
+    delete from cache.read_stats as s where s.minute < now() - interval '1 day'
+        and s.backend = pg_backend_pid();
+    return v_n;
+end
+$$;
+
+COMMENT ON FUNCTION cache.report_reads(pool text, counts jsonb) IS 'Add a driver''s cache read counters (per job type) to its pool''s stats.';
+
+CREATE FUNCTION cache.reset() RETURNS bigint
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    v_epoch bigint := nextval('cache.epoch_seq');
+begin
+    truncate cache.entries;
+    insert into cache.epoch as e (epoch) values (v_epoch)
+    on conflict (id) do update set epoch = excluded.epoch, started_at = now();
+    return v_epoch;
+end
+$$;
+
+COMMENT ON FUNCTION cache.reset() IS 'Empty the shared cache and start a new epoch (every local cache flushes).';
+
+CREATE FUNCTION cache.stats(stale_after interval DEFAULT '00:01:00'::interval) RETURNS TABLE(metric text, labels jsonb, value double precision)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+begin
+    perform queue._check_interval(stats.stale_after, 'stale_after');
+    return query
+    with r as (
+        select s.pool, s.job_type, sum(s.local_hits) as lh, sum(s.shared_hits) as sh,
+            sum(s.stale_hits) as st, sum(s.misses) as mi
+        from cache.read_stats as s
+        where s.minute >= date_trunc('minute', now()) - interval '59 minutes'
+        group by 1, 2
+    ),
+    inv as (
+        select count(*) filter (where l.op = 'invalidate') as n,
+            count(*) filter (where l.reason = 'read-repair') as repairs
+        from cache.log as l where l.at > now() - interval '5 minutes'
+    ),
+    ready as (
+        select count(*) as n from queue.jobs as j
+        where j.status = 'pending' and j.available_at <= now()
+    )
+    select 'entries', '{}'::jsonb, (select count(*) from cache.entries)::double precision
+    union all
+    select 'bytes', '{}', pg_total_relation_size('cache.entries'::regclass)::double precision
+    union all
+    select 'reads', jsonb_build_object('pool', r.pool, 'job_type', r.job_type, 'result', x.k),
+        x.v::double precision
+    from r cross join lateral (values
+        ('local_hit', r.lh), ('shared_hit', r.sh), ('stale_hit', r.st), ('miss', r.mi)
+    ) as x (k, v)
+    union all
+    select 'hit_ratio', jsonb_build_object('pool', r.pool, 'job_type', r.job_type),
+        ((r.lh + r.sh) / nullif(r.lh + r.sh + r.st + r.mi, 0))::double precision
+    from r
+    union all
+    select 'invalidations_per_minute', '{}', (select inv.n from inv) / 5.0
+    union all
+    select 'queue_ready', '{}', (select ready.n from ready)::double precision
+    union all
+    select 'invalidations_per_ready_job', '{}',
+        ((select inv.n from inv) / 5.0 / nullif((select ready.n from ready), 0))::double precision
+    union all
+    select 'stale_overdue', '{}', count(*)::double precision from cache.entries as e
+    where e.value is not null and (
+        (e.stale and e.invalidated_at < now() - stats.stale_after)
+        or (not e.stale and e.expires_at < now() - stats.stale_after))
+    union all
+    select 'checksum_failures_1h', '{}', count(*)::double precision from cache.log as l
+    where l.reason = 'read-repair' and l.at > now() - interval '1 hour'
+    union all
+    select 'seconds_since_last_invalidation', '{}',
+        date_part('epoch', now() - max(l.at)) from cache.log as l where l.op = 'invalidate'
+    union all
+    select 'view_lag_seconds', jsonb_build_object('view', v.view::text),
+        date_part('epoch', now() - coalesce(v.refreshed_at, v.registered_at))
+    from cache.views as v
+    union all
+    select 'view_last_refresh_seconds', jsonb_build_object('view', v.view::text),
+        date_part('epoch', v.last_duration)
+    from cache.views as v where v.last_duration is not null
+    union all
+    select 'view_pending_changes', jsonb_build_object('view', v.view::text),
+        (cache._view_changes(v.view) - v.seen_changes)::double precision
+    from cache.views as v;
+end
+$$;
+
+COMMENT ON FUNCTION cache.stats(stale_after interval) IS 'The cache''s figures as (metric, labels, value) rows: size, hit ratios, invalidations, alerts.';
+
+CREATE FUNCTION cache.track(view regclass, source regclass) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+declare
+    v_kind "char";
+    v_foid oid;
+begin
+    if track.view is null or track.source is null then
+        raise exception 'view and source must not be null' using errcode = '22004';
+    end if;
+    if not exists (select from cache.views as v where v.view = track.view) then
+        raise exception 'view % is not registered', track.view using errcode = '42704',
+            hint = 'Call cache.register_view first.';
+    end if;
+    if current_setting('track_counts') <> 'on' then
+        raise exception 'track_counts is off: changes of % would not be counted', track.source
+            using errcode = '55000', hint = 'Turn track_counts on (the default).';
+    end if;
+    select c.relkind into v_kind from pg_catalog.pg_class as c where c.oid = track.source;
+    if v_kind is null or v_kind not in ('r', 'p') then
+        raise exception 'source must be a table (% is not)', track.source
+            using errcode = '22023';
+    end if;
+    -- The caller's own right (inside this function current_user is andal's owner): tracking
+    -- puts a trigger on the table, which needs the TRIGGER privilege on it.
+    if not pg_catalog.has_table_privilege(queue._caller(), track.source, 'TRIGGER') then
+        raise exception 'role % may not create triggers on %', queue._caller(), track.source
+            using errcode = '42501',
+            hint = 'Track the table as a role with the TRIGGER privilege on it.';
+    end if;
+    select t.tgfoid into v_foid from pg_catalog.pg_trigger as t
+    where t.tgrelid = track.source and t.tgname = 'andal_track_truncate';
+    if found and v_foid <> 'cache._track_changes()'::regprocedure then
+        raise exception 'table % has a trigger andal_track_truncate that andal did not make',
+            track.source
+            using errcode = '42710',
+            hint = 'Rename that trigger; andal manages only its own.';
+    end if;
+    insert into cache.view_sources as s (view, source) values (track.view, track.source)
+    on conflict do nothing;
+    if v_foid is null then
+        execute format(
+            'create trigger andal_track_truncate after truncate on %s for each statement'
+            ' execute function cache._track_changes()',
+            track.source::text);
+    end if;
+end
+$$;
+
+COMMENT ON FUNCTION cache.track(view regclass, source regclass) IS 'Count the changes of a source table toward the refresh of a registered view.';
+
+CREATE FUNCTION cache.ttl_for(key text) RETURNS interval
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+declare
+    v_mean double precision;
+    v_changed timestamptz;
+begin
+    perform cache._check_key(ttl_for.key);
+    select e.mean_interval, e.changed_at into v_mean, v_changed
+    from cache.entries as e where e.key = ttl_for.key;
+    return cache._adaptive_ttl(v_mean, v_changed);
+end
+$$;
+
+COMMENT ON FUNCTION cache.ttl_for(key text) IS 'The adaptive TTL a put of this key without ttl would get now.';
+
+CREATE FUNCTION cache.unregister_view(view regclass) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+declare
+    v_source regclass;
+begin
+    if unregister_view.view is null then
+        raise exception 'view must not be null' using errcode = '22004';
+    end if;
+    if not exists (select from cache.views as v where v.view = unregister_view.view) then
+        raise exception 'view % is not registered', unregister_view.view using errcode = '42704';
+    end if;
+    for v_source in
+        select s.source from cache.view_sources as s where s.view = unregister_view.view
+    loop
+        perform cache.untrack(unregister_view.view, v_source);
+    end loop;
+    delete from cache.views as v where v.view = unregister_view.view;
+end
+$$;
+
+COMMENT ON FUNCTION cache.unregister_view(view regclass) IS 'Forget a registered view (and the tracking of sources no other view needs).';
+
+CREATE FUNCTION cache.untrack(view regclass, source regclass) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+declare
+    v_schema name;
+    v_table name;
+begin
+    if untrack.view is null or untrack.source is null then
+        raise exception 'view and source must not be null' using errcode = '22004';
+    end if;
+    delete from cache.view_sources as s
+    where s.view = untrack.view and s.source = untrack.source;
+    if not found then
+        raise exception '% does not track %', untrack.view, untrack.source
+            using errcode = '42704';
+    end if;
+    if not exists (select from cache.view_sources as s where s.source = untrack.source) then
+        -- Only andal's own trigger (by its function), and only while the table exists (a
+        -- dropped table took its triggers with it).
+        select n.nspname, c.relname into v_schema, v_table
+        from pg_catalog.pg_trigger as t
+        join pg_catalog.pg_class as c on c.oid = t.tgrelid
+        join pg_catalog.pg_namespace as n on n.oid = c.relnamespace
+        where t.tgrelid = untrack.source and t.tgname = 'andal_track_truncate'
+          and t.tgfoid = 'cache._track_changes()'::regprocedure;
+        if found then
+            execute format('drop trigger andal_track_truncate on %I.%I', v_schema, v_table);
+        end if;
+        delete from cache.source_changes as c where c.source = untrack.source::oid;
+    end if;
+end
+$$;
+
+COMMENT ON FUNCTION cache.untrack(view regclass, source regclass) IS 'Stop counting a source table toward a view.';
+
+CREATE FUNCTION cache.validate(keys text[], versions bigint[], checksums text[] DEFAULT NULL::text[], loaded jsonb[] DEFAULT NULL::jsonb[]) RETURNS TABLE(key text, version bigint, checksum text, stale boolean, repaired boolean)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+declare
+    v_n int;
+    v_r record;
+    v_stale boolean;
+begin
+    if validate.keys is null or validate.versions is null then
+        raise exception 'keys and versions must not be null' using errcode = '22004';
+    end if;
+    v_n := cardinality(validate.keys);
+    if v_n > 10000 then
+        raise exception 'keys must hold at most 10000 keys (got %)', v_n using errcode = '22023';
+    end if;
+    if cardinality(validate.versions) <> v_n
+        or (validate.checksums is not null and cardinality(validate.checksums) <> v_n)
+        or (validate.loaded is not null and cardinality(validate.loaded) <> v_n) then
+        raise exception 'keys, versions, checksums and loaded must have the same length'
+            using errcode = '22023';
+    end if;
+    if array_position(validate.versions, null) is not null then
+        raise exception 'versions must not contain null' using errcode = '22004';
+    end if;
+
+    for v_r in
+        select k.key as k_key, k.ver, validate.checksums[k.n] as cs, validate.loaded[k.n] as val,
+            e.key as e_key, e.version as e_version, e.checksum as e_checksum, e.value is null as e_empty,
+            e.stale or coalesce(e.expires_at <= now(), false) as e_stale
+        from unnest(validate.keys, validate.versions) with ordinality as k (key, ver, n)
+        left join cache.entries as e on e.key = k.key
+        order by k.n
+    loop
+        perform cache._check_key(v_r.k_key, 'keys element');
+        if v_r.e_key is null then
+            if v_r.ver <> 0 then
+                return query select v_r.k_key, 0::bigint, null::text, true, false;
+            end if;
+            continue;
+        end if;
+        v_stale := v_r.e_stale or v_r.e_empty;
+        if v_r.val is not null and not v_stale
+            and md5(v_r.val::text) is distinct from v_r.e_checksum then
+            return query select v_r.k_key,
+                cache._apply(v_r.k_key, 'invalidate', null, null, 'read-repair'),
+                v_r.e_checksum, true, true;
+        elsif v_r.e_version <> v_r.ver or v_stale
+            or (v_r.cs is not null and v_r.cs is distinct from v_r.e_checksum) then
+            return query select v_r.k_key, v_r.e_version, v_r.e_checksum, v_stale, false;
+        end if;
+    end loop;
+end
+$$;
+
+COMMENT ON FUNCTION cache.validate(keys text[], versions bigint[], checksums text[], loaded jsonb[]) IS 'Batched read-repair: the keys whose version or checksum differs (mismatches against loaded values are invalidated).';
+
+CREATE TABLE queue.queues (
+    queue text NOT NULL,
+    max_attempts integer DEFAULT 5 NOT NULL,
+    lease interval DEFAULT '00:01:00'::interval NOT NULL,
+    backoff text DEFAULT 'linear'::text NOT NULL,
+    backoff_base interval DEFAULT '00:00:05'::interval NOT NULL,
+    backoff_cap interval DEFAULT '01:00:00'::interval NOT NULL,
+    jitter real DEFAULT 0 NOT NULL,
+    notify boolean DEFAULT true NOT NULL,
+    payload_limit integer DEFAULT 1048576 NOT NULL,
+    keep_results boolean DEFAULT false NOT NULL,
+    cache_policy text DEFAULT 'invalidate'::text NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    paused boolean DEFAULT false NOT NULL,
+    history_retention interval,
+    CONSTRAINT queues_backoff_base_check CHECK ((backoff_base >= '00:00:00'::interval)),
+    CONSTRAINT queues_backoff_cap_check CHECK ((backoff_cap >= '00:00:00'::interval)),
+    CONSTRAINT queues_backoff_check CHECK ((backoff = ANY (ARRAY['linear'::text, 'exponential'::text]))),
+    CONSTRAINT queues_cache_policy_check CHECK ((cache_policy = ANY (ARRAY['invalidate'::text, 'rewrite'::text, 'none'::text]))),
+    CONSTRAINT queues_history_retention_check CHECK ((history_retention > '00:00:00'::interval)),
+    CONSTRAINT queues_jitter_check CHECK (((jitter >= (0)::double precision) AND (jitter <= (1)::double precision))),
+    CONSTRAINT queues_lease_check CHECK ((lease > '00:00:00'::interval)),
+    CONSTRAINT queues_max_attempts_check CHECK ((max_attempts >= 1)),
+    CONSTRAINT queues_payload_limit_check CHECK ((payload_limit > 0))
+);
+
+CREATE FUNCTION queue._backoff(cfg queue.queues, attempt integer) RETURNS interval
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    v_delay interval;
+    v_secs numeric;
+begin
+    -- In seconds, capped before it becomes an interval: base * 2^40 (or * attempt) of a
+    -- large base would overflow the interval range.
+    if cfg.backoff = 'exponential' then
+        v_secs := extract(epoch from cfg.backoff_base)
+            * power(2::numeric, least(greatest(attempt, 1) - 1, 40));
+    else
+        v_secs := extract(epoch from cfg.backoff_base) * greatest(attempt, 1);
+    end if;
+    v_delay := case when v_secs >= extract(epoch from cfg.backoff_cap) then cfg.backoff_cap
+        else make_interval(secs => v_secs::double precision) end;
+    if cfg.jitter > 0 then
+        v_delay := v_delay * (1 - cfg.jitter * random());
+    end if;
+    return v_delay;
+end
+$$;
+
+CREATE FUNCTION queue._bury(job_id bigint, reason text, last_error text, errors jsonb) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    v_queue text;
+    v_category text;
+    v_watched boolean;
+begin
+    with gone as (
+        delete from queue.jobs as j where j.id = _bury.job_id
+        returning j.id, j.queue, j.category, j.priority, j.payload, j.attempt, j.max_attempts,
+            j.enqueued_at, j.dedup_key, j.cache_key, j.claimed_at, j.worker, j.watched
+    ),
+    dead as (
+        insert into queue.dead_letters as d (
+            job_id, queue, category, priority, payload, attempt, max_attempts, enqueued_at,
+            dedup_key, reason, last_error, errors, cache_key
+        )
+        select g.id, g.queue, g.category, g.priority, g.payload, g.attempt, g.max_attempts,
+            g.enqueued_at, g.dedup_key, _bury.reason, _bury.last_error, _bury.errors,
+            g.cache_key
+        from gone as g
+    ),
+    kept as (
+        -- the queue keeps history: the finished job goes there too
+        insert into queue.history (
+            job_id, queue, category, priority, state, payload, attempt, max_attempts,
+            enqueued_at, started_at, worker, errors, keep_until
+        )
+        select g.id, g.queue, g.category, g.priority,
+            case _bury.reason when 'cancelled' then 'cancelled' else 'dead' end, g.payload,
+            g.attempt, g.max_attempts, g.enqueued_at, g.claimed_at, g.worker, _bury.errors,
+            now() + q.history_retention
+        from gone as g
+        join queue.queues as q on q.queue = g.queue and q.history_retention is not null
+    )
+    select g.queue, g.category, g.watched into v_queue, v_category, v_watched from gone as g;
+    if v_category is not null then
+        delete from queue.worker_locks as w where w.job_id = _bury.job_id;
+    end if;
+    -- no names on a locked-down install (andal.notify_names = off, see queue._lock_down)
+    perform pg_notify('andal_ops',
+        case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
+            then json_build_object('event', 'dead', 'job_id', _bury.job_id, 'queue', v_queue,
+                'reason', _bury.reason)::text
+            else '{"event":"dead"}' end);
+    if v_watched then
+        perform pg_notify('andal_done',
+
+                case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
+                    then _bury.job_id::text else '' end);
+    end if;
+end
+$$;
+
+CREATE FUNCTION queue._caller() RETURNS name
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$ select coalesce(nullif(current_setting('role'), 'none'), session_user)::name $$;
+
+CREATE FUNCTION queue._candidates(queues text[], lim integer, exclude_categories text[], exclude_ids bigint[]) RETURNS TABLE(id bigint, category text, priority integer, available_at timestamp with time zone)
+    LANGUAGE plpgsql ROWS 10
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET plan_cache_mode TO 'auto'
+    AS $$
+#variable_conflict use_column
+declare
+    v_best bigint[];
+    v_mixed boolean;
+begin
+    -- Each probe follows its claim index's order and reads one index entry (an EXISTS
+    -- drops the ORDER BY and may be planned as a sequential scan).
+    if cardinality(exclude_categories) > 0 then
+        -- the gated scan reads one index per category: it may over-lock (no probe walks
+        -- past the backlog of the categories left out)
+        v_mixed := true;
+    elsif queues is null then
+        v_mixed := (
+            select j.id from queue.jobs as j
+            where j.status = 'pending' and j.category is null and j.available_at <= now()
+            order by j.priority desc, j.available_at, j.id limit 1
+        ) is not null and (
+            select j.id from queue.jobs as j
+            where j.status = 'pending' and j.category is not null and j.available_at <= now()
+              and j.category <> all (exclude_categories)
+            order by j.priority desc, j.available_at, j.id limit 1
+        ) is not null;
+    elsif cardinality(queues) = 1 then
+        v_mixed := (
+            select j.id from queue.jobs as j
+            where j.queue = queues[1]
+              and j.status = 'pending' and j.category is null and j.available_at <= now()
+            order by j.priority desc, j.available_at, j.id limit 1
+        ) is not null and (
+            select j.id from queue.jobs as j
+            where j.queue = queues[1]
+              and j.status = 'pending' and j.category is not null and j.available_at <= now()
+              and j.category <> all (exclude_categories)
+            order by j.priority desc, j.available_at, j.id limit 1
+        ) is not null;
+    else
+        v_mixed := true;
+    end if;
+    if not v_mixed then
+        return query
+        select s.id, s.category, s.priority, s.available_at
+        from queue._scan(queues, lim, exclude_categories, exclude_ids) as s;
+        return;
+    end if;
+    begin
+        select array_agg(s.id) into v_best
+        from queue._scan(queues, lim, exclude_categories, exclude_ids) as s;
+        raise sqlstate 'AN900';  -- roll the subtransaction back: its row locks go with it
+    exception when sqlstate 'AN900' then
+        null;
+    end;
+    return query
+    select j.id, j.category, j.priority, j.available_at from queue.jobs as j
+    where j.id = any (v_best) and j.status = 'pending' and j.available_at <= now()
+    order by j.priority desc, j.available_at, j.id
+    for update skip locked;
+end
+$$;
+
+COMMENT ON FUNCTION queue._candidates(queues text[], lim integer, exclude_categories text[], exclude_ids bigint[]) IS 'Private: queue._scan holding locks on the returned rows only.';
+
+CREATE FUNCTION queue._category_id(category_name text) RETURNS bigint
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
+    AS $$
+declare
+    v_id bigint;
+begin
+    select c.id into v_id from queue.categories as c where c.category = category_name;
+    if v_id is null then
+        insert into queue.categories as c (category) values (category_name)
+        on conflict (category) do nothing;
+        select c.id into v_id from queue.categories as c where c.category = category_name;
+    end if;
+    return v_id;
+end
+$$;
+
+CREATE FUNCTION queue._check_fence(job_id bigint, token uuid) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
+    AS $$
+begin
+    if job_id is null or token is null then
+        raise exception 'job_id and token must not be null' using errcode = '22004';
+    end if;
+    -- by primary key and token, as complete (a token is set only while a job runs)
+    perform from queue.jobs as j
+    where j.id = _check_fence.job_id and j.token = _check_fence.token
+      and j.lease_expires_at > now()
+    for share;
+    if not found then
+        perform queue._lease_lost(_check_fence.job_id, _check_fence.token);
+    end if;
+end
+$$;
+
+CREATE FUNCTION queue._check_interval(value interval, argument text, strict_positive boolean DEFAULT false, required boolean DEFAULT true, bound text DEFAULT NULL::text) RETURNS void
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    v_max interval;
+    v_epoch numeric;
+    v_sign int;
+    v_over boolean;
+    v_at timestamptz;
+begin
+    if value is null then
+        if required then
+            raise exception '% must not be null', argument using errcode = '22004';
+        end if;
+        return;
+    end if;
+    -- The epoch is within a month per 30 days of the effect: far past 1000 years, the sign
+    -- alone decides, and now() + value is never computed (it could overflow). The bound is
+    -- read only for a positive value (a zero delay, the common default, reads nothing).
+    v_epoch := extract(epoch from value);
+    if abs(v_epoch) > 2 * 31557600000::numeric then
+        v_sign := sign(v_epoch)::int;
+    else
+        v_at := now() + value;
+        v_sign := case when v_at > now() then 1 when v_at < now() then -1 else 0 end;
+    end if;
+    if v_sign > 0 then
+        v_max := case bound
+            when 'lease' then (queue._limits()).max_lease
+            when 'delay' then (queue._limits()).max_delay
+            else interval '1000 years'
+        end;
+        v_over := v_at is null or v_at > now() + v_max;
+    end if;
+    if strict_positive and v_sign <= 0 then
+        raise exception '% must be positive (got %)', argument, value using errcode = '22023';
+    end if;
+    if v_sign < 0 then
+        raise exception '% must not be negative (got %)', argument, value
+            using errcode = '22023';
+    end if;
+    if v_over then
+        raise exception '% must be at most % (got %)', argument, v_max, value
+            using errcode = '22023',
+            hint = case bound
+                when 'lease' then 'The bound is queue.config.max_lease.'
+                when 'delay' then 'The bound is queue.config.max_delay.'
+                else 'Intervals past 1000 years are refused.'
+            end;
+    end if;
+end
+$$;
+
+CREATE FUNCTION queue._check_name(value text, argument text, required boolean DEFAULT true, max_length integer DEFAULT 128) RETURNS void
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+    if value is null then
+        if required then
+            raise exception '% must not be null', argument using errcode = '22004';
+        end if;
+        return;
+    end if;
+    if length(value) = 0 or length(value) > max_length then
+        raise exception '% must be 1 to % characters long (got %)',
+            argument, max_length, length(value)
+            using errcode = '22023';
+    end if;
+end
+$$;
+
+CREATE FUNCTION queue._check_payload(payload jsonb, argument text, payload_limit integer) RETURNS void
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    v_bytes bigint;
+begin
+    if payload is null then
+        raise exception '% must not be null', argument using errcode = '22004';
+    end if;
+    if jsonb_typeof(payload) <> 'object' then
+        raise exception '% must be a JSON object, not %', argument, jsonb_typeof(payload)
+            using errcode = '22023';
+    end if;
+    -- The limit is on what a claimer receives: the JSON text, measured on every payload.
+    -- The stored size says nothing about it (a jsonb number of a few bytes prints as up to
+    -- 131,072 digits), so it is no shortcut; printing a small payload costs microseconds.
+    v_bytes := octet_length(payload::text);
+    if v_bytes > payload_limit then
+        raise exception '% is % bytes, over the queue''s limit of % bytes',
+            argument, v_bytes, payload_limit
+            using errcode = '54000',
+            hint = 'Store large data elsewhere and pass a reference, '
+            'or raise the limit with queue.configure_queue(payload_limit => ...).';
+    end if;
+end
+$$;
+
+CREATE FUNCTION queue._check_priority(priority integer) RETURNS void
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    v_limits record;
+begin
+    if priority is null then
+        raise exception 'priority must not be null' using errcode = '22004';
+    end if;
+    if priority = 0 then
+        return;
+    end if;
+    v_limits := queue._limits();
+    if priority not between v_limits.min_priority and v_limits.max_priority then
+        raise exception 'priority must be between % and % (got %)',
+            v_limits.min_priority, v_limits.max_priority, priority
+            using errcode = '22023',
+            hint = 'The bounds are queue.config.min_priority and max_priority.';
+    end if;
+end
+$$;
+
+CREATE FUNCTION queue._check_result(result jsonb, argument text) RETURNS jsonb
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    v_limit int;
+begin
+    if result is null then
+        return null;
+    end if;
+    v_limit := (queue._limits()).max_result_bytes;
+    if octet_length(result::text) > v_limit then
+        raise exception '% is % bytes, over the limit of % bytes for kept results', argument,
+            octet_length(result::text), v_limit
+            using errcode = '54000',
+            hint = 'Complete the job without a result (or fail it), or raise '
+            'queue.config.max_result_bytes.';
+    end if;
+    return result;
+end
+$$;
+
+CREATE FUNCTION queue._config(queue_name text) RETURNS queue.queues
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
+    AS $$
+declare
+    v_cfg queue.queues;
+begin
+    select q.* into v_cfg from queue.queues as q where q.queue = queue_name;
+    if not found then
+        insert into queue.queues as q (queue) values (queue_name)
+        on conflict (queue) do nothing;
+        select q.* into v_cfg from queue.queues as q where q.queue = queue_name;
+    end if;
+    return v_cfg;
+end
+$$;
+
+CREATE FUNCTION queue._error_entry(attempt integer, error text, worker text, retry_in interval DEFAULT NULL::interval) RETURNS jsonb
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    select jsonb_strip_nulls(jsonb_build_object(
+        'attempt', attempt, 'error', error, 'worker', worker, 'at', now(),
+        'retry_in', retry_in::text
+    ))
+$$;
+
+CREATE FUNCTION queue._forget_unused() RETURNS bigint
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    v_queues bigint;
+    v_categories bigint;
+begin
+    with gone as (
+        delete from queue.queues as q
+        where q.queue in (
+            select d.queue from queue.queues as d
+            where d.max_attempts = 5 and d.lease = interval '60 seconds'
+              and d.backoff = 'linear' and d.backoff_base = interval '5 seconds'
+              and d.backoff_cap = interval '1 hour' and d.jitter = 0 and d.notify
+              and d.payload_limit = 1048576 and not d.keep_results
+              and d.cache_policy = 'invalidate'
+              and not d.paused and d.history_retention is null
+            for update skip locked
+        )
+        returning 1
+    )
+    select count(*) into v_queues from gone;
+    with gone as (
+        delete from queue.categories as c
+        where c.id in (
+            select d.id from queue.categories as d
+            where d.max_running = 1 and d.created_at < now() - interval '1 day'
+              and not exists (select from queue.worker_locks as w where w.category_id = d.id)
+              and not exists (select from queue.lock_stats as s where s.category_id = d.id)
+            for update skip locked
+        )
+        returning 1
+    )
+    select count(*) into v_categories from gone;
+    return v_queues + v_categories;
+end
+$$;
+
+CREATE FUNCTION queue._gated_scan(queues text[], lim integer, exclude_categories text[], exclude_ids bigint[]) RETURNS TABLE(id bigint, category text, priority integer, available_at timestamp with time zone)
+    LANGUAGE plpgsql ROWS 10
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET plan_cache_mode TO 'auto'
+    AS $$
+#variable_conflict use_column
+begin
+    return query
+    -- Pairs in the order of the index's expression, array[queue, category]. Listed
+    -- queues: each queue's first pair (array[queue, ''] sorts before its first category),
+    -- then the next pairs while the queue stays the same.
+    with recursive pairs (queue, category) as (
+        select f.queue, f.category
+        from (select distinct q.name from unnest(queues) as q (name)) as q
+        cross join lateral (
+            select j.queue, j.category from queue.jobs as j
+            where array[j.queue, j.category] >= array[q.name, '']
+              and j.status = 'pending' and j.category is not null
+            order by array[j.queue, j.category]
+            limit 1
+        ) as f
+        where queues is not null and f.queue = q.name
+        union all
+        (select f.queue, f.category from (
+            select j.queue, j.category from queue.jobs as j
+            where j.status = 'pending' and j.category is not null
+            order by array[j.queue, j.category]
+            limit 1
+        ) as f where queues is null)
+        union all
+        select n.queue, n.category
+        from pairs as p
+        cross join lateral (
+            select j.queue, j.category from queue.jobs as j
+            where array[j.queue, j.category] > array[p.queue, p.category]
+              and j.status = 'pending' and j.category is not null
+            order by array[j.queue, j.category]
+            limit 1
+        ) as n
+        where queues is null or n.queue = p.queue
+    )
+    select h.id, h.category, h.priority, h.available_at
+    from pairs as p
+    cross join lateral (
+        select j.id, j.category, j.priority, j.available_at from queue.jobs as j
+        where array[j.queue, j.category] = array[p.queue, p.category]
+          and j.status = 'pending' and j.category is not null and j.available_at <= now()
+          and j.id <> all (exclude_ids)
+        order by j.priority desc, j.available_at, j.id
+        limit lim
+        for update skip locked
+    ) as h
+    where p.category <> all (exclude_categories)
+    order by h.priority desc, h.available_at, h.id
+    limit lim;
+end
+$$;
+
+COMMENT ON FUNCTION queue._gated_scan(queues text[], lim integer, exclude_categories text[], exclude_ids bigint[]) IS 'Private: the best ready gated jobs outside some categories, per (queue, category), locked.';
+
+CREATE FUNCTION queue._heartbeat(job_ids bigint[], tokens uuid[], extend interval) RETURNS TABLE(job_id bigint, lease_expires_at timestamp with time zone, abort_requested boolean)
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
+    SET jit TO 'off'
+    AS $$
+#variable_conflict use_column
+begin
+    perform queue._check_interval(_heartbeat.extend, 'extend', true, false, 'lease');
+    return query
+    with input as (
+        select i.id, i.tok, i.n
+        from unnest(_heartbeat.job_ids, _heartbeat.tokens) with ordinality as i (id, tok, n)
+    ),
+    locked as (
+        -- By primary key (= any), never a scan of the running jobs: a token is set only
+        -- while a job runs, so token and unexpired lease say "running" without naming the
+        -- status (which would let the planner pick jobs_lease_idx on stale statistics).
+        select j.id from queue.jobs as j
+        where j.id = any (_heartbeat.job_ids) and j.lease_expires_at > now()
+          and exists (select from input as i where i.id = j.id and i.tok = j.token)
+        order by j.id
+        for update of j
+    ),
+    extended as (
+        update queue.jobs as j
+        set lease_expires_at = case
+            when j.abort_requested_at is not null then j.lease_expires_at
+            else now() + coalesce(
+                _heartbeat.extend,
+                (select q.lease from queue.queues as q where q.queue = j.queue),
+                interval '60 seconds')
+            end
+        from locked as l where j.id = l.id
+        returning j.id, j.token, j.lease_expires_at,
+            j.abort_requested_at is not null as abort_requested
+    )
+    -- by id and token: a wrong token beside the job's right one in the same call is lost
+    select i.id, e.lease_expires_at, e.abort_requested
+    from input as i left join extended as e on e.id = i.id and e.token = i.tok
+    order by i.n;
+end
+$$;
+
+COMMENT ON FUNCTION queue._heartbeat(job_ids bigint[], tokens uuid[], extend interval) IS 'Private: extend leases (not of jobs whose abort was requested); report aborts.';
+
+CREATE FUNCTION queue._heartbeat_one(job_id bigint, token uuid, extend interval) RETURNS TABLE(lease_expires_at timestamp with time zone, abort_requested boolean)
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
+    SET jit TO 'off'
+    AS $$
+#variable_conflict use_column
+begin
+    perform queue._check_interval(_heartbeat_one.extend, 'extend', true, false, 'lease');
+    return query
+    update queue.jobs as j
+    set lease_expires_at = case
+        when j.abort_requested_at is not null then j.lease_expires_at
+        else now() + coalesce(
+            _heartbeat_one.extend,
+            (select q.lease from queue.queues as q where q.queue = j.queue),
+            interval '60 seconds')
+        end
+    -- By primary key, never a scan of the running jobs (as complete): a token is set only
+    -- while a job runs, so token and unexpired lease say "running" without naming the
+    -- status, which would let the planner read jobs_lease_idx on stale statistics.
+    where j.id = _heartbeat_one.job_id and j.token = _heartbeat_one.token
+      and j.lease_expires_at > now()
+    returning j.lease_expires_at, j.abort_requested_at is not null;
+end
+$$;
+
+COMMENT ON FUNCTION queue._heartbeat_one(job_id bigint, token uuid, extend interval) IS 'Private: extend one lease (not of a job whose abort was requested); report an abort.';
+
+CREATE FUNCTION queue._hist_bounds() RETURNS double precision[]
+    LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    select '{1,2,5,10,25,50,100,250,500,1000,2500,5000,10000,30000,60000}'::double precision[]
+$$;
+
+CREATE FUNCTION queue._hist_quantile(hist bigint[], q double precision) RETURNS double precision
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    v_bounds double precision[] := queue._hist_bounds();
+    v_total bigint := 0;
+    v_cum bigint := 0;
+    v_target double precision;
+    v_lo double precision;
+    v_hi double precision;
+begin
+    if hist is null then
+        return null;
+    end if;
+    select coalesce(sum(h), 0) into v_total from unnest(hist) as h;
+    if v_total = 0 then
+        return null;
+    end if;
+    v_target := q * v_total;
+    for v_i in 1 .. cardinality(hist) loop
+        if v_cum + hist[v_i] >= v_target and hist[v_i] > 0 then
+            v_lo := case when v_i = 1 then 0 else v_bounds[v_i - 1] end;
+            v_hi := coalesce(v_bounds[v_i], v_lo);
+            return v_lo + (v_hi - v_lo) * (v_target - v_cum) / hist[v_i];
+        end if;
+        v_cum := v_cum + hist[v_i];
+    end loop;
+    return v_bounds[cardinality(v_bounds)];
+end
+$$;
+
+CREATE FUNCTION queue._history_keep(queue_name text) RETURNS interval
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    select q.history_retention from queue.queues as q where q.queue = queue_name
+$$;
+
+COMMENT ON FUNCTION queue._history_keep(queue_name text) IS 'Private: a queue''s history retention.';
+
+CREATE FUNCTION queue._history_roll() RETURNS integer
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET lock_timeout TO '200ms'
+    SET "DateStyle" TO 'ISO, YMD'
+    SET "TimeZone" TO 'UTC'
+    AS $$
+declare
+    v_width interval;
+    v_longest interval;
+    v_part record;
+    v_dropped int := 0;
+    v_lo timestamptz;
+    v_hi timestamptz;
+    v_name text;
+begin
+    -- nothing kept and nothing to drop (the usual install): no lock, no write
+    if not exists (select from queue.queues as q where q.history_retention is not null)
+        and not exists (select from pg_inherits as i
+                        where i.inhparent = 'queue.history'::regclass
+                          and i.inhrelid <> 'queue.history_default'::regclass)
+        and not exists (select from queue.history_default) then
+        return 0;
+    end if;
+    insert into queue.history_settings as s (id) values (true) on conflict (id) do nothing;
+    select s.partition_width into v_width from queue.history_settings as s
+    where s.id for update skip locked;
+    if v_width is null then
+        return 0;  -- another session is rolling
+    end if;
+
+    for v_part in
+        select format('%I.%I', n.nspname, c.relname) as name,
+            (regexp_match(pg_get_expr(c.relpartbound, c.oid),
+                'TO \(''([^'']+)''\)'))[1]::timestamptz as hi
+        from pg_inherits as i
+        join pg_class as c on c.oid = i.inhrelid
+        join pg_namespace as n on n.oid = c.relnamespace
+        where i.inhparent = 'queue.history'::regclass
+          and pg_get_expr(c.relpartbound, c.oid) <> 'DEFAULT'
+        order by 2
+    loop
+        exit when v_part.hi > now();
+        begin
+            execute format('drop table %s', v_part.name);
+            v_dropped := v_dropped + 1;
+        exception when lock_not_available or object_in_use then
+            exit;  -- busy (another session, or a query of this one still reads it): next time
+        end;
+    end loop;
+    delete from queue.history_default as d where d.keep_until <= now();
+
+    select max(q.history_retention) into v_longest from queue.queues as q;
+    if v_longest is null then
+        return v_dropped;
+    end if;
+    -- partitions at least partition_width wide, and never more than about 50 ahead
+    v_width := greatest(v_width, date_trunc('second', v_longest / 48));
+    select max((regexp_match(pg_get_expr(c.relpartbound, c.oid),
+            'TO \(''([^'']+)''\)'))[1]::timestamptz)
+    into v_lo
+    from pg_inherits as i
+    join pg_class as c on c.oid = i.inhrelid
+    where i.inhparent = 'queue.history'::regclass
+      and pg_get_expr(c.relpartbound, c.oid) <> 'DEFAULT';
+    v_lo := greatest(coalesce(v_lo, '-infinity'), date_bin(v_width, now(), 'epoch'));
+    while v_lo < now() + v_longest + 2 * v_width loop
+        v_hi := v_lo + v_width;
+        v_name := 'history_' || to_char(v_lo, 'YYYYMMDD"T"HH24MISS');
+        begin
+            execute format('create table queue.%I (like queue.history including defaults '
+                'including constraints)', v_name);
+            execute format('alter table queue.%I add constraint %I check '
+                '(keep_until >= %L and keep_until < %L)', v_name, v_name || '_range', v_lo, v_hi);
+            -- rows that waited in the default partition for this range move first
+            execute format('with moved as (delete from queue.history_default as d '
+                'where d.keep_until >= %L and d.keep_until < %L returning d.*) '
+                'insert into queue.%I select * from moved', v_lo, v_hi, v_name);
+            execute format('alter table queue.history attach partition queue.%I '
+                'for values from (%L) to (%L)', v_name, v_lo, v_hi);
+            execute format('alter table queue.%I drop constraint %I', v_name, v_name || '_range');
+            execute format('revoke all on queue.%I from public', v_name);
+        exception when lock_not_available then
+            exit;  -- busy: next time (the subtransaction took the half-made table back)
+        end;
+        v_lo := v_hi;
+    end loop;
+    return v_dropped;
+end
+$$;
+
+COMMENT ON FUNCTION queue._history_roll() IS 'Private: drop passed history partitions, create those needed ahead.';
+
+CREATE FUNCTION queue._lease_lost(job_id bigint, token uuid) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    v_job record;  -- not queue.jobs: queue.set_shards may replace the table mid-call
+    v_detail text;
+begin
+    select j.* into v_job from queue.jobs as j where j.id = _lease_lost.job_id;
+    if not found then
+        v_detail := format('job %s is no longer live (completed, dead-lettered or cancelled)',
+            job_id);
+    elsif v_job.status <> 'running' then
+        v_detail := format('job %s is pending again (its lease expired or it was released)',
+            job_id);
+    elsif v_job.token is distinct from _lease_lost.token then
+        -- not who holds it now: any caller with any job id would learn it
+        v_detail := format('job %s was claimed again (attempt %s)', job_id, v_job.attempt);
+    elsif v_job.abort_requested_at is not null and v_job.lease_expires_at > now() then
+        v_detail := format('an abort of job %s was requested at %s: end the attempt with '
+            'queue.fail, the job ends cancelled', job_id, v_job.abort_requested_at);
+    else
+        v_detail := format('the lease of job %s expired at %s', job_id, v_job.lease_expires_at);
+    end if;
+    raise exception 'lease lost on job %', job_id
+        using errcode = 'AN001', detail = v_detail,
+        hint = 'Discard this attempt''s outcome: the job will run (or ran) again elsewhere.';
+end
+$$;
+
+CREATE FUNCTION queue._limits(OUT max_lease interval, OUT max_delay interval, OUT min_priority integer, OUT max_priority integer, OUT max_error_bytes integer, OUT max_result_bytes integer) RETURNS record
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+    select c.max_lease, c.max_delay, c.min_priority, c.max_priority, c.max_error_bytes,
+        c.max_result_bytes
+    into max_lease, max_delay, min_priority, max_priority, max_error_bytes, max_result_bytes
+    from queue.config as c;
+    if not found then
+        max_lease := interval '1 day';
+        max_delay := interval '1 year';
+        min_priority := -1000000;
+        max_priority := 1000000;
+        max_error_bytes := 65536;
+        max_result_bytes := 1048576;
+    end if;
+end
+$$;
+
+CREATE FUNCTION queue._live_state(status text, available_at timestamp with time zone, attempt integer) RETURNS text
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    select case
+        when status = 'running' then 'running'
+        when available_at <= now() then 'pending'
+        when attempt > 0 then 'failed'
+        else 'scheduled'
+    end
+$$;
+
+COMMENT ON FUNCTION queue._live_state(status text, available_at timestamp with time zone, attempt integer) IS 'Private: the state (scheduled, pending, failed, running) of a live job.';
+
+CREATE FUNCTION queue._lock_down() RETURNS SETOF text
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+    execute format('revoke connect, temporary on database %I from public', current_database());
+    return next 'revoked connect, temporary on the database from public';
+    execute format('grant connect on database %I to andal_producer, andal_worker, andal_admin',
+        current_database());
+    return next 'granted connect to andal_producer, andal_worker, andal_admin';
+    execute format('alter database %I set andal.notify_names = off', current_database());
+    return next 'notifications carry no names (andal.notify_names = off)';
+end
+$$;
+
+COMMENT ON FUNCTION queue._lock_down() IS 'Revoke CONNECT and TEMPORARY from PUBLIC on this database; notifications without names.';
+
+CREATE FUNCTION queue._prom_label(value text) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    select '"' || replace(replace(replace(value, '\', '\\'), '"', '\"'), e'\n', '\n') || '"'
+$$;
+
+CREATE FUNCTION queue._reap(lim integer DEFAULT 100, queues text[] DEFAULT NULL::text[]) RETURNS integer
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    v_job record;  -- not queue.jobs: queue.set_shards may replace the table mid-call
+    v_count int := 0;
+    v_error text;
+    v_keys text[] := '{}'::text[];
+    v_queues text[] := '{}'::text[];
+    v_reasons text[] := '{}'::text[];
+    v_row record;
+begin
+    for v_job in
+        select j.* from queue.jobs as j
+        where j.status = 'running' and j.lease_expires_at <= now()
+          and (_reap.queues is null or j.queue = any (_reap.queues))
+        order by j.lease_expires_at
+        limit lim
+        for update skip locked
+    loop
+        v_error := format('lease expired (worker %s)', v_job.worker);
+        v_job.errors := v_job.errors || queue._error_entry(v_job.attempt, v_error, v_job.worker);
+        if v_job.cache_key is not null then
+            v_keys := v_keys || v_job.cache_key;
+            v_queues := v_queues || v_job.queue;
+            v_reasons := v_reasons
+                || case when v_job.attempt >= v_job.max_attempts
+                             or v_job.abort_requested_at is not null then 'dead'
+                        else 'retry' end;
+        end if;
+        if v_job.abort_requested_at is not null then
+            -- aborted and never acknowledged: fenced now, cancelled, not retried
+            perform queue._bury(v_job.id, 'cancelled', 'aborted: ' || v_error, v_job.errors);
+            v_count := v_count + 1;
+            continue;
+        end if;
+        if v_job.attempt >= v_job.max_attempts then
+            perform queue._bury(v_job.id, 'exhausted', v_error, v_job.errors);
+        else
+            update queue.jobs as j
+            set status = 'pending', token = null, worker = null, claimed_at = null,
+                lease_expires_at = null, errors = v_job.errors
+            where j.id = v_job.id;
+            if v_job.category is not null then
+                delete from queue.worker_locks as w where w.job_id = v_job.id;
+            end if;
+        end if;
+        perform queue._record(v_job.queue, v_job.category, 0,
+            (v_job.attempt < v_job.max_attempts)::int, (v_job.attempt >= v_job.max_attempts)::int,
+            array[extract(epoch from now() - v_job.claimed_at) * 1000],
+            array[date_part('epoch', v_job.claimed_at - v_job.available_at) * 1000]);
+        v_count := v_count + 1;
+    end loop;
+    -- The jobs' cache keys are invalidated in key order, like every batch does.
+    for v_row in
+        select u.k, u.q, u.r from unnest(v_keys, v_queues, v_reasons) as u (k, q, r)
+        order by u.k
+    loop
+        perform cache._job_done(v_row.k, (queue._config(v_row.q)).cache_policy, null, v_row.r);
+    end loop;
+    return v_count;
+end
+$$;
+
+CREATE FUNCTION queue._record(queue_name text, category_name text, completed integer, retried integer, dead integer, run_ms double precision[], wait_ms double precision[]) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    v_bounds constant double precision[] :=
+        '{1,2,5,10,25,50,100,250,500,1000,2500,5000,10000,30000,60000}'::double precision[];
+    v_run bigint[] := '{0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0}'::bigint[];
+    v_wait bigint[] := '{0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0}'::bigint[];
+    v_sum double precision := 0;
+    v_n int := coalesce(cardinality(run_ms), 0);
+    v_b int;
+begin
+    for v_i in 1 .. v_n loop
+        v_b := width_bucket(run_ms[v_i], v_bounds) + 1;
+        v_run[v_b] := v_run[v_b] + 1;
+        v_sum := v_sum + run_ms[v_i];
+    end loop;
+    for v_i in 1 .. coalesce(cardinality(wait_ms), 0) loop
+        v_b := width_bucket(wait_ms[v_i], v_bounds) + 1;
+        v_wait[v_b] := v_wait[v_b] + 1;
+    end loop;
+    insert into queue.stat_minutes as s (
+        minute, backend, queue, category, completed, retried, dead, run_count, run_ms,
+        run_hist, wait_hist
+    ) values (
+        date_trunc('minute', now()), pg_backend_pid(), queue_name, coalesce(category_name, ''),
+        completed, retried, dead, v_n, v_sum, v_run, v_wait
+    )
+    on conflict (minute, backend, queue, category) do update
+    set completed = s.completed + excluded.completed,
+        retried = s.retried + excluded.retried,
+        dead = s.dead + excluded.dead,
+        run_count = s.run_count + excluded.run_count,
+        run_ms = s.run_ms + excluded.run_ms,
+        run_hist = array(select u.a + u.b from unnest(s.run_hist, excluded.run_hist) as u (a, b)),
+        wait_hist = array(select u.a + u.b from unnest(s.wait_hist, excluded.wait_hist) as u (a, b));
+end
+$$;
+
+CREATE FUNCTION queue._scan(queues text[], lim integer, exclude_categories text[], exclude_ids bigint[]) RETURNS TABLE(id bigint, category text, priority integer, available_at timestamp with time zone)
+    LANGUAGE plpgsql ROWS 10
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET plan_cache_mode TO 'auto'
+    AS $$
+#variable_conflict use_column
+begin
+    -- Categories left out: their backlog may be long, so the gated jobs come from
+    -- queue._gated_scan (per category), never from a walk of jobs_gated_idx past them.
+    if cardinality(exclude_categories) > 0 and queues is null then
+        return query
+        select c.id, c.category, c.priority, c.available_at from (
+            select a.id, a.category, a.priority, a.available_at from (
+                select j.id, j.category, j.priority, j.available_at from queue.jobs as j
+                where j.status = 'pending' and j.category is null and j.available_at <= now()
+                  and j.id <> all (exclude_ids)
+                order by j.priority desc, j.available_at, j.id
+                limit lim
+                for update skip locked
+            ) as a
+            union all
+            select g.id, g.category, g.priority, g.available_at
+            from queue._gated_scan(queues, lim, exclude_categories, exclude_ids) as g
+        ) as c
+        order by c.priority desc, c.available_at, c.id
+        limit lim;
+        return;
+    elsif cardinality(exclude_categories) > 0 then
+        -- (several queues share the batch round-robin, as below)
+        return query
+        select c.id, c.category, c.priority, c.available_at from (
+            select b.id, b.category, b.priority, b.available_at, q.name as queue
+            from (select distinct q.name from unnest(queues) as q (name)) as q
+            cross join lateral (
+                select j.id, j.category, j.priority, j.available_at from queue.jobs as j
+                where j.queue = q.name
+                  and j.status = 'pending' and j.category is null and j.available_at <= now()
+                  and j.id <> all (exclude_ids)
+                order by j.priority desc, j.available_at, j.id
+                limit lim
+                for update skip locked
+            ) as b
+            union all
+            select g.id, g.category, g.priority, g.available_at,
+                case when cardinality(queues) = 1 then queues[1]
+                     else (select j.queue from queue.jobs as j where j.id = g.id) end
+            from queue._gated_scan(queues, lim, exclude_categories, exclude_ids) as g
+        ) as c
+        order by c.priority desc,
+            row_number() over (
+                partition by c.queue, c.priority order by c.available_at, c.id),
+            random()
+        limit lim;
+        return;
+    end if;
+    if queues is null then
+        return query
+        select c.id, c.category, c.priority, c.available_at from (
+            select a.id, a.category, a.priority, a.available_at from (
+                select j.id, j.category, j.priority, j.available_at from queue.jobs as j
+                where j.status = 'pending' and j.category is null and j.available_at <= now()
+                  and j.id <> all (exclude_ids)
+                order by j.priority desc, j.available_at, j.id
+                limit lim
+                for update skip locked
+            ) as a
+            union all
+            select a.id, a.category, a.priority, a.available_at from (
+                select j.id, j.category, j.priority, j.available_at from queue.jobs as j
+                where j.status = 'pending' and j.category is not null
+                  and j.available_at <= now()
+                  and j.category <> all (exclude_categories) and j.id <> all (exclude_ids)
+                order by j.priority desc, j.available_at, j.id
+                limit lim
+                for update skip locked
+            ) as a
+        ) as c
+        order by c.priority desc, c.available_at, c.id
+        limit lim;
+    elsif cardinality(queues) = 1 then
+        return query
+        select c.id, c.category, c.priority, c.available_at from (
+            select a.id, a.category, a.priority, a.available_at from (
+                select j.id, j.category, j.priority, j.available_at from queue.jobs as j
+                where j.queue = queues[1]
+                  and j.status = 'pending' and j.category is null and j.available_at <= now()
+                  and j.id <> all (exclude_ids)
+                order by j.priority desc, j.available_at, j.id
+                limit lim
+                for update skip locked
+            ) as a
+            union all
+            select a.id, a.category, a.priority, a.available_at from (
+                select j.id, j.category, j.priority, j.available_at from queue.jobs as j
+                where j.queue = queues[1]
+                  and j.status = 'pending' and j.category is not null
+                  and j.available_at <= now()
+                  and j.category <> all (exclude_categories) and j.id <> all (exclude_ids)
+                order by j.priority desc, j.available_at, j.id
+                limit lim
+                for update skip locked
+            ) as a
+        ) as c
+        order by c.priority desc, c.available_at, c.id
+        limit lim;
+    else
+        -- Several queues share the batch fairly: within a priority level, round-robin over
+        -- the queues with ready jobs (each queue's best, then each one's second best, ...;
+        -- within a round the queues come in random order, so batches of one alternate too).
+        -- A higher priority still goes first, and each queue keeps its own order.
+        return query
+        select c.id, c.category, c.priority, c.available_at from (
+            select b.id, b.category, b.priority, b.available_at, q.name as queue
+            from (select distinct q.name from unnest(queues) as q (name)) as q
+            cross join lateral (
+                select j.id, j.category, j.priority, j.available_at from queue.jobs as j
+                where j.queue = q.name
+                  and j.status = 'pending' and j.category is null and j.available_at <= now()
+                  and j.id <> all (exclude_ids)
+                order by j.priority desc, j.available_at, j.id
+                limit lim
+                for update skip locked
+            ) as b
+            union all
+            select b.id, b.category, b.priority, b.available_at, q.name
+            from (select distinct q.name from unnest(queues) as q (name)) as q
+            cross join lateral (
+                select j.id, j.category, j.priority, j.available_at from queue.jobs as j
+                where j.queue = q.name
+                  and j.status = 'pending' and j.category is not null
+                  and j.available_at <= now()
+                  and j.category <> all (exclude_categories) and j.id <> all (exclude_ids)
+                order by j.priority desc, j.available_at, j.id
+                limit lim
+                for update skip locked
+            ) as b
+        ) as c
+        order by c.priority desc,
+            row_number() over (
+                partition by c.queue, c.priority order by c.available_at, c.id),
+            random()
+        limit lim;
+    end if;
+end
+$$;
+
+COMMENT ON FUNCTION queue._scan(queues text[], lim integer, exclude_categories text[], exclude_ids bigint[]) IS 'Private: the best ready jobs, locked SKIP LOCKED, by partial index.';
+
+CREATE FUNCTION queue._unpaused_queues(queues text[]) RETURNS text[]
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    with recursive ungated (queue) as (
+        (select j.queue from queue.jobs as j
+         where j.status = 'pending' and j.category is null
+         order by j.queue limit 1)
+        union all
+        select (select j.queue from queue.jobs as j
+                where j.status = 'pending' and j.category is null and j.queue > u.queue
+                order by j.queue limit 1)
+        from ungated as u where u.queue is not null
+    ),
+    gated (queue) as (
+        (select j.queue from queue.jobs as j
+         where j.status = 'pending' and j.category is not null
+         order by j.queue limit 1)
+        union all
+        select (select j.queue from queue.jobs as j
+                where j.status = 'pending' and j.category is not null and j.queue > g.queue
+                order by j.queue limit 1)
+        from gated as g where g.queue is not null
+    ),
+    candidates (queue) as (
+        select q.name from unnest(queues) as q (name) where queues is not null
+        union
+        select u.queue from ungated as u where queues is null and u.queue is not null
+        union
+        select g.queue from gated as g where queues is null and g.queue is not null
+    )
+    select coalesce(array_agg(c.queue order by c.queue), '{}')
+    from candidates as c
+    where not exists (select from queue.queues as p where p.paused and p.queue = c.queue)
+$$;
+
+COMMENT ON FUNCTION queue._unpaused_queues(queues text[]) IS 'Private: the queues a claim may take jobs from while some queue is paused.';
+
+CREATE FUNCTION queue.cancel(job_id bigint) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
+    SET jit TO 'off'
+    AS $$
+#variable_conflict use_column
+declare
+    v_job record;  -- not queue.jobs: queue.set_shards may replace the table mid-call
+begin
+    if cancel.job_id is null then
+        raise exception 'job_id must not be null' using errcode = '22004';
+    end if;
+    select j.* into v_job from queue.jobs as j where j.id = cancel.job_id for update;
+    if v_job.id is null then
+        if exists (select from queue.dead_letters as d where d.job_id = cancel.job_id) then
+            raise exception 'job % is already dead', cancel.job_id using errcode = '55000';
+        end if;
+        raise exception 'job % does not exist (or has completed)', cancel.job_id
+            using errcode = '42704';
+    end if;
+    if v_job.status = 'running' then
+        if v_job.abort_requested_at is null then
+            update queue.jobs as j set abort_requested_at = now() where j.id = v_job.id;
+            perform pg_notify('andal_abort', case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
+                then json_build_object('job_id', v_job.id, 'worker', v_job.worker)::text
+                else '{}' end);
+        end if;
+        return;
+    end if;
+    perform queue._bury(v_job.id, 'cancelled', 'cancelled', v_job.errors);
+    if v_job.cache_key is not null then
+        perform cache._job_done(v_job.cache_key, (queue._config(v_job.queue)).cache_policy,
+            null, 'dead');
+    end if;
+end
+$$;
+
+COMMENT ON FUNCTION queue.cancel(job_id bigint) IS 'Withdraw a pending job (into the dead letters), or ask a running job''s worker to stop it.';
+
+CREATE FUNCTION queue.category_limits() RETURNS TABLE(category text, max_running integer)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    select c.category, c.max_running from queue.categories as c order by c.category
+$$;
+
+COMMENT ON FUNCTION queue.category_limits() IS 'Every known category and its limit (max_running; 0: paused).';
+
+CREATE FUNCTION queue.claim(worker text, queues text[] DEFAULT NULL::text[], batch integer DEFAULT 1, lease interval DEFAULT NULL::interval) RETURNS TABLE(job_id bigint, queue text, category text, priority integer, payload jsonb, attempt integer, max_attempts integer, token uuid, lease_expires_at timestamp with time zone, enqueued_at timestamp with time zone, cache_key text, cache_version bigint)
+    LANGUAGE plpgsql SECURITY DEFINER ROWS 10
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET plan_cache_mode TO 'force_generic_plan'
+    SET enable_seqscan TO 'off'
+    SET jit TO 'off'
+    AS $$
+#variable_conflict use_column
+declare
+    v_name text;
+    v_exclude text[];
+    v_ids bigint[];
+    v_cats text[];
+    v_take bigint[] := '{}'::bigint[];
+    v_taken bigint[];
+    v_cat text;
+    v_cat_id bigint;
+    v_max int;
+    v_free int;
+    v_got boolean;
+    v_dropped boolean;
+    v_locked bigint[] := '{}'::bigint[];
+    v_stat_ids bigint[] := '{}'::bigint[];
+    v_stat_fail bigint[] := '{}'::bigint[];
+begin
+    -- Validation inline, in plain expressions (no query): this is the hot path.
+    if claim.worker is null or length(claim.worker) not between 1 and 128 then
+        perform queue._check_name(claim.worker, 'worker');
+    end if;
+    if claim.batch is null or claim.batch < 1 or claim.batch > 1000 then
+        raise exception 'batch must be between 1 and 1000 (got %)', claim.batch
+            using errcode = '22023';
+    end if;
+    if claim.lease is not null then
+        perform queue._check_interval(claim.lease, 'lease', true, false, 'lease');
+    end if;
+    if claim.queues is not null then
+        foreach v_name in array claim.queues loop
+            if v_name is null or length(v_name) not between 1 and 128 then
+                raise exception 'queues must hold queue names (1 to 128 characters, no nulls)'
+                    using errcode = '22023';
+            end if;
+        end loop;
+    end if;
+    if current_setting('transaction_isolation') <> 'read committed' then
+        raise exception 'queue.claim must run at READ COMMITTED isolation (not %)',
+            current_setting('transaction_isolation')
+            using errcode = '55000',
+            hint = 'The category gate recounts running jobs after taking its lock.';
+    end if;
+
+    -- Direct path (every queue, or one queue): when no lease has expired and no ready job of
+    -- the scope has a category, the best `batch` jobs are the best ungated ones. One
+    -- statement: one index scan in claim order picks and locks them (SKIP LOCKED; its LIMIT
+    -- stops it, so it locks only the rows it returns) and the update leases them. Its two
+    -- probes are evaluated first; when either finds a row nothing is scanned nor locked, and
+    -- the general path below runs (as it does when the statement claims nothing).
+    if claim.queues is null then
+        return query
+        with claimed as (
+            update queue.jobs as j
+            set status = 'running', attempt = j.attempt + 1, token = gen_random_uuid(),
+                worker = claim.worker, claimed_at = now(),
+                lease_expires_at = now() + coalesce(
+                    claim.lease,
+                    (select q.lease from queue.queues as q where q.queue = j.queue),
+                    interval '60 seconds')
+            where j.id = any (array(
+                    select c.id from queue.jobs as c
+                    where c.status = 'pending' and c.category is null
+                      and c.available_at <= now()
+                    order by c.priority desc, c.available_at, c.id
+                    limit claim.batch
+                    for update skip locked))
+              and (select x.lease_expires_at from queue.jobs as x
+                   where x.status = 'running' and x.lease_expires_at <= now()
+                   order by x.lease_expires_at limit 1) is null
+              and (select g.id from queue.jobs as g
+                   where g.status = 'pending' and g.category is not null
+                     and g.available_at <= now()
+                   order by g.priority desc, g.available_at, g.id limit 1) is null
+              and (select p.queue from queue.queues as p where p.paused limit 1) is null
+            returning j.id, j.queue, j.category, j.priority, j.payload, j.attempt,
+                j.max_attempts, j.token, j.lease_expires_at, j.enqueued_at, j.cache_key,
+                j.cache_version, j.available_at
+        )
+        select c.id, c.queue, c.category, c.priority, c.payload, c.attempt, c.max_attempts,
+            c.token, c.lease_expires_at, c.enqueued_at, c.cache_key, c.cache_version
+        from claimed as c
+        order by c.priority desc, c.available_at, c.id;
+        if found then
+            return;
+        end if;
+    elsif cardinality(claim.queues) = 1 then
+        return query
+        with claimed as (
+            update queue.jobs as j
+            set status = 'running', attempt = j.attempt + 1, token = gen_random_uuid(),
+                worker = claim.worker, claimed_at = now(),
+                lease_expires_at = now() + coalesce(
+                    claim.lease,
+                    (select q.lease from queue.queues as q where q.queue = claim.queues[1]),
+                    interval '60 seconds')
+            where j.id = any (array(
+                    select c.id from queue.jobs as c
+                    where c.queue = claim.queues[1]
+                      and c.status = 'pending' and c.category is null
+                      and c.available_at <= now()
+                    order by c.priority desc, c.available_at, c.id
+                    limit claim.batch
+                    for update skip locked))
+              and j.queue = claim.queues[1]
+              and (select x.lease_expires_at from queue.jobs as x
+                   where x.queue = claim.queues[1]
+                     and x.status = 'running' and x.lease_expires_at <= now()
+                   order by x.lease_expires_at limit 1) is null
+              and (select g.id from queue.jobs as g
+                   where g.queue = claim.queues[1]
+                     and g.status = 'pending' and g.category is not null
+                     and g.available_at <= now()
+                   order by g.priority desc, g.available_at, g.id limit 1) is null
+              and (select p.queue from queue.queues as p
+                   where p.paused and p.queue = claim.queues[1]) is null
+            returning j.id, j.queue, j.category, j.priority, j.payload, j.attempt,
+                j.max_attempts, j.token, j.lease_expires_at, j.enqueued_at, j.cache_key,
+                j.cache_version, j.available_at
+        )
+        select c.id, c.queue, c.category, c.priority, c.payload, c.attempt, c.max_attempts,
+            c.token, c.lease_expires_at, c.enqueued_at, c.cache_key, c.cache_version
+        from claimed as c
+        order by c.priority desc, c.available_at, c.id;
+        if found then
+            return;
+        end if;
+    end if;
+
+    -- General path: several queues, or the direct path claimed nothing (a lease expired, a
+    -- gated job is ready, a queue is paused, or no job is ready: the direct statement cannot
+    -- tell which, and what its probes saw may have changed since).
+
+    -- Paused queues are left out: a claim of every queue becomes one of the queues with
+    -- pending jobs that are not paused (queue._unpaused_queues; expired leases of queues
+    -- with running jobs only are then taken back by their own claims or queue.maintain).
+    if (select p.queue from queue.queues as p where p.paused limit 1) is not null then
+        claim.queues := queue._unpaused_queues(claim.queues);
+        if cardinality(claim.queues) = 0 then
+            return;
+        end if;
+    end if;
+
+    -- Take back expired leases first (an index probe when there are none).
+    if claim.queues is null then
+        if (select x.lease_expires_at from queue.jobs as x
+            where x.status = 'running' and x.lease_expires_at <= now()
+            order by x.lease_expires_at limit 1) is not null then
+            perform queue._reap(100);
+        end if;
+    elsif exists (
+        select from unnest(claim.queues) as q (name)
+        where (select x.lease_expires_at from queue.jobs as x
+               where x.queue = q.name
+                 and x.status = 'running' and x.lease_expires_at <= now()
+               order by x.lease_expires_at limit 1) is not null
+    ) then
+        perform queue._reap(100, claim.queues);
+    end if;
+
+    -- Categories that cannot take a job now: paused, or as many live slots as their limit.
+    select coalesce(array_agg(f.category), '{}') into v_exclude
+    from (
+        select c.category from queue.categories as c where c.max_running = 0
+        union all
+        select c.category
+        from (select w.category_id, count(*) as n from queue.worker_locks as w group by 1) as r
+        join queue.categories as c on c.id = r.category_id
+        where r.n >= c.max_running
+    ) as f;
+
+    -- 1. The best `batch` candidates, locked.
+    select array_agg(c.id order by c.priority desc, c.available_at, c.id),
+        array_agg(c.category order by c.priority desc, c.available_at, c.id)
+    into v_ids, v_cats
+    from queue._candidates(claim.queues, claim.batch, v_exclude, '{}') as c;
+    if v_ids is null then
+        return;
+    end if;
+
+    if cardinality(array_remove(v_cats, null)) = 0 then
+        -- none has a category: lease them all
+        v_take := v_ids;
+    else
+        -- 2. Some candidates have a category. Gate them: one row try-lock per category
+        --    serialises its claimers without waiting; under the lock, recount the
+        --    category's live slots and take what is free. A category that runs out of slots
+        --    (or whose lock is busy) is left out and the batch is filled from further
+        --    candidates, in rounds.
+        for v_round in 1 .. 8 loop
+            v_dropped := false;
+            v_take := v_take || array(
+                select c.id from unnest(v_ids, v_cats) as c (id, cat) where c.cat is null);
+            for v_cat in
+                select distinct c.cat from unnest(v_cats) as c (cat) where c.cat is not null
+            loop
+                select c.id, c.max_running into v_cat_id, v_max
+                from queue.categories as c where c.category = v_cat;
+                if v_cat_id is null then
+                    v_cat_id := queue._category_id(v_cat);
+                    v_max := 1;
+                end if;
+                if not v_cat_id = any (v_locked) then
+                    -- The gate lock is a row lock on the category's row, not an advisory
+                    -- lock: any role that can connect can take any advisory key (and read
+                    -- the held ones in pg_locks), but only andal's roles can lock this row.
+                    -- The limit is re-read under the lock.
+                    select c.max_running into v_max from queue.categories as c
+                    where c.id = v_cat_id
+                    for no key update skip locked;
+                    v_got := found;
+                    v_stat_ids := v_stat_ids || v_cat_id;
+                    v_stat_fail := v_stat_fail || (case when v_got then 0 else 1 end)::bigint;
+                    if not v_got then
+                        v_exclude := v_exclude || v_cat;
+                        v_dropped := true;
+                        continue;
+                    end if;
+                    v_locked := v_locked || v_cat_id;
+                end if;
+                select v_max - count(*) into v_free
+                from queue.worker_locks as w
+                join queue.jobs as j on j.id = w.job_id
+                where w.category_id = v_cat_id
+                  and (j.lease_expires_at > now() or j.id = any (v_take));
+                with taken as (
+                    insert into queue.worker_locks (job_id, category_id, worker)
+                    select c.id, v_cat_id, claim.worker
+                    from unnest(v_ids, v_cats) with ordinality as c (id, cat, n)
+                    where c.cat = v_cat
+                    order by c.n
+                    limit greatest(v_free, 0)
+                    returning job_id
+                )
+                select array_agg(t.job_id) into v_taken from taken as t;
+                v_take := v_take || coalesce(v_taken, '{}');
+                if coalesce(cardinality(v_taken), 0) >= v_free then
+                    -- no slot left: its other candidates go back, the category is left out
+                    v_exclude := v_exclude || v_cat;
+                    v_dropped := v_dropped
+                        or (select count(*) from unnest(v_cats) as c (cat) where c.cat = v_cat)
+                           > coalesce(cardinality(v_taken), 0);
+                end if;
+            end loop;
+            exit when not v_dropped or cardinality(v_take) >= claim.batch;
+            select array_agg(c.id order by c.priority desc, c.available_at, c.id),
+                array_agg(c.category order by c.priority desc, c.available_at, c.id)
+            into v_ids, v_cats
+            from queue._candidates(claim.queues, claim.batch - cardinality(v_take), v_exclude,
+                v_take) as c;
+            exit when v_ids is null;
+        end loop;
+
+        insert into queue.lock_stats as s (minute, backend, category_id, attempts, failures)
+        select date_trunc('minute', now()), pg_backend_pid(), u.cat_id, 1, u.f
+        from unnest(v_stat_ids, v_stat_fail) as u (cat_id, f)
+        on conflict (minute, backend, category_id) do update
+        set attempts = s.attempts + 1, failures = s.failures + excluded.failures;
+    end if;
+
+    -- 3. Lease the jobs taken, in claim order.
+    return query
+    with claimed as (
+        update queue.jobs as j
+        set status = 'running', attempt = j.attempt + 1, token = gen_random_uuid(),
+            worker = claim.worker, claimed_at = now(),
+            lease_expires_at = now() + coalesce(
+                claim.lease,
+                (select q.lease from queue.queues as q where q.queue = j.queue),
+                interval '60 seconds')
+        where j.id = any (v_take)
+        returning j.id, j.queue, j.category, j.priority, j.payload, j.attempt, j.max_attempts,
+            j.token, j.lease_expires_at, j.enqueued_at, j.cache_key, j.cache_version,
+            j.available_at
+    )
+    select c.id, c.queue, c.category, c.priority, c.payload, c.attempt, c.max_attempts,
+        c.token, c.lease_expires_at, c.enqueued_at, c.cache_key, c.cache_version
+    from claimed as c
+    order by c.priority desc, c.available_at, c.id;
+end
+$$;
+
+COMMENT ON FUNCTION queue.claim(worker text, queues text[], batch integer, lease interval) IS 'Lease up to batch ready jobs to a worker (SKIP LOCKED, category-gated, fenced by a token).';
+
+CREATE FUNCTION queue.complete(job_id bigint, token uuid, result jsonb DEFAULT NULL::jsonb) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
+    SET jit TO 'off'
+    AS $$
+#variable_conflict use_column
+declare
+    v_id bigint;
+    v_queue text;
+    v_category text;
+    v_cache_key text;
+    v_keep boolean;
+    v_policy text;
+    v_history interval;
+    v_job record;
+begin
+    if complete.job_id is null or complete.token is null then
+        raise exception 'job_id and token must not be null' using errcode = '22004';
+    end if;
+    -- By primary key, never a scan of the running jobs (as complete_many): a token is set
+    -- only while a job runs, so token and unexpired lease say "running" without naming the
+    -- status, which would let the planner read jobs_lease_idx on stale statistics.
+    with gone as (
+        delete from queue.jobs as j
+        where j.id = complete.job_id and j.token = complete.token
+          and j.lease_expires_at > now() and j.abort_requested_at is null
+        returning j.id, j.queue, j.category, j.cache_key, j.priority, j.payload, j.attempt,
+            j.max_attempts, j.enqueued_at, j.claimed_at, j.worker, j.errors, j.watched,
+            date_part('epoch', now() - j.claimed_at) * 1000 as run_ms,
+            width_bucket(date_part('epoch', now() - j.claimed_at) * 1000,
+                '{1,2,5,10,25,50,100,250,500,1000,2500,5000,10000,30000,60000}'::float8[])
+            + 1 as rb,
+            width_bucket(date_part('epoch', j.claimed_at - j.available_at) * 1000,
+                '{1,2,5,10,25,50,100,250,500,1000,2500,5000,10000,30000,60000}'::float8[])
+            + 1 as wb
+    ),
+    counted as (
+        -- one upsert of this backend's row for this minute, queue and category; the
+        -- histograms get a 1 in the job's bucket (16 buckets, see queue._hist_bounds)
+        insert into queue.stat_minutes as s (
+            minute, backend, queue, category, completed, run_count, run_ms, run_hist, wait_hist
+        )
+        select date_trunc('minute', now()), pg_backend_pid(), g.queue, coalesce(g.category, ''),
+            1, 1, g.run_ms,
+            array_fill(0::bigint, array[g.rb - 1]) || 1::bigint
+            || array_fill(0::bigint, array[16 - g.rb]),
+            array_fill(0::bigint, array[g.wb - 1]) || 1::bigint
+            || array_fill(0::bigint, array[16 - g.wb])
+        from gone as g
+        on conflict (minute, backend, queue, category) do update
+        set completed = s.completed + 1, run_count = s.run_count + 1,
+            run_ms = s.run_ms + excluded.run_ms,
+            run_hist[array_position(excluded.run_hist, 1::bigint)]
+            = s.run_hist[array_position(excluded.run_hist, 1::bigint)] + 1,
+            wait_hist[array_position(excluded.wait_hist, 1::bigint)]
+            = s.wait_hist[array_position(excluded.wait_hist, 1::bigint)] + 1
+    )
+    select g.*, q.keep_results, q.cache_policy, q.history_retention into v_job
+    from gone as g
+    left join queue.queues as q on q.queue = g.queue;
+    v_id := v_job.id;
+    v_queue := v_job.queue;
+    v_category := v_job.category;
+    v_cache_key := v_job.cache_key;
+    v_keep := v_job.keep_results;
+    v_policy := v_job.cache_policy;
+    v_history := v_job.history_retention;
+    if v_id is null then
+        perform queue._lease_lost(complete.job_id, complete.token);
+    end if;
+    if v_history is not null then
+        insert into queue.history (
+            job_id, queue, category, priority, state, payload, attempt, max_attempts,
+            enqueued_at, started_at, worker, result, errors, keep_until
+        ) values (
+            v_id, v_queue, v_category, v_job.priority, 'completed', v_job.payload,
+            v_job.attempt, v_job.max_attempts, v_job.enqueued_at,
+            v_job.claimed_at, v_job.worker, queue._check_result(complete.result, 'result'),
+            v_job.errors,
+            now() + v_history
+        );
+    end if;
+    if v_job.watched then
+        perform pg_notify('andal_done',
+
+                case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
+                    then v_id::text else '' end);
+    end if;
+    if v_category is not null then
+        delete from queue.worker_locks as w where w.job_id = v_id;
+    end if;
+    if v_keep then
+        insert into queue.results (job_id, queue, result)
+        values (v_id, v_queue, queue._check_result(complete.result, 'result'));
+    end if;
+    if v_cache_key is not null then
+        perform cache._job_done(v_cache_key, coalesce(v_policy, 'invalidate'), complete.result,
+            'completed');
+    end if;
+end
+$$;
+
+COMMENT ON FUNCTION queue.complete(job_id bigint, token uuid, result jsonb) IS 'Finish a claimed job (fenced by its token); the job leaves the live table.';
+
+CREATE FUNCTION queue.complete_many(job_ids bigint[], tokens uuid[], results jsonb[] DEFAULT NULL::jsonb[]) RETURNS TABLE(job_id bigint, completed boolean)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
+    SET jit TO 'off'
+    AS $$
+#variable_conflict use_column
+declare
+    v_ids bigint[];  -- the completed (job, token) pairs
+    v_toks uuid[];
+    v_keys text[];
+    v_key_queues text[];
+    v_key_results jsonb[];
+    v_history jsonb;  -- the completed jobs of queues that keep history
+    v_watched bigint[];  -- the completed jobs someone watches
+begin
+    if complete_many.job_ids is null or complete_many.tokens is null then
+        raise exception 'job_ids and tokens must not be null' using errcode = '22004';
+    end if;
+    if cardinality(complete_many.job_ids) <> cardinality(complete_many.tokens)
+        or (complete_many.results is not null
+            and cardinality(complete_many.results) <> cardinality(complete_many.job_ids)) then
+        raise exception 'job_ids, tokens and results must have the same length'
+            using errcode = '22023';
+    end if;
+
+    with input as (
+        -- a (job, token) pair given twice counts once (with its first result: n)
+        select distinct on (i.id, i.tok) i.id, i.tok, i.n
+        from unnest(complete_many.job_ids, complete_many.tokens) with ordinality as i (id, tok, n)
+        order by i.id, i.tok, i.n
+    ),
+    locked as (
+        -- By primary key (one probe per input pair), never a scan of the running jobs: a
+        -- token is set only while a job runs, so token and unexpired lease say "running"
+        -- without naming the status (which would let the planner pick jobs_lease_idx on
+        -- stale statistics). A job has one token, so it matches at most one pair.
+        select j.id, j.queue, i.n from input as i
+        join queue.jobs as j on j.id = i.id and j.token = i.tok
+        where j.lease_expires_at > now() and j.abort_requested_at is null
+        order by j.id
+        for update of j
+    ),
+    gone as (
+        -- (the queue too: a sharded table reads the job's shard only)
+        delete from queue.jobs as j using locked as l where j.id = l.id and j.queue = l.queue
+        returning j.id, j.token, j.queue, j.category, j.cache_key, l.n, j.priority, j.payload,
+            j.attempt, j.max_attempts, j.enqueued_at, j.claimed_at, j.worker, j.errors,
+            j.watched,
+            date_part('epoch', now() - j.claimed_at) * 1000 as run_ms,
+            width_bucket(date_part('epoch', now() - j.claimed_at) * 1000,
+                '{1,2,5,10,25,50,100,250,500,1000,2500,5000,10000,30000,60000}'::float8[])
+            + 1 as rb,
+            width_bucket(date_part('epoch', j.claimed_at - j.available_at) * 1000,
+                '{1,2,5,10,25,50,100,250,500,1000,2500,5000,10000,30000,60000}'::float8[])
+            + 1 as wb
+    ),
+    slots as (
+        -- by primary key, for the gated jobs only
+        delete from queue.worker_locks as w
+        where w.job_id = any (array(select g.id from gone as g where g.category is not null))
+    ),
+    kept as (
+        -- the queues that keep results are read once (usually none), not once per job; in
+        -- key order, so on an index
+        insert into queue.results (job_id, queue, result)
+        select g.id, g.queue,
+            queue._check_result(complete_many.results[g.n], format('results[%s]', g.n))
+        from gone as g
+        where g.queue = any (array(
+            select q.queue from queue.queues as q where q.keep_results order by q.queue))
+    ),
+    counted as (
+        -- queue._record's upsert, once per queue and category of the batch: this backend's
+        -- row of the minute, with the batch's histograms (16 buckets, see queue._hist_bounds)
+        insert into queue.stat_minutes as s (
+            minute, backend, queue, category, completed, run_count, run_ms, run_hist, wait_hist
+        )
+        select date_trunc('minute', now()), pg_backend_pid(), g.queue, coalesce(g.category, ''),
+            count(*), count(*), sum(g.run_ms),
+            array[
+                count(*) filter (where g.rb = 1), count(*) filter (where g.rb = 2),
+                count(*) filter (where g.rb = 3), count(*) filter (where g.rb = 4),
+                count(*) filter (where g.rb = 5), count(*) filter (where g.rb = 6),
+                count(*) filter (where g.rb = 7), count(*) filter (where g.rb = 8),
+                count(*) filter (where g.rb = 9), count(*) filter (where g.rb = 10),
+                count(*) filter (where g.rb = 11), count(*) filter (where g.rb = 12),
+                count(*) filter (where g.rb = 13), count(*) filter (where g.rb = 14),
+                count(*) filter (where g.rb = 15), count(*) filter (where g.rb = 16)],
+            array[
+                count(*) filter (where g.wb = 1), count(*) filter (where g.wb = 2),
+                count(*) filter (where g.wb = 3), count(*) filter (where g.wb = 4),
+                count(*) filter (where g.wb = 5), count(*) filter (where g.wb = 6),
+                count(*) filter (where g.wb = 7), count(*) filter (where g.wb = 8),
+                count(*) filter (where g.wb = 9), count(*) filter (where g.wb = 10),
+                count(*) filter (where g.wb = 11), count(*) filter (where g.wb = 12),
+                count(*) filter (where g.wb = 13), count(*) filter (where g.wb = 14),
+                count(*) filter (where g.wb = 15), count(*) filter (where g.wb = 16)]
+        from gone as g
+        group by g.queue, coalesce(g.category, '')
+        on conflict (minute, backend, queue, category) do update
+        set completed = s.completed + excluded.completed,
+            run_count = s.run_count + excluded.run_count,
+            run_ms = s.run_ms + excluded.run_ms,
+            run_hist = array[
+                s.run_hist[1] + excluded.run_hist[1], s.run_hist[2] + excluded.run_hist[2],
+                s.run_hist[3] + excluded.run_hist[3], s.run_hist[4] + excluded.run_hist[4],
+                s.run_hist[5] + excluded.run_hist[5], s.run_hist[6] + excluded.run_hist[6],
+                s.run_hist[7] + excluded.run_hist[7], s.run_hist[8] + excluded.run_hist[8],
+                s.run_hist[9] + excluded.run_hist[9], s.run_hist[10] + excluded.run_hist[10],
+                s.run_hist[11] + excluded.run_hist[11], s.run_hist[12] + excluded.run_hist[12],
+                s.run_hist[13] + excluded.run_hist[13], s.run_hist[14] + excluded.run_hist[14],
+                s.run_hist[15] + excluded.run_hist[15], s.run_hist[16] + excluded.run_hist[16]],
+            wait_hist = array[
+                s.wait_hist[1] + excluded.wait_hist[1], s.wait_hist[2] + excluded.wait_hist[2],
+                s.wait_hist[3] + excluded.wait_hist[3], s.wait_hist[4] + excluded.wait_hist[4],
+                s.wait_hist[5] + excluded.wait_hist[5], s.wait_hist[6] + excluded.wait_hist[6],
+                s.wait_hist[7] + excluded.wait_hist[7], s.wait_hist[8] + excluded.wait_hist[8],
+                s.wait_hist[9] + excluded.wait_hist[9], s.wait_hist[10] + excluded.wait_hist[10],
+                s.wait_hist[11] + excluded.wait_hist[11], s.wait_hist[12] + excluded.wait_hist[12],
+                s.wait_hist[13] + excluded.wait_hist[13], s.wait_hist[14] + excluded.wait_hist[14],
+                s.wait_hist[15] + excluded.wait_hist[15], s.wait_hist[16] + excluded.wait_hist[16]]
+    )
+    select array_agg(g.id), array_agg(g.token),
+        -- cache effects in key order: concurrent batches lock entries in one order
+        array_agg(g.cache_key order by g.cache_key) filter (where g.cache_key is not null),
+        array_agg(g.queue order by g.cache_key) filter (where g.cache_key is not null),
+        array_agg(complete_many.results[g.n] order by g.cache_key)
+        filter (where g.cache_key is not null),
+        -- (usually none: the queues that keep history are read once)
+        jsonb_agg(jsonb_build_object(
+            'job_id', g.id, 'queue', g.queue, 'category', g.category, 'priority', g.priority,
+            'payload', g.payload, 'attempt', g.attempt, 'max_attempts', g.max_attempts,
+            'enqueued_at', g.enqueued_at, 'started_at', g.claimed_at, 'worker', g.worker,
+            'result', queue._check_result(complete_many.results[g.n], format('results[%s]', g.n)),
+            'errors', g.errors))
+        filter (where g.queue = any (array(
+            select q.queue from queue.queues as q where q.history_retention is not null
+            order by q.queue))),
+        array_agg(g.id) filter (where g.watched)
+    into v_ids, v_toks, v_keys, v_key_queues, v_key_results, v_history, v_watched
+    from gone as g;
+
+    if v_history is not null then
+        insert into queue.history (
+            job_id, queue, category, priority, state, payload, attempt, max_attempts,
+            enqueued_at, started_at, worker, result, errors, keep_until
+        )
+        select h.job_id, h.queue, h.category, h.priority, 'completed', h.payload, h.attempt,
+            h.max_attempts, h.enqueued_at, h.started_at, h.worker, h.result, h.errors,
+            now() + queue._history_keep(h.queue)
+        from jsonb_to_recordset(v_history) as h (
+            job_id bigint, queue text, category text, priority int, payload jsonb,
+            attempt int, max_attempts int, enqueued_at timestamptz, started_at timestamptz,
+            worker text, result jsonb, errors jsonb
+        );
+    end if;
+    for v_i in 1 .. coalesce(cardinality(v_watched), 0) loop
+        perform pg_notify('andal_done',
+
+                case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
+                    then v_watched[v_i]::text else '' end);
+    end loop;
+
+    for v_i in 1 .. coalesce(cardinality(v_keys), 0) loop
+        perform cache._job_done(v_keys[v_i], (queue._config(v_key_queues[v_i])).cache_policy,
+            v_key_results[v_i], 'completed');
+    end loop;
+
+    -- One row per input pair, in input order. A pair with a null id or token matches
+    -- nothing: null, or false when no job was completed.
+    return query
+    select i.id,
+        case when i.id is not null and i.tok is not null then d.id is not null
+             when v_ids is null then false end
+    from unnest(complete_many.job_ids, complete_many.tokens) with ordinality as i (id, tok, n)
+    left join unnest(v_ids, v_toks) as d (id, tok) on d.id = i.id and d.tok = i.tok
+    order by i.n;
+end
+$$;
+
+COMMENT ON FUNCTION queue.complete_many(job_ids bigint[], tokens uuid[], results jsonb[]) IS 'Complete several claimed jobs; returns completed = false where the lease was lost.';
+
+CREATE FUNCTION queue.configure_history(partition_width interval) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+begin
+    perform queue._check_interval(configure_history.partition_width, 'partition_width', true);
+    if configure_history.partition_width < interval '1 second' then
+        raise exception 'partition_width must be at least 1 second (got %)',
+            configure_history.partition_width using errcode = '22023';
+    end if;
+    insert into queue.history_settings as s (id, partition_width)
+    values (true, configure_history.partition_width)
+    on conflict (id) do update
+    set partition_width = excluded.partition_width, updated_at = now();
+end
+$$;
+
+COMMENT ON FUNCTION queue.configure_history(partition_width interval) IS 'The width of new history partitions.';
+
+CREATE FUNCTION queue.configure_queue(queue text, max_attempts integer DEFAULT NULL::integer, lease interval DEFAULT NULL::interval, backoff text DEFAULT NULL::text, backoff_base interval DEFAULT NULL::interval, backoff_cap interval DEFAULT NULL::interval, jitter real DEFAULT NULL::real, notify boolean DEFAULT NULL::boolean, payload_limit integer DEFAULT NULL::integer, keep_results boolean DEFAULT NULL::boolean, cache_policy text DEFAULT NULL::text) RETURNS SETOF queue.queues
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+begin
+    perform queue._check_name(configure_queue.queue, 'queue');
+    if configure_queue.max_attempts < 1 then
+        raise exception 'max_attempts must be at least 1 (got %)', configure_queue.max_attempts
+            using errcode = '22023';
+    end if;
+    perform queue._check_interval(configure_queue.lease, 'lease', true, false, 'lease');
+    perform queue._check_interval(configure_queue.backoff_base, 'backoff_base', false, false,
+        'delay');
+    perform queue._check_interval(configure_queue.backoff_cap, 'backoff_cap', false, false,
+        'delay');
+    if configure_queue.backoff not in ('linear', 'exponential') then
+        raise exception 'backoff must be linear or exponential (got %)', configure_queue.backoff
+            using errcode = '22023';
+    end if;
+    if configure_queue.jitter < 0 or configure_queue.jitter > 1 then
+        raise exception 'jitter must be between 0 and 1 (got %)', configure_queue.jitter
+            using errcode = '22023';
+    end if;
+    if configure_queue.payload_limit < 1 then
+        raise exception 'payload_limit must be at least 1 byte (got %)',
+            configure_queue.payload_limit using errcode = '22023';
+    end if;
+    if configure_queue.cache_policy not in ('invalidate', 'rewrite', 'none') then
+        raise exception 'cache_policy must be invalidate, rewrite or none (got %)',
+            configure_queue.cache_policy using errcode = '22023';
+    end if;
+    -- queue.maintain() may forget a queue row equal to the defaults between _config and the
+    -- update: then the update finds nothing, and the row is made again
+    loop
+    perform queue._config(configure_queue.queue);
+    return query
+    update queue.queues as q set
+        max_attempts = coalesce(configure_queue.max_attempts, q.max_attempts),
+        lease = coalesce(configure_queue.lease, q.lease),
+        backoff = coalesce(configure_queue.backoff, q.backoff),
+        backoff_base = coalesce(configure_queue.backoff_base, q.backoff_base),
+        backoff_cap = coalesce(configure_queue.backoff_cap, q.backoff_cap),
+        jitter = coalesce(configure_queue.jitter, q.jitter),
+        notify = coalesce(configure_queue.notify, q.notify),
+        payload_limit = coalesce(configure_queue.payload_limit, q.payload_limit),
+        keep_results = coalesce(configure_queue.keep_results, q.keep_results),
+        cache_policy = coalesce(configure_queue.cache_policy, q.cache_policy),
+        updated_at = now()
+    where q.queue = configure_queue.queue
+    returning q.*;
+    exit when found;
+    end loop;
+end
+$$;
+
+COMMENT ON FUNCTION queue.configure_queue(queue text, max_attempts integer, lease interval, backoff text, backoff_base interval, backoff_cap interval, jitter real, notify boolean, payload_limit integer, keep_results boolean, cache_policy text) IS 'Set a queue''s policy (null arguments keep the current value).';
+
+CREATE FUNCTION queue.enqueue(payload jsonb, queue text DEFAULT 'default'::text, category text DEFAULT NULL::text, priority integer DEFAULT 0, delay interval DEFAULT '00:00:00'::interval, max_attempts integer DEFAULT NULL::integer, dedup_key text DEFAULT NULL::text, cache_key text DEFAULT NULL::text, cache_value jsonb DEFAULT NULL::jsonb) RETURNS bigint
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+declare
+    v_cfg queue.queues;
+    v_id bigint;
+    v_inserted boolean := false;
+    v_version bigint;
+begin
+    perform queue._check_name(enqueue.queue, 'queue');
+    perform queue._check_name(enqueue.category, 'category', false);
+    perform queue._check_name(enqueue.dedup_key, 'dedup_key', false, 512);
+    perform queue._check_name(enqueue.cache_key, 'cache_key', false, 512);
+    perform queue._check_interval(enqueue.delay, 'delay', bound => 'delay');
+    if enqueue.priority is null or enqueue.priority <> 0 then
+        perform queue._check_priority(enqueue.priority);  -- 0 is always allowed
+    end if;
+    if enqueue.max_attempts is not null and enqueue.max_attempts < 1 then
+        raise exception 'max_attempts must be at least 1 (got %)', enqueue.max_attempts
+            using errcode = '22023';
+    end if;
+    if enqueue.cache_value is not null and enqueue.cache_key is null then
+        raise exception 'cache_value needs a cache_key' using errcode = '22023';
+    end if;
+    if enqueue.payload is null then
+        raise exception 'payload must not be null' using errcode = '22004';
+    end if;
+    -- every argument is checked before anything is written (no sequence advances for a
+    -- rejected call), and a cache_value also when a live job already holds the dedup key
+    if enqueue.cache_value is not null then
+        perform cache._check_value(enqueue.cache_value, 'cache_value');
+    end if;
+    v_cfg := queue._config(enqueue.queue);
+    perform queue._check_payload(enqueue.payload, 'payload', v_cfg.payload_limit);
+    if enqueue.category is not null then
+        perform queue._category_id(enqueue.category);
+    end if;
+
+    loop
+        insert into queue.jobs as j (
+            queue, category, priority, payload, max_attempts, available_at, dedup_key,
+            cache_key
+        ) values (
+            enqueue.queue, enqueue.category, enqueue.priority, enqueue.payload,
+            coalesce(enqueue.max_attempts, v_cfg.max_attempts), now() + enqueue.delay,
+            enqueue.dedup_key, enqueue.cache_key
+        )
+        on conflict (queue, dedup_key) where dedup_key is not null do nothing
+        returning j.id into v_id;
+        if v_id is not null then
+            v_inserted := true;
+            exit;
+        end if;
+        -- A live job holds the key; it may finish between the conflict and this read: retry.
+        select j.id into v_id from queue.jobs as j
+        where j.queue = enqueue.queue and j.dedup_key = enqueue.dedup_key;
+        exit when v_id is not null;
+    end loop;
+
+    if v_inserted then
+        if enqueue.cache_key is not null then
+            if enqueue.cache_value is not null then
+                v_version := cache._write_through(enqueue.cache_key, enqueue.cache_value);
+            else
+                v_version := cache._current_version(enqueue.cache_key);
+            end if;
+            update queue.jobs as j set cache_version = v_version where j.id = v_id;
+        end if;
+        if v_cfg.notify and enqueue.delay <= interval '0' then
+            perform pg_notify('andal_jobs',
+                case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
+                    then enqueue.queue else '' end);
+        end if;
+    end if;
+    return v_id;
+end
+$$;
+
+COMMENT ON FUNCTION queue.enqueue(payload jsonb, queue text, category text, priority integer, delay interval, max_attempts integer, dedup_key text, cache_key text, cache_value jsonb) IS 'Add a job; returns its id (or the id of the live job with the same dedup_key).';
+
+CREATE FUNCTION queue.enqueue_many(payloads jsonb[], queue text DEFAULT 'default'::text, category text DEFAULT NULL::text, priority integer DEFAULT 0, delay interval DEFAULT '00:00:00'::interval, max_attempts integer DEFAULT NULL::integer, dedup_keys text[] DEFAULT NULL::text[]) RETURNS SETOF bigint
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+declare
+    v_cfg queue.queues;
+    v_n int;
+    v_id bigint;
+    v_ids bigint[] := '{}'::bigint[];
+    v_inserted boolean := false;
+begin
+    if enqueue_many.payloads is null then
+        raise exception 'payloads must not be null' using errcode = '22004';
+    end if;
+    perform queue._check_name(enqueue_many.queue, 'queue');
+    perform queue._check_name(enqueue_many.category, 'category', false);
+    perform queue._check_interval(enqueue_many.delay, 'delay', bound => 'delay');
+    if enqueue_many.priority is null or enqueue_many.priority <> 0 then
+        perform queue._check_priority(enqueue_many.priority);  -- 0 is always allowed
+    end if;
+    if enqueue_many.max_attempts is not null and enqueue_many.max_attempts < 1 then
+        raise exception 'max_attempts must be at least 1 (got %)', enqueue_many.max_attempts
+            using errcode = '22023';
+    end if;
+    -- one-dimensional and starting at 1, or elements would be read wrongly or not at all
+    if array_ndims(enqueue_many.payloads) > 1
+        or array_lower(enqueue_many.payloads, 1) <> 1 then
+        raise exception 'payloads must be a one-dimensional array starting at index 1'
+            using errcode = '22023';
+    end if;
+    if array_ndims(enqueue_many.dedup_keys) > 1
+        or array_lower(enqueue_many.dedup_keys, 1) <> 1 then
+        raise exception 'dedup_keys must be a one-dimensional array starting at index 1'
+            using errcode = '22023';
+    end if;
+    v_n := coalesce(array_length(enqueue_many.payloads, 1), 0);
+    if v_n = 0 then
+        return;
+    end if;
+    if enqueue_many.dedup_keys is not null
+        and coalesce(array_length(enqueue_many.dedup_keys, 1), 0) <> v_n then
+        raise exception 'dedup_keys must have one element per payload (% payloads, % keys)',
+            v_n, coalesce(array_length(enqueue_many.dedup_keys, 1), 0)
+            using errcode = '22023';
+    end if;
+    v_cfg := queue._config(enqueue_many.queue);
+    for v_i in 1 .. v_n loop
+        perform queue._check_payload(enqueue_many.payloads[v_i],
+            format('payloads[%s]', v_i), v_cfg.payload_limit);
+        if enqueue_many.dedup_keys is not null then
+            perform queue._check_name(enqueue_many.dedup_keys[v_i],
+                format('dedup_keys[%s]', v_i), false, 512);
+        end if;
+    end loop;
+    if enqueue_many.category is not null then
+        perform queue._category_id(enqueue_many.category);
+    end if;
+
+    if enqueue_many.dedup_keys is null then
+        -- One set-based insert; identity values follow the ordered input.
+        return query
+        insert into queue.jobs as j (queue, category, priority, payload, max_attempts, available_at)
+        select enqueue_many.queue, enqueue_many.category, enqueue_many.priority, p.payload,
+            coalesce(enqueue_many.max_attempts, v_cfg.max_attempts), now() + enqueue_many.delay
+        from unnest(enqueue_many.payloads) with ordinality as p (payload, n)
+        order by p.n
+        returning j.id;
+        v_inserted := true;
+    else
+        for v_i in 1 .. v_n loop
+            loop
+                insert into queue.jobs as j (
+                    queue, category, priority, payload, max_attempts, available_at, dedup_key
+                ) values (
+                    enqueue_many.queue, enqueue_many.category, enqueue_many.priority,
+                    enqueue_many.payloads[v_i],
+                    coalesce(enqueue_many.max_attempts, v_cfg.max_attempts),
+                    now() + enqueue_many.delay, enqueue_many.dedup_keys[v_i]
+                )
+                on conflict (queue, dedup_key) where dedup_key is not null do nothing
+                returning j.id into v_id;
+                if v_id is not null then
+                    v_inserted := true;
+                    exit;
+                end if;
+                select j.id into v_id from queue.jobs as j
+                where j.queue = enqueue_many.queue and j.dedup_key = enqueue_many.dedup_keys[v_i];
+                exit when v_id is not null;
+            end loop;
+            v_ids := v_ids || v_id;
+        end loop;
+        return query select u.id from unnest(v_ids) with ordinality as u (id, n) order by u.n;
+    end if;
+
+    if v_inserted and v_cfg.notify and enqueue_many.delay <= interval '0' then
+        perform pg_notify('andal_jobs',
+            case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
+                then enqueue_many.queue else '' end);
+    end if;
+end
+$$;
+
+COMMENT ON FUNCTION queue.enqueue_many(payloads jsonb[], queue text, category text, priority integer, delay interval, max_attempts integer, dedup_keys text[]) IS 'Add many jobs of one queue in one statement; returns their ids in input order.';
+
+CREATE FUNCTION queue.fail(job_id bigint, token uuid, error text, retry_in interval DEFAULT NULL::interval, retryable boolean DEFAULT true) RETURNS text
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
+    SET jit TO 'off'
+    AS $$
+#variable_conflict use_column
+declare
+    v_job record;  -- not queue.jobs: queue.set_shards may replace the table mid-call
+    v_cfg queue.queues;
+    v_delay interval;
+    v_status text;
+    v_error text;
+    v_limit int;
+begin
+    if fail.job_id is null or fail.token is null then
+        raise exception 'job_id and token must not be null' using errcode = '22004';
+    end if;
+    if fail.error is null then
+        raise exception 'error must not be null' using errcode = '22004',
+            hint = 'Pass the error message (and traceback) of the failed attempt.';
+    end if;
+    if fail.retryable is null then
+        raise exception 'retryable must not be null' using errcode = '22004';
+    end if;
+    perform queue._check_interval(fail.retry_in, 'retry_in', false, false, 'delay');
+    v_error := fail.error;
+    if octet_length(v_error) > 1024 then
+        v_limit := (queue._limits()).max_error_bytes;
+        if octet_length(v_error) > v_limit then
+            -- cut, never refused: a worker must always be able to record a failure. By
+            -- characters (a byte cut could split one), shortened until it fits.
+            v_error := left(v_error, v_limit);
+            while octet_length(v_error) > v_limit loop
+                v_error := left(v_error,
+                    length(v_error) - greatest((octet_length(v_error) - v_limit) / 4, 1));
+            end loop;
+            v_error := v_error || format(' ... (cut at %s bytes)', v_limit);
+        end if;
+    end if;
+
+    select j.* into v_job from queue.jobs as j where j.id = fail.job_id for update;
+    if v_job.id is null or v_job.status <> 'running' or v_job.token <> fail.token
+        or v_job.lease_expires_at <= now() then
+        perform queue._lease_lost(fail.job_id, fail.token);
+    end if;
+    v_cfg := queue._config(v_job.queue);
+
+    if v_job.abort_requested_at is not null then
+        perform queue._bury(v_job.id, 'cancelled', v_error, v_job.errors
+            || queue._error_entry(v_job.attempt, v_error, v_job.worker));
+        if v_job.cache_key is not null then
+            perform cache._job_done(v_job.cache_key, v_cfg.cache_policy, null, 'dead');
+        end if;
+        return 'cancelled';
+    end if;
+    if not fail.retryable or v_job.attempt >= v_job.max_attempts then
+        v_job.errors := v_job.errors
+            || queue._error_entry(v_job.attempt, v_error, v_job.worker);
+        perform queue._bury(v_job.id,
+            case when fail.retryable then 'exhausted' else 'non_retryable' end, v_error,
+            v_job.errors);
+        v_status := 'dead';
+    else
+        v_delay := coalesce(fail.retry_in, queue._backoff(v_cfg, v_job.attempt));
+        update queue.jobs as j
+        set status = 'pending', token = null, worker = null, claimed_at = null,
+            lease_expires_at = null, available_at = now() + v_delay,
+            errors = j.errors || queue._error_entry(v_job.attempt, v_error, v_job.worker, v_delay)
+        where j.id = v_job.id;
+        if v_job.category is not null then
+            delete from queue.worker_locks as w where w.job_id = v_job.id;
+        end if;
+        v_status := 'pending';
+    end if;
+    perform queue._record(v_job.queue, v_job.category, 0,
+        (v_status = 'pending')::int, (v_status = 'dead')::int,
+        array[extract(epoch from now() - v_job.claimed_at) * 1000],
+        array[date_part('epoch', v_job.claimed_at - v_job.available_at) * 1000]);
+    if v_job.cache_key is not null then
+        perform cache._job_done(v_job.cache_key, v_cfg.cache_policy, null,
+            case v_status when 'dead' then 'dead' else 'retry' end);
+    end if;
+    return v_status;
+end
+$$;
+
+COMMENT ON FUNCTION queue.fail(job_id bigint, token uuid, error text, retry_in interval, retryable boolean) IS 'Record a failed attempt: retry with backoff (pending) or dead-letter (dead).';
+
+CREATE FUNCTION queue.heartbeat(job_id bigint, token uuid, extend interval DEFAULT NULL::interval) RETURNS timestamp with time zone
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
+    SET jit TO 'off'
+    AS $$
+#variable_conflict use_column
+declare
+    v_expires timestamptz;
+begin
+    if heartbeat.job_id is null or heartbeat.token is null then
+        raise exception 'job_id and token must not be null' using errcode = '22004';
+    end if;
+    select h.lease_expires_at into v_expires
+    from queue._heartbeat_one(heartbeat.job_id, heartbeat.token, heartbeat.extend) as h;
+    if v_expires is null then
+        perform queue._lease_lost(heartbeat.job_id, heartbeat.token);
+    end if;
+    return v_expires;
+end
+$$;
+
+COMMENT ON FUNCTION queue.heartbeat(job_id bigint, token uuid, extend interval) IS 'Extend the lease of a claimed job; raises AN001 when the lease is lost.';
+
+CREATE FUNCTION queue.heartbeat(job_id bigint, token uuid, report_abort boolean, extend interval DEFAULT NULL::interval) RETURNS TABLE(lease_expires_at timestamp with time zone, abort_requested boolean)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
+    SET jit TO 'off'
+    AS $$
+#variable_conflict use_column
+declare
+    v_expires timestamptz;
+    v_abort boolean;
+begin
+    if heartbeat.job_id is null or heartbeat.token is null or heartbeat.report_abort is null then
+        raise exception 'job_id, token and report_abort must not be null' using errcode = '22004';
+    end if;
+    select h.lease_expires_at, h.abort_requested into v_expires, v_abort
+    from queue._heartbeat_one(heartbeat.job_id, heartbeat.token, heartbeat.extend) as h;
+    if v_expires is null then
+        perform queue._lease_lost(heartbeat.job_id, heartbeat.token);
+    end if;
+    return query select v_expires, v_abort;
+end
+$$;
+
+COMMENT ON FUNCTION queue.heartbeat(job_id bigint, token uuid, report_abort boolean, extend interval) IS 'Extend the lease of a claimed job and report whether its abort was requested.';
+
+CREATE FUNCTION queue.heartbeat_many(job_ids bigint[], tokens uuid[], extend interval DEFAULT NULL::interval) RETURNS TABLE(job_id bigint, lease_expires_at timestamp with time zone)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
+    SET jit TO 'off'
+    AS $$
+#variable_conflict use_column
+begin
+    if heartbeat_many.job_ids is null or heartbeat_many.tokens is null then
+        raise exception 'job_ids and tokens must not be null' using errcode = '22004';
+    end if;
+    if cardinality(heartbeat_many.job_ids) <> cardinality(heartbeat_many.tokens) then
+        raise exception 'job_ids and tokens must have the same length' using errcode = '22023';
+    end if;
+    return query
+    select h.job_id, h.lease_expires_at
+    from queue._heartbeat(heartbeat_many.job_ids, heartbeat_many.tokens, heartbeat_many.extend)
+        as h;
+end
+$$;
+
+COMMENT ON FUNCTION queue.heartbeat_many(job_ids bigint[], tokens uuid[], extend interval) IS 'Extend several leases; null expiry where the lease was lost.';
+
+CREATE FUNCTION queue.heartbeat_many(job_ids bigint[], tokens uuid[], report_abort boolean, extend interval DEFAULT NULL::interval) RETURNS TABLE(job_id bigint, lease_expires_at timestamp with time zone, abort_requested boolean)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
+    SET jit TO 'off'
+    AS $$
+#variable_conflict use_column
+begin
+    if heartbeat_many.job_ids is null or heartbeat_many.tokens is null
+        or heartbeat_many.report_abort is null then
+        raise exception 'job_ids, tokens and report_abort must not be null'
+            using errcode = '22004';
+    end if;
+    if cardinality(heartbeat_many.job_ids) <> cardinality(heartbeat_many.tokens) then
+        raise exception 'job_ids and tokens must have the same length' using errcode = '22023';
+    end if;
+    return query
+    select h.job_id, h.lease_expires_at, h.abort_requested
+    from queue._heartbeat(heartbeat_many.job_ids, heartbeat_many.tokens, heartbeat_many.extend)
+        as h;
+end
+$$;
+
+COMMENT ON FUNCTION queue.heartbeat_many(job_ids bigint[], tokens uuid[], report_abort boolean, extend interval) IS 'Extend several leases and report requested aborts; null where the lease was lost.';
+
+CREATE FUNCTION queue.job(job_id bigint) RETURNS SETOF queue.job_info
+    LANGUAGE plpgsql STABLE SECURITY DEFINER ROWS 1
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
+    SET jit TO 'off'
+    AS $$
+#variable_conflict use_column
+begin
+    if job.job_id is null then
+        raise exception 'job_id must not be null' using errcode = '22004';
+    end if;
+    return query
+    select s.job_id, s.state, s.queue, s.category, s.priority, s.attempts, s.max_attempts,
+        s.enqueued_at, s.available_at, s.started_at, s.finished_at, s.worker,
+        s.lease_expires_at, s.abort_requested_at, s.result, s.errors, s.kept_until
+    from (
+        select 1 as src, j.id as job_id,
+            queue._live_state(j.status, j.available_at, j.attempt) as state,
+            j.queue, j.category, j.priority, j.attempt as attempts, j.max_attempts,
+            j.enqueued_at, j.available_at, j.claimed_at as started_at,
+            null::timestamptz as finished_at, j.worker, j.lease_expires_at,
+            j.abort_requested_at, null::jsonb as result, j.errors,
+            null::timestamptz as kept_until
+        from queue.jobs as j
+        where j.id = job.job_id
+        union all
+        (select 2, h.job_id, h.state, h.queue, h.category, h.priority, h.attempt,
+            h.max_attempts, h.enqueued_at, null, h.started_at, h.finished_at, null, null, null,
+            h.result, h.errors, h.keep_until
+         from queue.history as h
+         where h.job_id = job.job_id
+         order by h.finished_at desc
+         limit 1)
+        union all
+        select 3, d.job_id, case d.reason when 'cancelled' then 'cancelled' else 'dead' end,
+            d.queue, d.category, d.priority, d.attempt, d.max_attempts, d.enqueued_at, null,
+            null, d.died_at, null, null, null, null, d.errors, null
+        from queue.dead_letters as d
+        where d.job_id = job.job_id
+        union all
+        select 4, r.job_id, 'completed', r.queue, null, null, null, null, null, null, null,
+            r.completed_at, null, null, null, r.result, null, null
+        from queue.results as r
+        where r.job_id = job.job_id
+    ) as s
+    order by s.src
+    limit 1;
+end
+$$;
+
+COMMENT ON FUNCTION queue.job(job_id bigint) IS 'One job by id: state, queue, attempts, times, worker, result, error history; no row when unknown.';
+
+CREATE FUNCTION queue.job_payload(job_id bigint) RETURNS jsonb
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
+    SET jit TO 'off'
+    AS $$
+#variable_conflict use_column
+begin
+    if job_payload.job_id is null then
+        raise exception 'job_id must not be null' using errcode = '22004';
+    end if;
+    return (
+        select s.payload from (
+            select 1 as src, j.payload from queue.jobs as j where j.id = job_payload.job_id
+            union all
+            (select 2, h.payload from queue.history as h where h.job_id = job_payload.job_id
+             order by h.finished_at desc limit 1)
+            union all
+            select 3, d.payload from queue.dead_letters as d
+            where d.job_id = job_payload.job_id
+        ) as s
+        order by s.src
+        limit 1
+    );
+end
+$$;
+
+COMMENT ON FUNCTION queue.job_payload(job_id bigint) IS 'The payload of a job andal remembers (admins only).';
+
+CREATE FUNCTION queue.jobs_by(queue text DEFAULT NULL::text, state text DEFAULT NULL::text, before bigint DEFAULT NULL::bigint, lim integer DEFAULT 100) RETURNS SETOF queue.job_info
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
+    SET jit TO 'off'
+    AS $$
+#variable_conflict use_column
+declare
+    v_live boolean;
+    v_done boolean;
+begin
+    perform queue._check_name(jobs_by.queue, 'queue', false);
+    if jobs_by.state is not null and jobs_by.state not in (
+        'scheduled', 'pending', 'failed', 'running', 'completed', 'dead', 'cancelled'
+    ) then
+        raise exception 'state must be one of scheduled, pending, failed, running, completed, '
+            'dead, cancelled (got %)', jobs_by.state
+            using errcode = '22023';
+    end if;
+    if jobs_by.lim is null or jobs_by.lim not between 1 and 1000 then
+        raise exception 'lim must be between 1 and 1000 (got %)', jobs_by.lim
+            using errcode = '22023';
+    end if;
+    v_live := jobs_by.state is null
+        or jobs_by.state in ('scheduled', 'pending', 'failed', 'running');
+    v_done := jobs_by.state is null or not v_live;
+    return query
+    select s.job_id, s.state, s.queue, s.category, s.priority, s.attempts, s.max_attempts,
+        s.enqueued_at, s.available_at, s.started_at, s.finished_at, s.worker,
+        s.lease_expires_at, s.abort_requested_at, s.result, s.errors, s.kept_until
+    from (
+        (select j.id as job_id,
+            queue._live_state(j.status, j.available_at, j.attempt) as state,
+            j.queue, j.category, j.priority, j.attempt as attempts, j.max_attempts,
+            j.enqueued_at, j.available_at, j.claimed_at as started_at,
+            null::timestamptz as finished_at, j.worker, j.lease_expires_at,
+            j.abort_requested_at, null::jsonb as result, j.errors,
+            null::timestamptz as kept_until
+         from queue.jobs as j
+         where v_live
+           and (jobs_by.queue is null or j.queue = jobs_by.queue)
+           and (jobs_by.before is null or j.id < jobs_by.before)
+           and (jobs_by.state is null
+                or queue._live_state(j.status, j.available_at, j.attempt) = jobs_by.state)
+         order by j.id desc
+         limit jobs_by.lim)
+        union all
+        (select h.job_id, h.state, h.queue, h.category, h.priority, h.attempt, h.max_attempts,
+            h.enqueued_at, null, h.started_at, h.finished_at, null, null, null, h.result,
+            h.errors, h.keep_until
+         from queue.history as h
+         where v_done
+           and (jobs_by.queue is null or h.queue = jobs_by.queue)
+           and (jobs_by.before is null or h.job_id < jobs_by.before)
+           and (jobs_by.state is null or h.state = jobs_by.state)
+           and not exists (select from queue.jobs as j where j.id = h.job_id)
+           and not exists (
+               select from queue.history as n
+               where n.job_id = h.job_id and n.finished_at > h.finished_at)
+         order by h.job_id desc
+         limit jobs_by.lim)
+        union all
+        (select d.job_id, case d.reason when 'cancelled' then 'cancelled' else 'dead' end,
+            d.queue, d.category, d.priority, d.attempt, d.max_attempts, d.enqueued_at, null,
+            null, d.died_at, null, null, null, null, d.errors, null
+         from queue.dead_letters as d
+         where v_done
+           and (jobs_by.queue is null or d.queue = jobs_by.queue)
+           and (jobs_by.before is null or d.job_id < jobs_by.before)
+           and (jobs_by.state is null
+                or jobs_by.state = case d.reason when 'cancelled' then 'cancelled' else 'dead' end)
+           and not exists (select from queue.jobs as j where j.id = d.job_id)
+           and not exists (select from queue.history as h where h.job_id = d.job_id)
+         order by d.job_id desc
+         limit jobs_by.lim)
+        union all
+        (select r.job_id, 'completed', r.queue, null, null, null, null, null, null, null,
+            r.completed_at, null, null, null, r.result, null, null
+         from queue.results as r
+         where v_done and (jobs_by.state is null or jobs_by.state = 'completed')
+           and (jobs_by.queue is null or r.queue = jobs_by.queue)
+           and (jobs_by.before is null or r.job_id < jobs_by.before)
+           and not exists (select from queue.jobs as j where j.id = r.job_id)
+           and not exists (select from queue.history as h where h.job_id = r.job_id)
+           and not exists (select from queue.dead_letters as d where d.job_id = r.job_id)
+         order by r.job_id desc
+         limit jobs_by.lim)
+    ) as s
+    order by s.job_id desc
+    limit jobs_by.lim;
+end
+$$;
+
+COMMENT ON FUNCTION queue.jobs_by(queue text, state text, before bigint, lim integer) IS 'Jobs of a queue in a state, newest first, keyset-paged by id (before => last id of the page).';
+
+CREATE TABLE queue.dead_letters (
+    job_id bigint NOT NULL,
+    queue text NOT NULL,
+    category text,
+    priority integer NOT NULL,
+    payload jsonb NOT NULL,
+    attempt integer NOT NULL,
+    max_attempts integer NOT NULL,
+    enqueued_at timestamp with time zone NOT NULL,
+    died_at timestamp with time zone DEFAULT now() NOT NULL,
+    dedup_key text,
+    reason text NOT NULL,
+    last_error text,
+    errors jsonb DEFAULT '[]'::jsonb NOT NULL,
+    cache_key text,
+    CONSTRAINT dead_letters_reason_check CHECK ((reason = ANY (ARRAY['exhausted'::text, 'non_retryable'::text, 'cancelled'::text])))
+);
+
+CREATE FUNCTION queue.list_dead(queue text DEFAULT NULL::text, lim integer DEFAULT 100) RETURNS SETOF queue.dead_letters
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+begin
+    if list_dead.lim is null or list_dead.lim < 1 then
+        raise exception 'lim must be at least 1 (got %)', list_dead.lim using errcode = '22023';
+    end if;
+    return query
+    select d.* from queue.dead_letters as d
+    where list_dead.queue is null or d.queue = list_dead.queue
+    order by d.died_at desc, d.job_id desc
+    limit list_dead.lim;
+end
+$$;
+
+COMMENT ON FUNCTION queue.list_dead(queue text, lim integer) IS 'The newest dead letters.';
+
+CREATE FUNCTION queue.maintain() RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    v_reaped int;
+begin
+    v_reaped := queue._reap(1000);
+    if not exists (select from queue.wal_samples as w
+                   where w.sampled_at > now() - interval '1 minute') then
+        insert into queue.wal_samples (wal_lsn) values (pg_current_wal_lsn())
+        on conflict do nothing;
+        delete from queue.lock_stats as s where s.minute < now() - interval '1 day';
+        delete from queue.stat_minutes as s where s.minute < now() - interval '1 day';
+        delete from queue.wal_samples as w where w.sampled_at < now() - interval '1 day';
+        perform queue._forget_unused();
+    end if;
+    perform queue._history_roll();
+    return v_reaped;
+end
+$$;
+
+COMMENT ON FUNCTION queue.maintain() IS 'Housekeeping: take back expired leases, prune counters.';
+
+CREATE FUNCTION queue.metrics() RETURNS text
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    v_out text;
+    v_cache text;
+begin
+    with s as materialized (
+        select st.*, 'queue=' || queue._prom_label(st.queue)
+            || coalesce(',category=' || queue._prom_label(st.category), '') as l
+        from queue.stats() as st
+    ),
+    m (ord, name, help) as (values
+        (1, 'andal_jobs', 'Live jobs by state (ready, scheduled, running).'),
+        (2, 'andal_dead_jobs', 'Jobs in the dead letters.'),
+        (3, 'andal_oldest_ready_age_seconds', 'Age of the oldest ready job.'),
+        (4, 'andal_job_events', 'Attempts ended in a recent window, by outcome.'),
+        (5, 'andal_run_seconds_avg', 'Average time in progress of attempts ended in the last hour.'),
+        (6, 'andal_run_seconds_p95', '95th percentile of time in progress, last hour.'),
+        (7, 'andal_failure_rate', 'Failed attempts / ended attempts, last hour.'),
+        (8, 'andal_retries_per_job', 'Retries per finished job, last hour.'),
+        (9, 'andal_lock_attempts', 'Gate try-locks on categories, last hour.'),
+        (10, 'andal_lock_contention_ratio', 'Try-locks that returned false / try-locks, last hour.'),
+        (11, 'andal_pickup_seconds', 'Ready-to-start latency quantiles, last hour.'),
+        (12, 'andal_wal_bytes_per_job', 'WAL bytes per ended attempt between the last two samples.')
+    ),
+    samples (ord, line) as (
+        select 1, format('andal_jobs{%s,state="ready"} %s', s.l, s.ready) from s
+        union all select 1, format('andal_jobs{%s,state="scheduled"} %s', s.l, s.scheduled) from s
+        union all select 1, format('andal_jobs{%s,state="running"} %s', s.l, s.running) from s
+        union all select 2, format('andal_dead_jobs{%s} %s', s.l, s.dead) from s
+        union all select 3, format('andal_oldest_ready_age_seconds{%s} %s', s.l,
+            coalesce(extract(epoch from s.oldest_ready_age), 0)) from s
+        union all select 4, format('andal_job_events{%s,outcome="%s",window="%s"} %s',
+            s.l, e.outcome, e.win, e.n)
+        from s cross join lateral (values
+            ('completed', '1m', s.completed_1m), ('completed', '15m', s.completed_15m),
+            ('completed', '1h', s.completed_1h), ('retried', '1m', s.retried_1m),
+            ('retried', '15m', s.retried_15m), ('retried', '1h', s.retried_1h),
+            ('dead', '1m', s.dead_1m), ('dead', '15m', s.dead_15m), ('dead', '1h', s.dead_1h)
+        ) as e (outcome, win, n)
+        union all select 5, format('andal_run_seconds_avg{%s} %s', s.l, s.avg_run_ms / 1000)
+        from s where s.avg_run_ms is not null
+        union all select 6, format('andal_run_seconds_p95{%s} %s', s.l, s.p95_run_ms / 1000)
+        from s where s.p95_run_ms is not null
+        union all select 7, format('andal_failure_rate{%s} %s', s.l, s.failure_rate)
+        from s where s.failure_rate is not null
+        union all select 8, format('andal_retries_per_job{%s} %s', s.l, s.retries_per_job)
+        from s where s.retries_per_job is not null
+        union all select 9, format('andal_lock_attempts{%s} %s', s.l, s.lock_attempts)
+        from s where s.category is not null
+        union all select 10, format('andal_lock_contention_ratio{%s} %s', s.l, s.contention_ratio)
+        from s where s.contention_ratio is not null
+        union all select 11, format('andal_pickup_seconds{%s,quantile="%s"} %s', s.l, q.q, q.v / 1000)
+        from s cross join lateral (values
+            ('0.5', s.pickup_p50_ms), ('0.95', s.pickup_p95_ms), ('0.99', s.pickup_p99_ms)
+        ) as q (q, v)
+        where q.v is not null
+        union all select 12, format('andal_wal_bytes_per_job{%s} %s', s.l, s.wal_bytes_per_job)
+        from s where s.wal_bytes_per_job is not null
+    )
+    select string_agg(b.block, '' order by b.ord) into v_out
+    from (
+        select m.ord, format(e'# HELP %s %s\n# TYPE %s gauge\n', m.name, m.help, m.name)
+            || coalesce(string_agg(x.line || e'\n', '' order by x.line), '') as block
+        from m left join samples as x on x.ord = m.ord
+        group by m.ord, m.name, m.help
+    ) as b;
+    if to_regprocedure('cache._metrics()') is not null then
+        execute 'select cache._metrics()' into v_cache;
+        v_out := v_out || coalesce(v_cache, '');
+    end if;
+    return v_out;
+end
+$$;
+
+COMMENT ON FUNCTION queue.metrics() IS 'Every queue statistic as Prometheus exposition text.';
+
+CREATE FUNCTION queue.pause(queue text) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+begin
+    perform queue._check_name(pause.queue, 'queue');
+    perform queue._config(pause.queue);
+    update queue.queues as q set paused = true, updated_at = now()
+    where q.queue = pause.queue and not q.paused;
+end
+$$;
+
+COMMENT ON FUNCTION queue.pause(queue text) IS 'Pause a queue: its jobs are not claimed (running ones finish; enqueue still works).';
+
+CREATE FUNCTION queue.purge_dead(older_than interval) RETURNS bigint
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+declare
+    v_count bigint;
+begin
+    perform queue._check_interval(purge_dead.older_than, 'older_than');
+    delete from queue.dead_letters as d where d.died_at < now() - purge_dead.older_than;
+    get diagnostics v_count = row_count;
+    return v_count;
+end
+$$;
+
+COMMENT ON FUNCTION queue.purge_dead(older_than interval) IS 'Delete dead letters older than an interval.';
+
+CREATE FUNCTION queue.purge_dead_jobs(job_ids bigint[]) RETURNS bigint
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+declare
+    v_count bigint;
+begin
+    if purge_dead_jobs.job_ids is null or array_position(purge_dead_jobs.job_ids, null) is not null
+    then
+        raise exception 'job_ids must not be null nor hold a null' using errcode = '22004';
+    end if;
+    if cardinality(purge_dead_jobs.job_ids) > 10000 then
+        raise exception 'at most 10000 job_ids per call (got %)',
+            cardinality(purge_dead_jobs.job_ids)
+            using errcode = '22023', hint = 'Purge in batches of 10000.';
+    end if;
+    delete from queue.dead_letters as d where d.job_id = any (purge_dead_jobs.job_ids);
+    get diagnostics v_count = row_count;
+    return v_count;
+end
+$$;
+
+COMMENT ON FUNCTION queue.purge_dead_jobs(job_ids bigint[]) IS 'Delete the dead letters with the given ids; returns how many.';
+
+CREATE FUNCTION queue.release(job_id bigint, token uuid, delay interval DEFAULT '00:00:00'::interval) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
+    SET jit TO 'off'
+    AS $$
+#variable_conflict use_column
+declare
+    v_job record;  -- not queue.jobs: queue.set_shards may replace the table mid-call
+begin
+    if release.job_id is null or release.token is null then
+        raise exception 'job_id and token must not be null' using errcode = '22004';
+    end if;
+    perform queue._check_interval(release.delay, 'delay', bound => 'delay');
+    if exists (select from queue.jobs as j
+               where j.id = release.job_id and j.token = release.token
+                 and j.lease_expires_at > now() and j.abort_requested_at is not null) then
+        perform queue.fail(release.job_id, release.token, 'aborted: released');
+        return;
+    end if;
+    update queue.jobs as j
+    set status = 'pending', attempt = greatest(j.attempt - 1, 0), token = null, worker = null,
+        claimed_at = null, lease_expires_at = null, available_at = now() + release.delay
+    -- By primary key, never a scan of the running jobs (as complete): a token is set only
+    -- while a job runs, so token and unexpired lease say "running" without naming the
+    -- status, which would let the planner read jobs_lease_idx on stale statistics.
+    where j.id = release.job_id and j.token = release.token
+      and j.lease_expires_at > now()
+    returning j.* into v_job;
+    if v_job.id is null then
+        perform queue._lease_lost(release.job_id, release.token);
+    end if;
+    if v_job.category is not null then
+        delete from queue.worker_locks as w where w.job_id = v_job.id;
+    end if;
+    if release.delay <= interval '0' and (queue._config(v_job.queue)).notify then
+        perform pg_notify('andal_jobs',
+            case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
+                then v_job.queue else '' end);
+    end if;
+end
+$$;
+
+COMMENT ON FUNCTION queue.release(job_id bigint, token uuid, delay interval) IS 'Give a claimed job back without spending an attempt.';
+
+CREATE FUNCTION queue.requeue_dead(job_id bigint) RETURNS bigint
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+declare
+    v_dead queue.dead_letters;
+begin
+    if requeue_dead.job_id is null then
+        raise exception 'job_id must not be null' using errcode = '22004';
+    end if;
+    delete from queue.dead_letters as d where d.job_id = requeue_dead.job_id returning d.* into v_dead;
+    if v_dead.job_id is null then
+        if exists (select from queue.jobs as j where j.id = requeue_dead.job_id) then
+            raise exception 'job % is live, not dead', requeue_dead.job_id using errcode = '55000';
+        end if;
+        raise exception 'no dead job with id %', requeue_dead.job_id using errcode = '42704';
+    end if;
+    if v_dead.dedup_key is not null and exists (
+        select from queue.jobs as j where j.queue = v_dead.queue and j.dedup_key = v_dead.dedup_key
+    ) then
+        raise exception 'a live job of queue % already holds dedup_key %',
+            v_dead.queue, v_dead.dedup_key using errcode = '55000';
+    end if;
+    insert into queue.jobs (
+        id, queue, category, priority, payload, attempt, max_attempts, enqueued_at,
+        dedup_key, errors, cache_key
+    ) overriding system value values (
+        v_dead.job_id, v_dead.queue, v_dead.category, v_dead.priority, v_dead.payload, 0,
+        v_dead.max_attempts, v_dead.enqueued_at, v_dead.dedup_key, v_dead.errors,
+        v_dead.cache_key
+    );
+    if v_dead.category is not null then
+        perform queue._category_id(v_dead.category);
+    end if;
+    if (queue._config(v_dead.queue)).notify then
+        perform pg_notify('andal_jobs',
+            case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
+                then v_dead.queue else '' end);
+    end if;
+    return v_dead.job_id;
+end
+$$;
+
+COMMENT ON FUNCTION queue.requeue_dead(job_id bigint) IS 'Bring a dead job back as pending with a fresh attempt count.';
+
+CREATE FUNCTION queue.resume(queue text) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+declare
+    v_notify boolean;
+begin
+    perform queue._check_name(resume.queue, 'queue');
+    update queue.queues as q set paused = false, updated_at = now()
+    where q.queue = resume.queue and q.paused
+    returning q.notify into v_notify;
+    if v_notify then
+        perform pg_notify('andal_jobs', resume.queue);
+    end if;
+end
+$$;
+
+COMMENT ON FUNCTION queue.resume(queue text) IS 'Resume a paused queue.';
+
+CREATE FUNCTION queue.set_category_limit(category text, max_running integer) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+begin
+    perform queue._check_name(set_category_limit.category, 'category');
+    if set_category_limit.max_running is null then
+        raise exception 'max_running must not be null' using errcode = '22004';
+    end if;
+    if set_category_limit.max_running < 0 then
+        raise exception 'max_running must be 0 or more (got %)', set_category_limit.max_running
+            using errcode = '22023';
+    end if;
+    insert into queue.categories as c (category, max_running)
+    values (set_category_limit.category, set_category_limit.max_running)
+    on conflict (category) do update set max_running = excluded.max_running;
+end
+$$;
+
+COMMENT ON FUNCTION queue.set_category_limit(category text, max_running integer) IS 'At most max_running running jobs of a category (0 pauses it).';
+
+CREATE FUNCTION queue.set_history(queue text, retention interval) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+begin
+    perform queue._check_name(set_history.queue, 'queue');
+    perform queue._check_interval(set_history.retention, 'retention', true, false);
+    perform queue._config(set_history.queue);
+    update queue.queues as q
+    set history_retention = set_history.retention, updated_at = now()
+    where q.queue = set_history.queue;
+    perform queue._history_roll();
+end
+$$;
+
+COMMENT ON FUNCTION queue.set_history(queue text, retention interval) IS 'Keep a queue''s finished jobs for retention (null: none), for queue.job.';
+
+CREATE FUNCTION queue.set_shards(shards integer) RETURNS bigint
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    v_old oid;
+    v_current int;
+    v_seq text;
+    v_next bigint;
+    v_moved bigint;
+    v_idx record;
+    v_names text[] := '{}'::text[];
+    v_fn regprocedure;
+    v_opts text;
+begin
+    if set_shards.shards is null then
+        raise exception 'shards must not be null' using errcode = '22004';
+    end if;
+    if set_shards.shards not between 1 and 64 then
+        raise exception 'shards must be between 1 and 64 (got %)', set_shards.shards
+            using errcode = '22023';
+    end if;
+    lock table queue.jobs in access exclusive mode;
+    v_old := 'queue.jobs'::regclass;
+    select greatest(count(*), 1) into v_current from pg_inherits where inhparent = v_old;
+    if v_current = set_shards.shards then
+        return 0;
+    end if;
+    if exists (
+        select from pg_index as x
+        where x.indrelid = v_old and x.indisunique and not x.indisprimary
+          and not exists (
+              select from pg_attribute as a
+              where a.attrelid = v_old and a.attname = 'queue' and a.attnum = any (x.indkey)
+          )
+    ) then
+        raise exception 'a unique index of queue.jobs does not include the queue column'
+            using errcode = '55000',
+            hint = 'Each shard enforces unique indexes on its own; include queue in the index.';
+    end if;
+
+    -- The new table: same columns, defaults, checks and identity (a new sequence).
+    -- (Statements naming queue.jobs_next are dynamic: the table exists only during the call.)
+    execute 'create table queue.jobs_next (like queue.jobs including all excluding indexes)'
+        || case when set_shards.shards > 1 then ' partition by hash (queue)' else '' end;
+    select array_to_string(c.reloptions, ', ') into v_opts
+    from pg_class as c
+    where c.oid = coalesce(
+        (select i.inhrelid from pg_inherits as i where i.inhparent = v_old limit 1), v_old);
+    if set_shards.shards = 1 then
+        if v_opts is not null then
+            execute format('alter table queue.jobs_next set (%s)', v_opts);
+        end if;
+    else
+        for v_r in 0 .. set_shards.shards - 1 loop
+            execute format(
+                'create table queue.%I partition of queue.jobs_next'
+                ' for values with (modulus %s, remainder %s)%s',
+                'jobs_next_p' || v_r, set_shards.shards, v_r,
+                case when v_opts is not null then format(' with (%s)', v_opts) else '' end);
+        end loop;
+    end if;
+
+    -- The same indexes, under temporary names; the primary key gains the partition key.
+    execute 'alter table queue.jobs_next add constraint jobs_next_pkey primary key '
+        || case when set_shards.shards > 1 then '(id, queue)' else '(id)' end;
+    for v_idx in
+        select c.relname, pg_get_indexdef(x.indexrelid) as def
+        from pg_index as x
+        join pg_class as c on c.oid = x.indexrelid
+        where x.indrelid = v_old and not x.indisprimary
+        order by c.relname
+    loop
+        execute regexp_replace(
+            v_idx.def,
+            '^CREATE (UNIQUE )?INDEX \S+ ON (ONLY )?queue\.jobs ',
+            format('CREATE \1INDEX %I ON queue.jobs_next ', v_idx.relname || '_next'));
+        v_names := array_append(v_names, v_idx.relname::text);
+    end loop;
+
+    -- Move the live jobs, keeping their ids; the new sequence continues the old one.
+    execute format('insert into queue.%I overriding system value select * from queue.jobs',
+        'jobs_next');
+    get diagnostics v_moved = row_count;
+    v_seq := pg_get_serial_sequence('queue.jobs', 'id');
+    execute format('select last_value + 1 from %s', v_seq) into v_next;
+    perform setval(pg_get_serial_sequence('queue.jobs_next', 'id'),
+        greatest(v_next, (select coalesce(max(j.id), 0) + 1 from queue.jobs as j)), false);
+
+    -- Swap, and give the new objects the old names.
+    drop table queue.jobs;
+    execute format('alter table queue.%I rename to jobs', 'jobs_next');
+    alter table queue.jobs rename constraint jobs_next_pkey to jobs_pkey;
+    execute format('alter sequence %s rename to jobs_id_seq',
+        pg_get_serial_sequence('queue.jobs', 'id'));
+    for i in 1 .. coalesce(cardinality(v_names), 0) loop
+        execute format('alter index queue.%I rename to %I', v_names[i] || '_next', v_names[i]);
+    end loop;
+    for v_r in 0 .. set_shards.shards - 1 loop
+        exit when set_shards.shards = 1;
+        execute format('alter table queue.%I rename to %I', 'jobs_next_p' || v_r, 'jobs_p' || v_r);
+    end loop;
+    revoke all on queue.jobs from public;
+    comment on table queue.jobs is
+    'Live jobs (pending and running); partitioned by hash (queue) when sharded.';
+
+    -- Compiled PL/pgSQL functions in other sessions hold the old table's row type: rewrite
+    -- each function's catalog row (same cost) so every session recompiles it on next call.
+    for v_fn in
+        select p.oid::regprocedure from pg_proc as p
+        where p.pronamespace in ('queue'::regnamespace, 'cache'::regnamespace)
+          and p.prokind = 'f'
+    loop
+        execute format('alter function %s cost %s', v_fn,
+            (select p.procost from pg_proc as p where p.oid = v_fn));
+    end loop;
+    analyze queue.jobs;
+    return v_moved;
+end
+$$;
+
+COMMENT ON FUNCTION queue.set_shards(shards integer) IS 'Partition queue.jobs by hash (queue) into n shards (1: unsharded), in place, keeping every job.';
+
+CREATE FUNCTION queue.shard_of(queue text) RETURNS integer
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    v_n int;
+begin
+    perform queue._check_name(shard_of.queue, 'queue');
+    select count(*) into v_n from pg_inherits where inhparent = 'queue.jobs'::regclass;
+    if v_n = 0 then
+        return 0;
+    end if;
+    for v_r in 0 .. v_n - 1 loop
+        if satisfies_hash_partition('queue.jobs'::regclass, v_n, v_r, shard_of.queue) then
+            return v_r;
+        end if;
+    end loop;
+    return null;
+end
+$$;
+
+COMMENT ON FUNCTION queue.shard_of(queue text) IS 'The shard (hash partition of queue.jobs) that holds a queue''s jobs; 0 when unsharded.';
+
+CREATE FUNCTION queue.shards() RETURNS TABLE(shard integer, relation text, live_jobs bigint)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    v_part record;
+    v_n bigint;
+begin
+    if not exists (select from pg_partitioned_table where partrelid = 'queue.jobs'::regclass) then
+        return query select 0, 'queue.jobs'::text, (select count(*) from queue.jobs);
+        return;
+    end if;
+    for v_part in
+        select c.oid, format('%I.%I', n.nspname, c.relname) as name,
+            (regexp_match(pg_get_expr(c.relpartbound, c.oid), 'remainder (\d+)'))[1]::int as r
+        from pg_inherits as i
+        join pg_class as c on c.oid = i.inhrelid
+        join pg_namespace as n on n.oid = c.relnamespace
+        where i.inhparent = 'queue.jobs'::regclass
+        order by 3
+    loop
+        execute format('select count(*) from %s', v_part.name) into v_n;
+        shard := v_part.r;
+        relation := v_part.name;
+        live_jobs := v_n;
+        return next;
+    end loop;
+end
+$$;
+
+COMMENT ON FUNCTION queue.shards() IS 'The live table''s shards: one row per partition with its live job count.';
+
+CREATE FUNCTION queue.stats() RETURNS TABLE(queue text, category text, ready bigint, scheduled bigint, running bigint, dead bigint, oldest_ready_age interval, avg_run_ms double precision, p95_run_ms double precision, completed_1m bigint, completed_15m bigint, completed_1h bigint, retried_1m bigint, retried_15m bigint, retried_1h bigint, dead_1m bigint, dead_15m bigint, dead_1h bigint, failure_rate double precision, retries_per_job double precision, lock_attempts bigint, lock_failures bigint, contention_ratio double precision, pickup_p50_ms double precision, pickup_p95_ms double precision, pickup_p99_ms double precision, wal_bytes_per_job double precision, held_xmin_age bigint, held_xmin_seconds double precision, paused boolean)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+declare
+    v_wal double precision;
+    v_xmin_age bigint;
+    v_xmin_seconds double precision;
+    -- windows are whole minutes: the current one and the n - 1 before it
+    v_1m timestamptz := date_trunc('minute', now());
+    v_15m timestamptz := date_trunc('minute', now()) - interval '14 minutes';
+    v_1h timestamptz := date_trunc('minute', now()) - interval '59 minutes';
+begin
+    -- WAL bytes per ended job between the two newest samples (cluster-wide WAL).
+    select (s1.wal_lsn - s0.wal_lsn)::double precision / nullif((
+        select sum(m.completed + m.retried + m.dead) from queue.stat_minutes as m
+        where m.minute >= date_trunc('minute', s0.sampled_at)
+          and m.minute < date_trunc('minute', s1.sampled_at)), 0)
+    into v_wal
+    from (select w.* from queue.wal_samples as w order by w.sampled_at desc limit 1) as s1,
+        lateral (select w.* from queue.wal_samples as w where w.sampled_at < s1.sampled_at
+                 order by w.sampled_at desc limit 1) as s0;
+
+    -- The oldest xmin holding back vacuum in this database (this call's own excepted).
+    select age(h.x)::bigint, date_part('epoch', clock_timestamp() - h.since)
+    into v_xmin_age, v_xmin_seconds
+    from (
+        select a.backend_xmin as x, a.xact_start as since from pg_stat_activity as a
+        where a.datname = current_database() and a.pid <> pg_backend_pid()
+          and a.backend_xmin is not null
+        union all
+        select a.backend_xid, a.xact_start from pg_stat_activity as a
+        where a.datname = current_database() and a.pid <> pg_backend_pid()
+          and a.backend_xid is not null
+        union all
+        select p.transaction, p.prepared from pg_prepared_xacts as p
+        where p.database = current_database()
+        union all
+        select s.xmin, null from pg_replication_slots as s where s.xmin is not null
+    ) as h
+    order by age(h.x) desc
+    limit 1;
+
+    return query
+    with live as (
+        select j.queue, coalesce(j.category, '') as category,
+            count(*) filter (where j.status = 'pending' and j.available_at <= now()) as ready,
+            count(*) filter (where j.status = 'pending' and j.available_at > now()) as scheduled,
+            count(*) filter (where j.status = 'running') as running,
+            min(j.available_at) filter (
+                where j.status = 'pending' and j.available_at <= now()) as oldest_ready
+        from queue.jobs as j group by 1, 2
+    ),
+    dl as (
+        select d.queue, coalesce(d.category, '') as category, count(*) as dead
+        from queue.dead_letters as d group by 1, 2
+    ),
+    ev as (
+        select m.queue, m.category,
+            sum(m.completed) filter (where m.minute >= v_1m) as c1,
+            sum(m.completed) filter (where m.minute >= v_15m) as c15,
+            sum(m.completed) as c60,
+            sum(m.retried) filter (where m.minute >= v_1m) as r1,
+            sum(m.retried) filter (where m.minute >= v_15m) as r15,
+            sum(m.retried) as r60,
+            sum(m.dead) filter (where m.minute >= v_1m) as d1,
+            sum(m.dead) filter (where m.minute >= v_15m) as d15,
+            sum(m.dead) as d60,
+            sum(m.run_count) as run_count, sum(m.run_ms) as run_ms
+        from queue.stat_minutes as m
+        where m.minute >= v_1h
+        group by 1, 2
+    ),
+    hist as (
+        select m.queue, m.category, h.kind, h.i, sum(h.v)::bigint as v
+        from queue.stat_minutes as m
+        cross join lateral (
+            select 'run' as kind, r.i, r.v from unnest(m.run_hist) with ordinality as r (v, i)
+            union all
+            select 'wait', w.i, w.v from unnest(m.wait_hist) with ordinality as w (v, i)
+        ) as h
+        where m.minute >= v_1h
+        group by 1, 2, 3, 4
+    ),
+    hists as (
+        select h.queue, h.category,
+            array_agg(h.v order by h.i) filter (where h.kind = 'run') as run_hist,
+            array_agg(h.v order by h.i) filter (where h.kind = 'wait') as wait_hist
+        from hist as h group by 1, 2
+    ),
+    locks as (
+        select c.category, sum(s.attempts)::bigint as attempts, sum(s.failures)::bigint as failures
+        from queue.lock_stats as s join queue.categories as c on c.id = s.category_id
+        where s.minute >= v_1h
+        group by 1
+    ),
+    keys as (
+        select l.queue, l.category from live as l
+        union select d.queue, d.category from dl as d
+        union select e.queue, e.category from ev as e
+        union select q.queue, '' from queue.queues as q where q.paused
+    ),
+    per_category as (
+        select k.queue, k.category,
+            coalesce(l.ready, 0) as ready, coalesce(l.scheduled, 0) as scheduled,
+            coalesce(l.running, 0) as running, coalesce(d.dead, 0) as dead,
+            l.oldest_ready,
+            coalesce(e.c1, 0) as c1, coalesce(e.c15, 0) as c15, coalesce(e.c60, 0) as c60,
+            coalesce(e.r1, 0) as r1, coalesce(e.r15, 0) as r15, coalesce(e.r60, 0) as r60,
+            coalesce(e.d1, 0) as d1, coalesce(e.d15, 0) as d15, coalesce(e.d60, 0) as d60,
+            coalesce(e.run_count, 0) as run_count, coalesce(e.run_ms, 0) as run_ms,
+            h.run_hist, h.wait_hist,
+            coalesce(lk.attempts, 0) as lock_attempts, coalesce(lk.failures, 0) as lock_failures
+        from keys as k
+        left join live as l on l.queue = k.queue and l.category = k.category
+        left join dl as d on d.queue = k.queue and d.category = k.category
+        left join ev as e on e.queue = k.queue and e.category = k.category
+        left join hists as h on h.queue = k.queue and h.category = k.category
+        left join locks as lk on lk.category = k.category and k.category <> ''
+    ),
+    queue_hists as (
+        select b.queue,
+            array_agg(b.v order by b.i) filter (where b.kind = 'run') as run_hist,
+            array_agg(b.v order by b.i) filter (where b.kind = 'wait') as wait_hist
+        from (
+            select p.queue, x.kind, x.i, sum(x.v)::bigint as v
+            from per_category as p
+            cross join lateral (
+                select 'run' as kind, r.i, r.v from unnest(p.run_hist) with ordinality as r (v, i)
+                union all
+                select 'wait', w.i, w.v from unnest(p.wait_hist) with ordinality as w (v, i)
+            ) as x
+            group by 1, 2, 3
+        ) as b
+        group by b.queue
+    ),
+    rolled as (
+        -- one row per queue and category, plus one per queue (category null)
+        select p.queue, nullif(p.category, '') as category, false as total,
+            p.ready, p.scheduled, p.running, p.dead, p.oldest_ready,
+            p.c1, p.c15, p.c60, p.r1, p.r15, p.r60, p.d1, p.d15, p.d60,
+            p.run_count, p.run_ms, p.run_hist, p.wait_hist, p.lock_attempts, p.lock_failures
+        from per_category as p where p.category <> ''
+        union all
+        -- one per queue: the sums, and the histograms summed bucket by bucket (grouped
+        -- once for all queues, not a subquery per queue: that was quadratic)
+        select t.queue, null, true,
+            t.ready, t.scheduled, t.running, t.dead, t.oldest_ready,
+            t.c1, t.c15, t.c60, t.r1, t.r15, t.r60, t.d1, t.d15, t.d60,
+            t.run_count, t.run_ms, qh.run_hist, qh.wait_hist, t.lock_attempts, t.lock_failures
+        from (
+            select p.queue,
+                sum(p.ready)::bigint as ready, sum(p.scheduled)::bigint as scheduled,
+                sum(p.running)::bigint as running, sum(p.dead)::bigint as dead,
+                min(p.oldest_ready) as oldest_ready,
+                sum(p.c1)::bigint as c1, sum(p.c15)::bigint as c15, sum(p.c60)::bigint as c60,
+                sum(p.r1)::bigint as r1, sum(p.r15)::bigint as r15, sum(p.r60)::bigint as r60,
+                sum(p.d1)::bigint as d1, sum(p.d15)::bigint as d15, sum(p.d60)::bigint as d60,
+                sum(p.run_count)::bigint as run_count, sum(p.run_ms) as run_ms,
+                sum(p.lock_attempts)::bigint as lock_attempts,
+                sum(p.lock_failures)::bigint as lock_failures
+            from per_category as p group by p.queue
+        ) as t
+        left join queue_hists as qh on qh.queue = t.queue
+    )
+    select r.queue, r.category, r.ready, r.scheduled, r.running, r.dead,
+        now() - r.oldest_ready,
+        r.run_ms / nullif(r.run_count, 0),
+        queue._hist_quantile(r.run_hist, 0.95),
+        r.c1::bigint, r.c15::bigint, r.c60::bigint, r.r1::bigint, r.r15::bigint,
+        r.r60::bigint, r.d1::bigint, r.d15::bigint, r.d60::bigint,
+        (r.r60 + r.d60)::double precision / nullif(r.c60 + r.r60 + r.d60, 0),
+        r.r60::double precision / nullif(r.c60 + r.d60, 0),
+        r.lock_attempts, r.lock_failures,
+        r.lock_failures::double precision / nullif(r.lock_attempts, 0),
+        queue._hist_quantile(r.wait_hist, 0.50),
+        queue._hist_quantile(r.wait_hist, 0.95),
+        queue._hist_quantile(r.wait_hist, 0.99),
+        case when r.total then v_wal end,
+        coalesce(v_xmin_age, 0), coalesce(v_xmin_seconds, 0),
+        coalesce((select q.paused from queue.queues as q where q.queue = r.queue), false)
+    from rolled as r
+    order by r.queue, r.category nulls first;
+end
+$$;
+
+COMMENT ON FUNCTION queue.stats() IS 'Per queue and category: counts, run time, outcomes over 1m/15m/1h, failure rate, contention, pickup latency.';
+
+CREATE FUNCTION queue.stats_by_minute(span interval DEFAULT '01:00:00'::interval) RETURNS TABLE(queue text, minute timestamp with time zone, completed bigint, retried bigint, dead bigint, failure_rate double precision)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+declare
+    v_from timestamptz;
+begin
+    perform queue._check_interval(stats_by_minute.span, 'span', true);
+    if stats_by_minute.span > interval '1 day' then
+        raise exception 'span must be at most 1 day (got %)', stats_by_minute.span
+            using errcode = '22023', hint = 'The per-minute counters are kept for a day.';
+    end if;
+    v_from := date_trunc('minute', now() - stats_by_minute.span) + interval '1 minute';
+    return query
+    with m as (
+        select s.queue, s.minute, sum(s.completed)::bigint as completed,
+            sum(s.retried)::bigint as retried, sum(s.dead)::bigint as dead
+        from queue.stat_minutes as s
+        where s.minute >= v_from
+        group by 1, 2
+    )
+    select q.queue, g.minute, coalesce(m.completed, 0), coalesce(m.retried, 0),
+        coalesce(m.dead, 0),
+        (m.retried + m.dead)::double precision / nullif(m.completed + m.retried + m.dead, 0)
+    from (select distinct m.queue from m) as q
+    cross join generate_series(v_from, date_trunc('minute', now()), interval '1 minute') as g (
+        minute
+    )
+    left join m on m.queue = q.queue and m.minute = g.minute
+    order by q.queue, g.minute;
+end
+$$;
+
+COMMENT ON FUNCTION queue.stats_by_minute(span interval) IS 'Per queue and minute of the last span: attempts completed, retried and dead.';
+
+CREATE FUNCTION queue.status() RETURNS TABLE(queue text, ready bigint, scheduled bigint, running bigint, dead bigint, oldest_ready_age interval)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    with live as (
+        select j.queue,
+            count(*) filter (where j.status = 'pending' and j.available_at <= now()) as ready,
+            count(*) filter (where j.status = 'pending' and j.available_at > now()) as scheduled,
+            count(*) filter (where j.status = 'running') as running,
+            now() - min(j.available_at) filter (
+                where j.status = 'pending' and j.available_at <= now()
+            ) as oldest_ready_age
+        from queue.jobs as j group by j.queue
+    ),
+    dead as (select d.queue, count(*) as dead from queue.dead_letters as d group by d.queue),
+    names as (
+        select l.queue from live as l
+        union select d.queue from dead as d
+        union select q.queue from queue.queues as q
+    )
+    select n.queue, coalesce(l.ready, 0), coalesce(l.scheduled, 0), coalesce(l.running, 0),
+        coalesce(d.dead, 0), l.oldest_ready_age
+    from names as n
+    left join live as l on l.queue = n.queue
+    left join dead as d on d.queue = n.queue
+    order by n.queue
+$$;
+
+COMMENT ON FUNCTION queue.status() IS 'Per queue: ready, scheduled, running, dead, oldest ready age.';
+
+CREATE FUNCTION queue.version() RETURNS text
+    LANGUAGE sql IMMUTABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$ select '0.1.0'::text $$;
+
+COMMENT ON FUNCTION queue.version() IS 'The installed andal release.';
+
+CREATE FUNCTION queue.watch(job_id bigint) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
+    SET jit TO 'off'
+    AS $$
+#variable_conflict use_column
+declare
+    v_id bigint;
+begin
+    if watch.job_id is null then
+        raise exception 'job_id must not be null' using errcode = '22004';
+    end if;
+    update queue.jobs as j set watched = true
+    where j.id = watch.job_id and not j.watched
+    returning j.id into v_id;
+    return v_id is not null
+        or exists (select from queue.jobs as j where j.id = watch.job_id);
+end
+$$;
+
+COMMENT ON FUNCTION queue.watch(job_id bigint) IS 'Ask for a NOTIFY andal_done when a job ends; true when it is still live.';
+
+CREATE FUNCTION queue.workers() RETURNS TABLE(worker text, running bigint, queues text[], oldest_claim_age interval, next_lease_expiry interval, connections bigint)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+    with held as (
+        select j.worker, count(*) as running, array_agg(distinct j.queue) as queues,
+            now() - min(j.claimed_at) as oldest_claim_age,
+            min(j.lease_expires_at) - now() as next_lease_expiry
+        from queue.jobs as j
+        where j.status = 'running' and j.worker is not null
+        group by j.worker
+    ),
+    sessions as (
+        select regexp_replace(substr(a.application_name, 7), ' (listen|vacuum)$', '') as worker,
+            count(*) as connections
+        from pg_catalog.pg_stat_activity as a
+        where a.datname = pg_catalog.current_database() and a.application_name like 'andal %'
+        group by 1
+    )
+    select coalesce(h.worker, s.worker), coalesce(h.running, 0), coalesce(h.queues, '{}'),
+        h.oldest_claim_age, h.next_lease_expiry, coalesce(s.connections, 0)
+    from held as h full join sessions as s on s.worker = h.worker
+    order by 1
+$_$;
+
+COMMENT ON FUNCTION queue.workers() IS 'Per worker: running jobs, their queues, oldest claim, nearest lease expiry, open sessions.';
+
+CREATE SEQUENCE cache.change_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+CREATE TABLE cache.config (
+    id boolean DEFAULT true NOT NULL,
+    default_ttl interval DEFAULT '01:00:00'::interval NOT NULL,
+    min_ttl interval DEFAULT '00:00:01'::interval NOT NULL,
+    max_ttl interval DEFAULT '01:00:00'::interval NOT NULL,
+    ttl_factor double precision DEFAULT 0.5 NOT NULL,
+    ewma_alpha double precision DEFAULT 0.3 NOT NULL,
+    max_value_bytes integer DEFAULT 1048576 NOT NULL,
+    log_keep interval DEFAULT '01:00:00'::interval NOT NULL,
+    refresh_queues text[] DEFAULT '{}'::text[] NOT NULL,
+    CONSTRAINT config_default_ttl_check CHECK ((default_ttl > '00:00:00'::interval)),
+    CONSTRAINT config_ewma_alpha_check CHECK (((ewma_alpha > (0)::double precision) AND (ewma_alpha <= (1)::double precision))),
+    CONSTRAINT config_log_keep_check CHECK ((log_keep > '00:00:00'::interval)),
+    CONSTRAINT config_max_value_bytes_check CHECK ((max_value_bytes > 0)),
+    CONSTRAINT config_min_ttl_check CHECK ((min_ttl > '00:00:00'::interval)),
+    CONSTRAINT config_single CHECK (id),
+    CONSTRAINT config_ttl_bounds_check CHECK ((min_ttl <= max_ttl)),
+    CONSTRAINT config_ttl_factor_check CHECK ((ttl_factor > (0)::double precision))
+);
+
+CREATE UNLOGGED TABLE cache.entries (
+    key text NOT NULL,
+    value jsonb,
+    checksum text,
+    version bigint NOT NULL,
+    stale boolean DEFAULT false NOT NULL,
+    expires_at timestamp with time zone,
+    written_at timestamp with time zone DEFAULT now() NOT NULL,
+    changes bigint DEFAULT 0 NOT NULL,
+    changed_at timestamp with time zone,
+    mean_interval double precision,
+    invalidated_at timestamp with time zone,
+    reason text
+)
+WITH (fillfactor='50', autovacuum_vacuum_scale_factor='0.02', autovacuum_vacuum_threshold='500', autovacuum_vacuum_cost_delay='0', autovacuum_analyze_scale_factor='0.05', toast.autovacuum_vacuum_scale_factor='0.02', toast.autovacuum_vacuum_threshold='500', toast.autovacuum_vacuum_cost_delay='0');
+
+CREATE UNLOGGED TABLE cache.epoch (
+    id boolean DEFAULT true NOT NULL,
+    epoch bigint NOT NULL,
+    started_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT epoch_single CHECK (id)
+);
+
+CREATE SEQUENCE cache.epoch_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+CREATE TABLE cache.log (
+    seq bigint NOT NULL,
+    xid xid8 NOT NULL,
+    key text NOT NULL,
+    op text NOT NULL,
+    reason text,
+    at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT log_op_check CHECK ((op = ANY (ARRAY['put'::text, 'invalidate'::text])))
+)
+WITH (autovacuum_vacuum_scale_factor='0.05', autovacuum_vacuum_threshold='1000', autovacuum_vacuum_cost_delay='0');
+
+CREATE TABLE cache.log_state (
+    id boolean DEFAULT true NOT NULL,
+    pruned_xid xid8 DEFAULT '0'::xid8 NOT NULL,
+    pruned_at timestamp with time zone,
+    CONSTRAINT log_state_single CHECK (id)
+);
+
+CREATE TABLE cache.read_stats (
+    minute timestamp with time zone NOT NULL,
+    pool text NOT NULL,
+    job_type text NOT NULL,
+    backend integer NOT NULL,
+    local_hits bigint DEFAULT 0 NOT NULL,
+    shared_hits bigint DEFAULT 0 NOT NULL,
+    stale_hits bigint DEFAULT 0 NOT NULL,
+    misses bigint DEFAULT 0 NOT NULL
+);
+
+CREATE UNLOGGED TABLE cache.source_changes (
+    source oid NOT NULL,
+    backend integer NOT NULL,
+    changes bigint DEFAULT 0 NOT NULL,
+    last_change_at timestamp with time zone DEFAULT now() NOT NULL
+)
+WITH (fillfactor='50', autovacuum_vacuum_scale_factor='0.05', autovacuum_vacuum_cost_delay='0');
+
+CREATE TABLE cache.view_sources (
+    view regclass NOT NULL,
+    source regclass NOT NULL
+);
+
+CREATE TABLE cache.views (
+    view regclass NOT NULL,
+    max_lag interval NOT NULL,
+    max_changes bigint NOT NULL,
+    seen_changes bigint DEFAULT 0 NOT NULL,
+    registered_at timestamp with time zone DEFAULT now() NOT NULL,
+    refreshed_at timestamp with time zone,
+    last_duration interval,
+    refreshes bigint DEFAULT 0 NOT NULL,
+    CONSTRAINT views_max_changes_check CHECK ((max_changes >= 1)),
+    CONSTRAINT views_max_lag_check CHECK ((max_lag > '00:00:00'::interval))
+);
+
+CREATE TABLE queue.categories (
+    id bigint NOT NULL,
+    category text NOT NULL,
+    max_running integer DEFAULT 1 NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT categories_max_running_check CHECK ((max_running >= 0))
+);
+
+ALTER TABLE queue.categories ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME queue.categories_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+CREATE TABLE queue.config (
+    id boolean DEFAULT true NOT NULL,
+    max_lease interval DEFAULT '1 day'::interval NOT NULL,
+    max_delay interval DEFAULT '1 year'::interval NOT NULL,
+    min_priority integer DEFAULT '-1000000'::integer NOT NULL,
+    max_priority integer DEFAULT 1000000 NOT NULL,
+    max_error_bytes integer DEFAULT 65536 NOT NULL,
+    max_result_bytes integer DEFAULT 1048576 NOT NULL,
+    CONSTRAINT config_max_delay_check CHECK (((max_delay > '00:00:00'::interval) AND (max_delay <= '100 years'::interval))),
+    CONSTRAINT config_max_error_bytes_check CHECK ((max_error_bytes >= 1024)),
+    CONSTRAINT config_max_lease_check CHECK (((max_lease > '00:00:00'::interval) AND (max_lease <= '100 years'::interval))),
+    CONSTRAINT config_max_result_bytes_check CHECK ((max_result_bytes > 0)),
+    CONSTRAINT config_priority_check CHECK (((min_priority <= 0) AND (max_priority >= 0))),
+    CONSTRAINT config_single CHECK (id)
+);
+
+CREATE TABLE queue.history (
+    job_id bigint NOT NULL,
+    queue text NOT NULL,
+    category text,
+    priority integer NOT NULL,
+    state text NOT NULL,
+    payload jsonb NOT NULL,
+    attempt integer NOT NULL,
+    max_attempts integer NOT NULL,
+    enqueued_at timestamp with time zone NOT NULL,
+    started_at timestamp with time zone,
+    finished_at timestamp with time zone DEFAULT now() NOT NULL,
+    worker text,
+    result jsonb,
+    errors jsonb DEFAULT '[]'::jsonb NOT NULL,
+    keep_until timestamp with time zone NOT NULL,
+    CONSTRAINT history_state_check CHECK ((state = ANY (ARRAY['completed'::text, 'dead'::text, 'cancelled'::text])))
+)
+PARTITION BY RANGE (keep_until);
+
+CREATE TABLE queue.history_default (
+    job_id bigint NOT NULL,
+    queue text NOT NULL,
+    category text,
+    priority integer NOT NULL,
+    state text NOT NULL,
+    payload jsonb NOT NULL,
+    attempt integer NOT NULL,
+    max_attempts integer NOT NULL,
+    enqueued_at timestamp with time zone NOT NULL,
+    started_at timestamp with time zone,
+    finished_at timestamp with time zone DEFAULT now() NOT NULL,
+    worker text,
+    result jsonb,
+    errors jsonb DEFAULT '[]'::jsonb NOT NULL,
+    keep_until timestamp with time zone NOT NULL,
+    CONSTRAINT history_state_check CHECK ((state = ANY (ARRAY['completed'::text, 'dead'::text, 'cancelled'::text])))
+);
+
+CREATE TABLE queue.history_settings (
+    id boolean DEFAULT true NOT NULL,
+    partition_width interval DEFAULT '01:00:00'::interval NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT history_settings_single CHECK (id),
+    CONSTRAINT history_settings_width_check CHECK ((partition_width >= '00:00:01'::interval))
+);
+
+CREATE TABLE queue.install_state (
+    id boolean DEFAULT true NOT NULL,
+    functions_digest text NOT NULL,
+    installed_at timestamp with time zone DEFAULT now() NOT NULL,
+    role_prefix text DEFAULT 'andal'::text NOT NULL,
+    CONSTRAINT install_state_single CHECK (id)
+);
+
+CREATE TABLE queue.jobs (
+    id bigint NOT NULL,
+    queue text NOT NULL,
+    category text,
+    priority integer DEFAULT 0 NOT NULL,
+    status text DEFAULT 'pending'::text NOT NULL,
+    payload jsonb NOT NULL,
+    attempt integer DEFAULT 0 NOT NULL,
+    max_attempts integer NOT NULL,
+    available_at timestamp with time zone DEFAULT now() NOT NULL,
+    enqueued_at timestamp with time zone DEFAULT now() NOT NULL,
+    dedup_key text,
+    token uuid,
+    worker text,
+    claimed_at timestamp with time zone,
+    lease_expires_at timestamp with time zone,
+    errors jsonb DEFAULT '[]'::jsonb NOT NULL,
+    cache_key text,
+    cache_version bigint,
+    abort_requested_at timestamp with time zone,
+    watched boolean DEFAULT false NOT NULL,
+    CONSTRAINT jobs_running_check CHECK (((status = 'pending'::text) OR ((token IS NOT NULL) AND (lease_expires_at IS NOT NULL)))),
+    CONSTRAINT jobs_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'running'::text])))
+)
+WITH (fillfactor='70', autovacuum_vacuum_scale_factor='0.01', autovacuum_vacuum_threshold='1000', autovacuum_analyze_scale_factor='0.02', autovacuum_vacuum_cost_delay='0');
+
+ALTER TABLE queue.jobs ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME queue.jobs_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+CREATE TABLE queue.lock_stats (
+    minute timestamp with time zone NOT NULL,
+    backend integer NOT NULL,
+    category_id bigint NOT NULL,
+    attempts bigint DEFAULT 0 NOT NULL,
+    failures bigint DEFAULT 0 NOT NULL
+);
+
+CREATE TABLE queue.results (
+    job_id bigint NOT NULL,
+    queue text NOT NULL,
+    result jsonb,
+    completed_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+CREATE TABLE queue.schema_migrations (
+    version text NOT NULL,
+    name text NOT NULL,
+    applied_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+CREATE TABLE queue.stat_minutes (
+    minute timestamp with time zone NOT NULL,
+    backend integer NOT NULL,
+    queue text NOT NULL,
+    category text DEFAULT ''::text NOT NULL,
+    completed bigint DEFAULT 0 NOT NULL,
+    retried bigint DEFAULT 0 NOT NULL,
+    dead bigint DEFAULT 0 NOT NULL,
+    run_count bigint DEFAULT 0 NOT NULL,
+    run_ms double precision DEFAULT 0 NOT NULL,
+    run_hist bigint[] NOT NULL,
+    wait_hist bigint[] NOT NULL
+)
+WITH (fillfactor='50');
+
+CREATE TABLE queue.wal_samples (
+    sampled_at timestamp with time zone DEFAULT now() NOT NULL,
+    wal_lsn pg_lsn NOT NULL
+);
+
+CREATE TABLE queue.worker_locks (
+    job_id bigint NOT NULL,
+    category_id bigint NOT NULL,
+    worker text NOT NULL,
+    locked_at timestamp with time zone DEFAULT now() NOT NULL
+)
+WITH (fillfactor='70', autovacuum_vacuum_scale_factor='0.01');
+
+ALTER TABLE ONLY queue.history ATTACH PARTITION queue.history_default DEFAULT;
+
+ALTER TABLE ONLY cache.config
+    ADD CONSTRAINT config_pkey PRIMARY KEY (id);
+
+ALTER TABLE ONLY cache.entries
+    ADD CONSTRAINT entries_pkey PRIMARY KEY (key);
+
+ALTER TABLE ONLY cache.epoch
+    ADD CONSTRAINT epoch_pkey PRIMARY KEY (id);
+
+ALTER TABLE ONLY cache.log
+    ADD CONSTRAINT log_pkey PRIMARY KEY (xid, seq);
+
+ALTER TABLE ONLY cache.log_state
+    ADD CONSTRAINT log_state_pkey PRIMARY KEY (id);
+
+ALTER TABLE ONLY cache.read_stats
+    ADD CONSTRAINT read_stats_pkey PRIMARY KEY (minute, pool, job_type, backend);
+
+ALTER TABLE ONLY cache.source_changes
+    ADD CONSTRAINT source_changes_pkey PRIMARY KEY (source, backend);
+
+ALTER TABLE ONLY cache.view_sources
+    ADD CONSTRAINT view_sources_pkey PRIMARY KEY (view, source);
+
+ALTER TABLE ONLY cache.views
+    ADD CONSTRAINT views_pkey PRIMARY KEY (view);
+
+ALTER TABLE ONLY queue.categories
+    ADD CONSTRAINT categories_category_key UNIQUE (category);
+
+ALTER TABLE ONLY queue.categories
+    ADD CONSTRAINT categories_pkey PRIMARY KEY (id);
+
+ALTER TABLE ONLY queue.config
+    ADD CONSTRAINT config_pkey PRIMARY KEY (id);
+
+ALTER TABLE ONLY queue.dead_letters
+    ADD CONSTRAINT dead_letters_pkey PRIMARY KEY (job_id);
+
+ALTER TABLE ONLY queue.history_settings
+    ADD CONSTRAINT history_settings_pkey PRIMARY KEY (id);
+
+ALTER TABLE ONLY queue.install_state
+    ADD CONSTRAINT install_state_pkey PRIMARY KEY (id);
+
+ALTER TABLE ONLY queue.jobs
+    ADD CONSTRAINT jobs_pkey PRIMARY KEY (id);
+
+ALTER TABLE ONLY queue.lock_stats
+    ADD CONSTRAINT lock_stats_pkey PRIMARY KEY (minute, backend, category_id);
+
+ALTER TABLE ONLY queue.queues
+    ADD CONSTRAINT queues_pkey PRIMARY KEY (queue);
+
+ALTER TABLE ONLY queue.results
+    ADD CONSTRAINT results_pkey PRIMARY KEY (job_id);
+
+ALTER TABLE ONLY queue.schema_migrations
+    ADD CONSTRAINT schema_migrations_pkey PRIMARY KEY (version);
+
+ALTER TABLE ONLY queue.stat_minutes
+    ADD CONSTRAINT stat_minutes_pkey PRIMARY KEY (minute, backend, queue, category);
+
+ALTER TABLE ONLY queue.wal_samples
+    ADD CONSTRAINT wal_samples_pkey PRIMARY KEY (sampled_at);
+
+ALTER TABLE ONLY queue.worker_locks
+    ADD CONSTRAINT worker_locks_pkey PRIMARY KEY (job_id);
+
+CREATE INDEX log_at_idx ON cache.log USING brin (at);
+
+CREATE INDEX read_stats_minute_idx ON cache.read_stats USING btree (minute);
+
+CREATE INDEX view_sources_source_idx ON cache.view_sources USING btree (source);
+
+CREATE INDEX categories_paused_idx ON queue.categories USING btree (id) WHERE (max_running = 0);
+
+CREATE INDEX dead_letters_died_idx ON queue.dead_letters USING btree (died_at);
+
+CREATE INDEX dead_letters_queue_idx ON queue.dead_letters USING btree (queue, died_at);
+
+CREATE INDEX history_job_idx ON ONLY queue.history USING btree (job_id);
+
+CREATE INDEX history_default_job_id_idx ON queue.history_default USING btree (job_id);
+
+CREATE INDEX history_queue_idx ON ONLY queue.history USING btree (queue, job_id);
+
+CREATE INDEX history_default_queue_job_id_idx ON queue.history_default USING btree (queue, job_id);
+
+CREATE UNIQUE INDEX jobs_dedup_idx ON queue.jobs USING btree (queue, dedup_key) WHERE (dedup_key IS NOT NULL);
+
+CREATE INDEX jobs_gated_idx ON queue.jobs USING btree (priority DESC, available_at, id) WHERE ((status = 'pending'::text) AND (category IS NOT NULL));
+
+CREATE INDEX jobs_gated_pair_idx ON queue.jobs USING btree ((ARRAY[queue, category]), priority DESC, available_at, id) WHERE ((status = 'pending'::text) AND (category IS NOT NULL));
+
+CREATE INDEX jobs_gated_queue_idx ON queue.jobs USING btree (queue, priority DESC, available_at, id) WHERE ((status = 'pending'::text) AND (category IS NOT NULL));
+
+CREATE INDEX jobs_lease_idx ON queue.jobs USING btree (lease_expires_at) WHERE (status = 'running'::text);
+
+CREATE INDEX jobs_ready_idx ON queue.jobs USING btree (priority DESC, available_at, id) WHERE ((status = 'pending'::text) AND (category IS NULL));
+
+CREATE INDEX jobs_ready_queue_idx ON queue.jobs USING btree (queue, priority DESC, available_at, id) WHERE ((status = 'pending'::text) AND (category IS NULL));
+
+CREATE INDEX queues_paused_idx ON queue.queues USING btree (queue) WHERE paused;
+
+CREATE INDEX results_completed_idx ON queue.results USING btree (completed_at);
+
+CREATE INDEX stat_minutes_minute_idx ON queue.stat_minutes USING btree (minute);
+
+CREATE INDEX worker_locks_category_idx ON queue.worker_locks USING btree (category_id);
+
+ALTER INDEX queue.history_job_idx ATTACH PARTITION queue.history_default_job_id_idx;
+
+ALTER INDEX queue.history_queue_idx ATTACH PARTITION queue.history_default_queue_job_id_idx;
+
+ALTER TABLE ONLY cache.view_sources
+    ADD CONSTRAINT view_sources_view_fkey FOREIGN KEY (view) REFERENCES cache.views(view) ON DELETE CASCADE;
+
+GRANT USAGE ON SCHEMA cache TO andal_producer;
+GRANT USAGE ON SCHEMA cache TO andal_worker;
+GRANT USAGE ON SCHEMA cache TO andal_admin;
+GRANT USAGE ON SCHEMA cache TO andal_monitor;
+
+GRANT USAGE ON SCHEMA queue TO andal_producer;
+GRANT USAGE ON SCHEMA queue TO andal_worker;
+GRANT USAGE ON SCHEMA queue TO andal_admin;
+GRANT USAGE ON SCHEMA queue TO andal_monitor;
+
+REVOKE ALL ON FUNCTION cache._adaptive_ttl(mean_interval double precision, changed_at timestamp with time zone) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION cache._apply(key text, op text, value jsonb, ttl interval, reason text, if_version bigint) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION cache._check_key(key text, argument text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION cache._check_refresh_queue(queue_name text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION cache._check_value(value jsonb, argument text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION cache._current_version(key text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION cache._enqueue_refresh(key text, queue_name text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION cache._epoch() FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION cache._invalidate(key text, reason text, job_id bigint, token uuid, fenced boolean) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION cache._job_done(key text, policy text, result jsonb, reason text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION cache._metrics() FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION cache._put(key text, value jsonb, ttl interval, if_version bigint, job_id bigint, token uuid, fenced boolean) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION cache._track_changes() FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION cache._view_changes(view regclass) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION cache._write_through(key text, value jsonb) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION cache.changes_since(watermark bigint, epoch bigint, lim integer, after_xid bigint, after_seq bigint, snapshot pg_snapshot) FROM PUBLIC;
+GRANT ALL ON FUNCTION cache.changes_since(watermark bigint, epoch bigint, lim integer, after_xid bigint, after_seq bigint, snapshot pg_snapshot) TO andal_worker;
+GRANT ALL ON FUNCTION cache.changes_since(watermark bigint, epoch bigint, lim integer, after_xid bigint, after_seq bigint, snapshot pg_snapshot) TO andal_admin;
+
+REVOKE ALL ON FUNCTION cache.get(key text, refresh_queue text) FROM PUBLIC;
+GRANT ALL ON FUNCTION cache.get(key text, refresh_queue text) TO andal_worker;
+GRANT ALL ON FUNCTION cache.get(key text, refresh_queue text) TO andal_admin;
+
+REVOKE ALL ON FUNCTION cache.get_many(keys text[], refresh_queue text) FROM PUBLIC;
+GRANT ALL ON FUNCTION cache.get_many(keys text[], refresh_queue text) TO andal_worker;
+GRANT ALL ON FUNCTION cache.get_many(keys text[], refresh_queue text) TO andal_admin;
+
+REVOKE ALL ON FUNCTION cache.invalidate(key text, reason text) FROM PUBLIC;
+GRANT ALL ON FUNCTION cache.invalidate(key text, reason text) TO andal_worker;
+GRANT ALL ON FUNCTION cache.invalidate(key text, reason text) TO andal_admin;
+
+REVOKE ALL ON FUNCTION cache.invalidate(key text, job_id bigint, token uuid, reason text) FROM PUBLIC;
+GRANT ALL ON FUNCTION cache.invalidate(key text, job_id bigint, token uuid, reason text) TO andal_worker;
+GRANT ALL ON FUNCTION cache.invalidate(key text, job_id bigint, token uuid, reason text) TO andal_admin;
+
+REVOKE ALL ON FUNCTION cache.prune(log_keep interval, entries_keep interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION cache.prune(log_keep interval, entries_keep interval) TO andal_admin;
+
+REVOKE ALL ON FUNCTION cache.put(key text, value jsonb, ttl interval, if_version bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION cache.put(key text, value jsonb, ttl interval, if_version bigint) TO andal_producer;
+GRANT ALL ON FUNCTION cache.put(key text, value jsonb, ttl interval, if_version bigint) TO andal_worker;
+GRANT ALL ON FUNCTION cache.put(key text, value jsonb, ttl interval, if_version bigint) TO andal_admin;
+
+REVOKE ALL ON FUNCTION cache.put(key text, value jsonb, job_id bigint, token uuid, ttl interval, if_version bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION cache.put(key text, value jsonb, job_id bigint, token uuid, ttl interval, if_version bigint) TO andal_producer;
+GRANT ALL ON FUNCTION cache.put(key text, value jsonb, job_id bigint, token uuid, ttl interval, if_version bigint) TO andal_worker;
+GRANT ALL ON FUNCTION cache.put(key text, value jsonb, job_id bigint, token uuid, ttl interval, if_version bigint) TO andal_admin;
+
+REVOKE ALL ON FUNCTION cache.refresh_due() FROM PUBLIC;
+GRANT ALL ON FUNCTION cache.refresh_due() TO andal_admin;
+
+REVOKE ALL ON FUNCTION cache.refresh_view(view regclass) FROM PUBLIC;
+GRANT ALL ON FUNCTION cache.refresh_view(view regclass) TO andal_worker;
+GRANT ALL ON FUNCTION cache.refresh_view(view regclass) TO andal_admin;
+
+REVOKE ALL ON FUNCTION cache.register_view(view regclass, max_lag interval, max_changes bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION cache.register_view(view regclass, max_lag interval, max_changes bigint) TO andal_admin;
+
+REVOKE ALL ON FUNCTION cache.report_reads(pool text, counts jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION cache.report_reads(pool text, counts jsonb) TO andal_worker;
+GRANT ALL ON FUNCTION cache.report_reads(pool text, counts jsonb) TO andal_admin;
+
+REVOKE ALL ON FUNCTION cache.reset() FROM PUBLIC;
+GRANT ALL ON FUNCTION cache.reset() TO andal_admin;
+
+REVOKE ALL ON FUNCTION cache.stats(stale_after interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION cache.stats(stale_after interval) TO andal_worker;
+GRANT ALL ON FUNCTION cache.stats(stale_after interval) TO andal_admin;
+GRANT ALL ON FUNCTION cache.stats(stale_after interval) TO andal_monitor;
+
+REVOKE ALL ON FUNCTION cache.track(view regclass, source regclass) FROM PUBLIC;
+GRANT ALL ON FUNCTION cache.track(view regclass, source regclass) TO andal_admin;
+
+REVOKE ALL ON FUNCTION cache.ttl_for(key text) FROM PUBLIC;
+GRANT ALL ON FUNCTION cache.ttl_for(key text) TO andal_worker;
+GRANT ALL ON FUNCTION cache.ttl_for(key text) TO andal_admin;
+
+REVOKE ALL ON FUNCTION cache.unregister_view(view regclass) FROM PUBLIC;
+GRANT ALL ON FUNCTION cache.unregister_view(view regclass) TO andal_admin;
+
+REVOKE ALL ON FUNCTION cache.untrack(view regclass, source regclass) FROM PUBLIC;
+GRANT ALL ON FUNCTION cache.untrack(view regclass, source regclass) TO andal_admin;
+
+REVOKE ALL ON FUNCTION cache.validate(keys text[], versions bigint[], checksums text[], loaded jsonb[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION cache.validate(keys text[], versions bigint[], checksums text[], loaded jsonb[]) TO andal_worker;
+GRANT ALL ON FUNCTION cache.validate(keys text[], versions bigint[], checksums text[], loaded jsonb[]) TO andal_admin;
+
+REVOKE ALL ON FUNCTION queue._backoff(cfg queue.queues, attempt integer) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._bury(job_id bigint, reason text, last_error text, errors jsonb) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._caller() FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._candidates(queues text[], lim integer, exclude_categories text[], exclude_ids bigint[]) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._category_id(category_name text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._check_fence(job_id bigint, token uuid) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._check_interval(value interval, argument text, strict_positive boolean, required boolean, bound text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._check_name(value text, argument text, required boolean, max_length integer) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._check_payload(payload jsonb, argument text, payload_limit integer) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._check_priority(priority integer) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._check_result(result jsonb, argument text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._config(queue_name text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._error_entry(attempt integer, error text, worker text, retry_in interval) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._forget_unused() FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._gated_scan(queues text[], lim integer, exclude_categories text[], exclude_ids bigint[]) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._heartbeat(job_ids bigint[], tokens uuid[], extend interval) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._heartbeat_one(job_id bigint, token uuid, extend interval) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._hist_bounds() FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._hist_quantile(hist bigint[], q double precision) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._history_keep(queue_name text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._history_roll() FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._lease_lost(job_id bigint, token uuid) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._limits(OUT max_lease interval, OUT max_delay interval, OUT min_priority integer, OUT max_priority integer, OUT max_error_bytes integer, OUT max_result_bytes integer) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._live_state(status text, available_at timestamp with time zone, attempt integer) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._lock_down() FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._prom_label(value text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._reap(lim integer, queues text[]) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._record(queue_name text, category_name text, completed integer, retried integer, dead integer, run_ms double precision[], wait_ms double precision[]) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._scan(queues text[], lim integer, exclude_categories text[], exclude_ids bigint[]) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._unpaused_queues(queues text[]) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue.cancel(job_id bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION queue.cancel(job_id bigint) TO andal_admin;
+
+REVOKE ALL ON FUNCTION queue.category_limits() FROM PUBLIC;
+GRANT ALL ON FUNCTION queue.category_limits() TO andal_admin;
+GRANT ALL ON FUNCTION queue.category_limits() TO andal_worker;
+GRANT ALL ON FUNCTION queue.category_limits() TO andal_monitor;
+
+REVOKE ALL ON FUNCTION queue.claim(worker text, queues text[], batch integer, lease interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION queue.claim(worker text, queues text[], batch integer, lease interval) TO andal_worker;
+GRANT ALL ON FUNCTION queue.claim(worker text, queues text[], batch integer, lease interval) TO andal_admin;
+
+REVOKE ALL ON FUNCTION queue.complete(job_id bigint, token uuid, result jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION queue.complete(job_id bigint, token uuid, result jsonb) TO andal_worker;
+GRANT ALL ON FUNCTION queue.complete(job_id bigint, token uuid, result jsonb) TO andal_admin;
+
+REVOKE ALL ON FUNCTION queue.complete_many(job_ids bigint[], tokens uuid[], results jsonb[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION queue.complete_many(job_ids bigint[], tokens uuid[], results jsonb[]) TO andal_worker;
+GRANT ALL ON FUNCTION queue.complete_many(job_ids bigint[], tokens uuid[], results jsonb[]) TO andal_admin;
+
+REVOKE ALL ON FUNCTION queue.configure_history(partition_width interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION queue.configure_history(partition_width interval) TO andal_admin;
+
+REVOKE ALL ON FUNCTION queue.configure_queue(queue text, max_attempts integer, lease interval, backoff text, backoff_base interval, backoff_cap interval, jitter real, notify boolean, payload_limit integer, keep_results boolean, cache_policy text) FROM PUBLIC;
+GRANT ALL ON FUNCTION queue.configure_queue(queue text, max_attempts integer, lease interval, backoff text, backoff_base interval, backoff_cap interval, jitter real, notify boolean, payload_limit integer, keep_results boolean, cache_policy text) TO andal_admin;
+
+REVOKE ALL ON FUNCTION queue.enqueue(payload jsonb, queue text, category text, priority integer, delay interval, max_attempts integer, dedup_key text, cache_key text, cache_value jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION queue.enqueue(payload jsonb, queue text, category text, priority integer, delay interval, max_attempts integer, dedup_key text, cache_key text, cache_value jsonb) TO andal_producer;
+GRANT ALL ON FUNCTION queue.enqueue(payload jsonb, queue text, category text, priority integer, delay interval, max_attempts integer, dedup_key text, cache_key text, cache_value jsonb) TO andal_admin;
+
+REVOKE ALL ON FUNCTION queue.enqueue_many(payloads jsonb[], queue text, category text, priority integer, delay interval, max_attempts integer, dedup_keys text[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION queue.enqueue_many(payloads jsonb[], queue text, category text, priority integer, delay interval, max_attempts integer, dedup_keys text[]) TO andal_producer;
+GRANT ALL ON FUNCTION queue.enqueue_many(payloads jsonb[], queue text, category text, priority integer, delay interval, max_attempts integer, dedup_keys text[]) TO andal_admin;
+
+REVOKE ALL ON FUNCTION queue.fail(job_id bigint, token uuid, error text, retry_in interval, retryable boolean) FROM PUBLIC;
+GRANT ALL ON FUNCTION queue.fail(job_id bigint, token uuid, error text, retry_in interval, retryable boolean) TO andal_worker;
+GRANT ALL ON FUNCTION queue.fail(job_id bigint, token uuid, error text, retry_in interval, retryable boolean) TO andal_admin;
+
+REVOKE ALL ON FUNCTION queue.heartbeat(job_id bigint, token uuid, extend interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION queue.heartbeat(job_id bigint, token uuid, extend interval) TO andal_worker;
+GRANT ALL ON FUNCTION queue.heartbeat(job_id bigint, token uuid, extend interval) TO andal_admin;
+
+REVOKE ALL ON FUNCTION queue.heartbeat(job_id bigint, token uuid, report_abort boolean, extend interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION queue.heartbeat(job_id bigint, token uuid, report_abort boolean, extend interval) TO andal_worker;
+GRANT ALL ON FUNCTION queue.heartbeat(job_id bigint, token uuid, report_abort boolean, extend interval) TO andal_admin;
+
+REVOKE ALL ON FUNCTION queue.heartbeat_many(job_ids bigint[], tokens uuid[], extend interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION queue.heartbeat_many(job_ids bigint[], tokens uuid[], extend interval) TO andal_worker;
+GRANT ALL ON FUNCTION queue.heartbeat_many(job_ids bigint[], tokens uuid[], extend interval) TO andal_admin;
+
+REVOKE ALL ON FUNCTION queue.heartbeat_many(job_ids bigint[], tokens uuid[], report_abort boolean, extend interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION queue.heartbeat_many(job_ids bigint[], tokens uuid[], report_abort boolean, extend interval) TO andal_worker;
+GRANT ALL ON FUNCTION queue.heartbeat_many(job_ids bigint[], tokens uuid[], report_abort boolean, extend interval) TO andal_admin;
+
+REVOKE ALL ON FUNCTION queue.job(job_id bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION queue.job(job_id bigint) TO andal_producer;
+GRANT ALL ON FUNCTION queue.job(job_id bigint) TO andal_worker;
+GRANT ALL ON FUNCTION queue.job(job_id bigint) TO andal_admin;
+GRANT ALL ON FUNCTION queue.job(job_id bigint) TO andal_monitor;
+
+REVOKE ALL ON FUNCTION queue.job_payload(job_id bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION queue.job_payload(job_id bigint) TO andal_admin;
+
+REVOKE ALL ON FUNCTION queue.jobs_by(queue text, state text, before bigint, lim integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION queue.jobs_by(queue text, state text, before bigint, lim integer) TO andal_producer;
+GRANT ALL ON FUNCTION queue.jobs_by(queue text, state text, before bigint, lim integer) TO andal_worker;
+GRANT ALL ON FUNCTION queue.jobs_by(queue text, state text, before bigint, lim integer) TO andal_admin;
+GRANT ALL ON FUNCTION queue.jobs_by(queue text, state text, before bigint, lim integer) TO andal_monitor;
+
+REVOKE ALL ON FUNCTION queue.list_dead(queue text, lim integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION queue.list_dead(queue text, lim integer) TO andal_admin;
+
+REVOKE ALL ON FUNCTION queue.maintain() FROM PUBLIC;
+GRANT ALL ON FUNCTION queue.maintain() TO andal_worker;
+GRANT ALL ON FUNCTION queue.maintain() TO andal_admin;
+
+REVOKE ALL ON FUNCTION queue.metrics() FROM PUBLIC;
+GRANT ALL ON FUNCTION queue.metrics() TO andal_admin;
+GRANT ALL ON FUNCTION queue.metrics() TO andal_worker;
+GRANT ALL ON FUNCTION queue.metrics() TO andal_monitor;
+
+REVOKE ALL ON FUNCTION queue.pause(queue text) FROM PUBLIC;
+GRANT ALL ON FUNCTION queue.pause(queue text) TO andal_admin;
+
+REVOKE ALL ON FUNCTION queue.purge_dead(older_than interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION queue.purge_dead(older_than interval) TO andal_admin;
+
+REVOKE ALL ON FUNCTION queue.purge_dead_jobs(job_ids bigint[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION queue.purge_dead_jobs(job_ids bigint[]) TO andal_admin;
+
+REVOKE ALL ON FUNCTION queue.release(job_id bigint, token uuid, delay interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION queue.release(job_id bigint, token uuid, delay interval) TO andal_worker;
+GRANT ALL ON FUNCTION queue.release(job_id bigint, token uuid, delay interval) TO andal_admin;
+
+REVOKE ALL ON FUNCTION queue.requeue_dead(job_id bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION queue.requeue_dead(job_id bigint) TO andal_admin;
+
+REVOKE ALL ON FUNCTION queue.resume(queue text) FROM PUBLIC;
+GRANT ALL ON FUNCTION queue.resume(queue text) TO andal_admin;
+
+REVOKE ALL ON FUNCTION queue.set_category_limit(category text, max_running integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION queue.set_category_limit(category text, max_running integer) TO andal_admin;
+
+REVOKE ALL ON FUNCTION queue.set_history(queue text, retention interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION queue.set_history(queue text, retention interval) TO andal_admin;
+
+REVOKE ALL ON FUNCTION queue.set_shards(shards integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION queue.set_shards(shards integer) TO andal_admin;
+
+REVOKE ALL ON FUNCTION queue.shard_of(queue text) FROM PUBLIC;
+GRANT ALL ON FUNCTION queue.shard_of(queue text) TO andal_producer;
+GRANT ALL ON FUNCTION queue.shard_of(queue text) TO andal_worker;
+GRANT ALL ON FUNCTION queue.shard_of(queue text) TO andal_admin;
+
+REVOKE ALL ON FUNCTION queue.shards() FROM PUBLIC;
+GRANT ALL ON FUNCTION queue.shards() TO andal_admin;
+
+REVOKE ALL ON FUNCTION queue.stats() FROM PUBLIC;
+GRANT ALL ON FUNCTION queue.stats() TO andal_admin;
+GRANT ALL ON FUNCTION queue.stats() TO andal_worker;
+GRANT ALL ON FUNCTION queue.stats() TO andal_monitor;
+
+REVOKE ALL ON FUNCTION queue.stats_by_minute(span interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION queue.stats_by_minute(span interval) TO andal_admin;
+GRANT ALL ON FUNCTION queue.stats_by_minute(span interval) TO andal_worker;
+GRANT ALL ON FUNCTION queue.stats_by_minute(span interval) TO andal_monitor;
+
+REVOKE ALL ON FUNCTION queue.status() FROM PUBLIC;
+GRANT ALL ON FUNCTION queue.status() TO andal_admin;
+GRANT ALL ON FUNCTION queue.status() TO andal_worker;
+GRANT ALL ON FUNCTION queue.status() TO andal_monitor;
+
+REVOKE ALL ON FUNCTION queue.version() FROM PUBLIC;
+GRANT ALL ON FUNCTION queue.version() TO andal_producer;
+GRANT ALL ON FUNCTION queue.version() TO andal_worker;
+GRANT ALL ON FUNCTION queue.version() TO andal_admin;
+GRANT ALL ON FUNCTION queue.version() TO andal_monitor;
+
+REVOKE ALL ON FUNCTION queue.watch(job_id bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION queue.watch(job_id bigint) TO andal_producer;
+GRANT ALL ON FUNCTION queue.watch(job_id bigint) TO andal_worker;
+GRANT ALL ON FUNCTION queue.watch(job_id bigint) TO andal_admin;
+
+REVOKE ALL ON FUNCTION queue.workers() FROM PUBLIC;
+GRANT ALL ON FUNCTION queue.workers() TO andal_admin;
+GRANT ALL ON FUNCTION queue.workers() TO andal_worker;
+GRANT ALL ON FUNCTION queue.workers() TO andal_monitor;

@@ -1,0 +1,114 @@
+"""The package a user installs: one version everywhere, the SQL inside the wheel, and a clear
+one-line error (exit code 4) when the SQL cannot be found."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import tarfile
+import zipfile
+from importlib import metadata
+from pathlib import Path
+
+import psycopg
+
+import andal
+from andal.install import sql_dir, sql_version
+
+ROOT = Path(__file__).resolve().parent.parent
+ANDAL = str(Path(sys.executable).parent / "andal")
+
+
+def test_one_version_everywhere(dsn: str) -> None:
+    cli = subprocess.run([ANDAL, "--version"], capture_output=True, text=True, check=True)
+    with psycopg.connect(dsn) as conn:
+        installed = conn.execute("select queue.version()").fetchone()
+    assert installed is not None
+    assert cli.stdout.strip() == f"andal {andal.__version__}"
+    assert andal.__version__ == metadata.version("andal-pg") == installed[0] == sql_version()
+
+
+def test_the_release_has_a_changelog_section() -> None:
+    assert f"## {andal.__version__}" in (ROOT / "CHANGELOG.md").read_text()
+
+
+def test_the_wheel_ships_every_sql_file(tmp_path: Path) -> None:
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp_path), str(ROOT)],
+        check=True, capture_output=True, timeout=300,
+    )  # fmt: skip
+    (wheel,) = tmp_path.glob("andal_pg-*.whl")
+    assert wheel.name.startswith(f"andal_pg-{andal.__version__}-")
+    shipped = set(zipfile.ZipFile(wheel).namelist())
+    sources = sorted(
+        "andal/sql/" + p.relative_to(ROOT / "sql").as_posix()
+        for part in ("schema", "functions")
+        for p in (ROOT / "sql" / part).rglob("*.sql")
+    )
+    assert len(sources) > 40
+    assert [s for s in sources if s not in shipped] == []
+    assert not [n for n in shipped if n.startswith("andal/sql/tests")]
+    # and the dashboard's templates, script and style (package data of andal.web)
+    web = ROOT / "pydriver" / "andal" / "web"
+    data = [
+        "andal/web/" + p.relative_to(web).as_posix()
+        for part in ("templates", "static")
+        for p in (web / part).iterdir()
+    ]
+    assert len(data) > 5 and [d for d in data if d not in shipped] == []
+
+
+def test_the_sdist_carries_the_sql_and_builds_a_wheel_with_it(tmp_path: Path) -> None:
+    """The sdist (MANIFEST.in) holds sql/schema and sql/functions, and a wheel built from it
+    ships them: installing from the sdist works as from the wheel."""
+    build = [sys.executable, "-m", "build", "-q", "--sdist", "-o", str(tmp_path), str(ROOT)]
+    subprocess.run(build, check=True, capture_output=True, timeout=300)
+    (sdist,) = tmp_path.glob("andal_pg-*.tar.gz")
+    with tarfile.open(sdist) as tar:
+        names = {n.split("/", 1)[1] for n in tar.getnames() if "/" in n}
+    sources = sorted(
+        p.relative_to(ROOT).as_posix()
+        for part in ("schema", "functions")
+        for p in (ROOT / "sql" / part).rglob("*.sql")
+    )
+    assert [s for s in sources if s not in names] == []
+    assert {"LICENSE", "CHANGELOG.md", "setup.py"} <= names
+    wheel_dir = tmp_path / "wheel"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheel_dir), str(sdist)],
+        check=True, capture_output=True, timeout=300,
+    )  # fmt: skip
+    (wheel,) = wheel_dir.glob("andal_pg-*.whl")
+    shipped = set(zipfile.ZipFile(wheel).namelist())
+    assert [s for s in sources if "andal/" + s not in shipped] == []
+
+
+def test_missing_sql_is_one_line_and_exit_code_4(tmp_path: Path) -> None:
+    env = dict(os.environ, ANDAL_SQL_DIR=str(tmp_path / "nothing-here"))
+    dsn = "postgresql://nobody@127.0.0.1:1/none"  # never reached: the SQL is checked first
+    for argv in ([ANDAL, "--dsn", dsn, "install"], [sys.executable, "-m", "andal.install", dsn]):
+        out = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
+        assert out.returncode == 4, out
+        assert "Traceback" not in out.stderr
+        assert len(out.stderr.strip().splitlines()) == 1
+        assert "SQL sources are missing" in out.stderr
+
+
+def test_a_checkout_finds_its_own_sql() -> None:
+    assert sql_dir() == ROOT / "sql"
+
+
+def test_the_docs_name_the_distribution_andal_pg() -> None:
+    """``pip install andal`` installs an unrelated project: every doc says andal-pg."""
+    wrong = re.compile(r"pip install ['\"]?andal(?![-\w])")
+    docs = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").glob("*.md"))]
+    found = [
+        f"{doc.relative_to(ROOT)}:{n}"
+        for doc in docs
+        for n, line in enumerate(doc.read_text().splitlines(), 1)
+        if wrong.search(line)
+    ]
+    assert found == []
+    assert "pip install andal-pg" in (ROOT / "README.md").read_text()

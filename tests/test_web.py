@@ -1,0 +1,291 @@
+"""`andal web` in a real browser: Debian's headless Chromium, driven by Selenium, against the
+server run as a real process on a database with jobs in every state.
+
+Each page is loaded and its figures compared with what the SQL functions return; a dead letter
+is requeued and two are purged through the page; a job enqueued from SQL shows on the
+overview without a reload; a payload holding a script and HTML shows as text. Screenshots of
+each page go to .andal/screenshots/ (or $ANDAL_SCREENSHOTS), not committed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import psycopg
+import pytest
+from webapp import IMG_ERROR, SCREENSHOTS, SCRIPT_PAYLOAD, andal_web, chromium, seed
+
+from andal.web import fmt
+
+pytest.importorskip("selenium")
+pytest.importorskip("starlette")
+
+from selenium.common.exceptions import StaleElementReferenceException  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+
+#: Every cell of the overview's queue table, read in one script run (the table is replaced by
+#: live updates, so reading cell by cell could straddle two versions).
+QUEUE_CELLS = """
+const out = {};
+document.querySelectorAll('#queues tbody tr').forEach(tr => {
+  const row = {};
+  tr.querySelectorAll('[data-col]').forEach(td => { row[td.dataset.col] = td.textContent.trim(); });
+  out[tr.dataset.queue] = row;
+});
+return out;
+"""
+
+
+@pytest.fixture(scope="module")
+def ids(dsn: str) -> dict[str, Any]:
+    with psycopg.connect(dsn, autocommit=True) as c:
+        return seed(c)
+
+
+@pytest.fixture(scope="module")
+def base(dsn: str, ids: dict[str, Any]) -> Iterator[str]:
+    with andal_web(dsn) as server:
+        yield server.base
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    driver = chromium()
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def shot(browser: Any, name: str) -> None:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    browser.save_screenshot(str(SCREENSHOTS / f"{name}.png"))
+
+
+def stats(dsn: str) -> dict[tuple[str, str | None], dict[str, Any]]:
+    with psycopg.connect(dsn) as c, c.cursor(row_factory=psycopg.rows.dict_row) as cur:
+        rows = cur.execute("select * from queue.stats()").fetchall()
+    return {(r["queue"], r["category"]): r for r in rows}
+
+
+def test_overview_shows_what_queue_stats_returns(browser: Any, base: str, dsn: str) -> None:
+    browser.get(base + "/")
+    shown = browser.execute_script(QUEUE_CELLS)
+    expected = stats(dsn)
+    assert set(shown) == {q for q, cat in expected if cat is None} == {"mail", "hooks"}
+    for queue, cells in shown.items():
+        row = expected[(queue, None)]
+        for col in ("ready", "scheduled", "running", "dead", "completed_1h"):
+            assert cells[col] == fmt.count(row[col]), (queue, col)
+        assert cells["failure_rate"] == fmt.pct(row["failure_rate"])
+        assert cells["pickup_p95"] == fmt.ms(row["pickup_p95_ms"])
+    assert shown["mail"]["ready"] == "3" and shown["hooks"]["dead"] == "4"
+    acme = browser.find_element(By.CSS_SELECTOR, '#categories tr[data-category="acme"]')
+    attempts = acme.find_element(By.CSS_SELECTOR, '[data-col="lock_attempts"]').text
+    assert attempts == fmt.count(expected[("hooks", "acme")]["lock_attempts"])
+    with psycopg.connect(dsn) as c:
+        ratio = c.execute("select value from cache.stats() where metric = 'hit_ratio'")
+        ratio = ratio.fetchone()[0]
+        workers = c.execute("select count(*) from queue.workers()").fetchone()[0]
+    hit = browser.find_element(By.CSS_SELECTOR, '#cache [data-col="hit_ratio"]').text
+    assert hit == fmt.pct(ratio) == "70.0%"
+    assert browser.find_element(By.CSS_SELECTOR, '[data-figure="workers"]').text == str(workers)
+    # one throughput chart per queue, drawn from queue.stats_by_minute()
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#queues svg.spark.ok polyline")) == 2
+    shot(browser, "overview")
+
+
+def test_a_job_enqueued_from_sql_shows_without_a_reload(browser: Any, base: str, dsn: str) -> None:
+    browser.get(base + "/")
+    browser.execute_script("window.__same_page = true")
+    assert not browser.find_elements(By.CSS_SELECTOR, 'tr[data-queue="live-q"]')
+    with psycopg.connect(dsn, autocommit=True) as c:
+        c.execute("select queue.enqueue(payload => '{}', queue => 'live-q')")
+    WebDriverWait(browser, 20, poll_frequency=0.1).until(
+        lambda d: d.execute_script(QUEUE_CELLS).get("live-q", {}).get("ready") == "1"
+    )
+    assert browser.execute_script("return window.__same_page") is True  # not reloaded
+
+
+def job_ids(dsn: str, **args: Any) -> list[str]:
+    """Ids of queue.jobs_by(...), newest first, as the pages show them."""
+    named = ", ".join(f"{k} => %({k})s" for k in args)
+    with psycopg.connect(dsn) as c:
+        return [str(r[0]) for r in c.execute(f"select job_id from queue.jobs_by({named})", args)]
+
+
+def shown_jobs(browser: Any) -> list[str]:
+    return [
+        e.get_attribute("data-job")
+        for e in browser.find_elements(By.CSS_SELECTOR, "#jobs tbody tr")
+    ]
+
+
+def test_queue_page_shows_its_figures_and_jobs_by_state(browser: Any, base: str, dsn: str) -> None:
+    browser.get(base + "/queues/hooks")
+    total = stats(dsn)[("hooks", None)]
+    for key in ("ready", "scheduled", "running", "dead"):
+        figure = browser.find_element(By.CSS_SELECTOR, f'[data-figure="{key}"]').text
+        assert figure == fmt.count(total[key]), key
+    acme = browser.find_element(By.CSS_SELECTOR, '#categories tr[data-category="acme"]')
+    assert acme.find_element(By.CSS_SELECTOR, '[data-col="limit"]').text == "2"  # set by seed
+    assert shown_jobs(browser) == job_ids(dsn, queue="hooks") != []
+    shot(browser, "queue")
+    browser.find_element(By.CSS_SELECTOR, '#states a[data-state="dead"]').click()
+    WebDriverWait(browser, 10).until(lambda d: "state=dead" in d.current_url)
+    assert shown_jobs(browser) == job_ids(dsn, queue="hooks", state="dead")
+    states = {
+        e.get_attribute("data-state")
+        for e in browser.find_elements(By.CSS_SELECTOR, "#jobs tbody tr")
+    }
+    assert states == {"dead"}
+
+
+def test_queue_page_figures_update_without_a_reload(browser: Any, base: str, dsn: str) -> None:
+    browser.get(base + "/queues/hooks")
+    browser.execute_script("window.__same_page = true")
+    ready = lambda d: d.find_element(By.CSS_SELECTOR, '[data-figure="ready"]').text  # noqa: E731
+    before = int(ready(browser))
+    with psycopg.connect(dsn, autocommit=True) as c:
+        c.execute("select queue.enqueue(payload => '{}', queue => 'hooks')")
+    WebDriverWait(
+        browser, 20, poll_frequency=0.1, ignored_exceptions=[StaleElementReferenceException]
+    ).until(lambda d: ready(d) == str(before + 1))
+    assert browser.execute_script("return window.__same_page") is True
+
+
+def test_queue_pages_page_by_id(browser: Any, base: str, dsn: str) -> None:
+    with psycopg.connect(dsn, autocommit=True) as c:
+        c.execute(
+            "select queue.enqueue_many(payloads => array_fill('{}'::jsonb, array[120]),"
+            " queue => 'bulk')"
+        )
+    expected = job_ids(dsn, queue="bulk", lim=1000)
+    browser.get(base + "/queues/bulk")
+    seen = shown_jobs(browser)
+    while browser.find_elements(By.CSS_SELECTOR, 'a[rel="next"]'):
+        browser.find_element(By.CSS_SELECTOR, 'a[rel="next"]').click()
+        seen += shown_jobs(browser)
+    assert seen == expected and len(seen) == 120
+
+
+def test_pause_and_resume_a_queue_through_the_page(browser: Any, base: str, dsn: str) -> None:
+    browser.get(base + "/queues/mail")
+    browser.find_element(By.CSS_SELECTOR, 'button[data-action="pause"]').click()
+    notice = WebDriverWait(browser, 10).until(lambda d: d.find_element(By.ID, "notice"))
+    assert notice.text == "paused queue mail"
+    assert stats(dsn)[("mail", None)]["paused"] is True
+    assert browser.find_element(By.ID, "paused").text == "paused"
+    browser.get(base + "/")
+    assert browser.execute_script(QUEUE_CELLS)["mail"]["paused"] == "paused"
+    browser.get(base + "/queues/mail")
+    browser.find_element(By.CSS_SELECTOR, 'button[data-action="resume"]').click()
+    WebDriverWait(browser, 10).until(lambda d: d.find_element(By.ID, "notice"))
+    assert stats(dsn)[("mail", None)]["paused"] is False
+
+
+def test_workers_page_shows_queue_workers(browser: Any, base: str, dsn: str) -> None:
+    browser.get(base + "/workers")
+    with psycopg.connect(dsn) as c:
+        expected = {w: str(n) for w, n in c.execute("select worker, running from queue.workers()")}
+    shown = {
+        tr.get_attribute("data-worker"): tr.find_element(
+            By.CSS_SELECTOR, '[data-col="running"]'
+        ).text
+        for tr in browser.find_elements(By.CSS_SELECTOR, "#workers tbody tr")
+    }
+    assert shown == expected and shown["w1"] == "1"
+    shot(browser, "workers")
+
+
+def test_dead_letters_page_lists_and_filters(browser: Any, base: str, dsn: str) -> None:
+    browser.get(base + "/dead")
+    assert shown_jobs(browser) == job_ids(dsn, state="dead") != []
+    assert IMG_ERROR in browser.find_element(By.ID, "jobs").text  # text, not markup
+    shot(browser, "dead-letters")
+    browser.get(base + "/dead?state=cancelled")
+    assert shown_jobs(browser) == job_ids(dsn, state="cancelled") != []
+
+
+def test_job_page_shows_a_script_payload_as_text(
+    browser: Any, base: str, ids: dict[str, Any]
+) -> None:
+    browser.get(f"{base}/jobs/{ids['script']}")
+    payload = browser.find_element(By.ID, "payload").text
+    assert SCRIPT_PAYLOAD["html"] in payload
+    assert not browser.find_elements(By.ID, "bold")  # the <b> is not an element
+    assert IMG_ERROR in browser.find_element(By.ID, "errors").text
+    assert not browser.find_elements(By.CSS_SELECTOR, "main img, main script")
+    assert browser.execute_script("return window.__pwned") is None
+    assert browser.find_element(By.CSS_SELECTOR, '[data-field="state"]').text == "dead"
+    shot(browser, "job")
+
+
+def test_job_page_shows_what_queue_job_returns(
+    browser: Any, base: str, dsn: str, ids: dict[str, Any]
+) -> None:
+    job = ids["running"]
+    browser.get(f"{base}/jobs/{job}")
+    with psycopg.connect(dsn) as c:
+        state, worker, attempts = c.execute(
+            "select state, worker, attempts from queue.job(job_id => %s)", (job,)
+        ).fetchone()
+    field = lambda name: browser.find_element(By.CSS_SELECTOR, f'[data-field="{name}"]').text  # noqa: E731
+    assert field("state") == state == "running"
+    assert field("worker").startswith(worker) and worker == "w1"
+    assert field("attempts").startswith(str(attempts))
+    browser.get(f"{base}/jobs/987654")
+    assert "andal does not remember this job" in browser.find_element(By.TAG_NAME, "main").text
+
+
+def test_cancel_a_job_through_its_page(
+    browser: Any, base: str, dsn: str, ids: dict[str, Any]
+) -> None:
+    job = ids["scheduled"]
+    browser.get(f"{base}/jobs/{job}")
+    browser.find_element(By.CSS_SELECTOR, 'button[data-action="cancel"]').click()
+    WebDriverWait(browser, 10).until(lambda d: d.switch_to.alert).accept()
+    notice = WebDriverWait(browser, 10).until(lambda d: d.find_element(By.ID, "notice"))
+    assert notice.text == f"cancelled job {job}"
+    with psycopg.connect(dsn) as c:
+        assert c.execute("select state from queue.job(job_id => %s)", (job,)).fetchone() == (
+            "cancelled",
+        )
+    assert browser.find_element(By.CSS_SELECTOR, '[data-field="state"]').text == "cancelled"
+
+
+def test_requeue_a_dead_letter_through_the_page(
+    browser: Any, base: str, dsn: str, ids: dict[str, Any]
+) -> None:
+    job = ids["exhausted"]
+    browser.get(base + "/dead")
+    browser.find_element(
+        By.CSS_SELECTOR, f'tr[data-job="{job}"] button[data-action="requeue"]'
+    ).click()
+    notice = WebDriverWait(browser, 10).until(lambda d: d.find_element(By.ID, "notice"))
+    assert notice.text == "requeued 1 dead letter(s)"
+    with psycopg.connect(dsn) as c:
+        assert c.execute("select state from queue.job(job_id => %s)", (job,)).fetchone() == (
+            "pending",
+        )
+        assert not c.execute("select from queue.dead_letters where job_id = %s", (job,)).fetchone()
+    assert not browser.find_elements(By.CSS_SELECTOR, f'tr[data-job="{job}"]')
+
+
+def test_purge_selected_dead_letters(
+    browser: Any, base: str, dsn: str, ids: dict[str, Any]
+) -> None:
+    chosen = [ids["non_retryable"], ids["script"]]
+    browser.get(base + "/dead")
+    for job in chosen:
+        browser.find_element(By.CSS_SELECTOR, f'tr[data-job="{job}"] input[name="ids"]').click()
+    browser.find_element(By.CSS_SELECTOR, 'button[data-action="purge-selected"]').click()
+    WebDriverWait(browser, 10).until(lambda d: d.switch_to.alert).accept()  # "Delete for good?"
+    notice = WebDriverWait(browser, 10).until(lambda d: d.find_element(By.ID, "notice"))
+    assert notice.text == "purged 2 dead letter(s)"
+    with psycopg.connect(dsn) as c:
+        left = {r[0] for r in c.execute("select job_id from queue.dead_letters")}
+    assert left == {ids["cancelled"], ids["scheduled"]}  # (cancelled by a test before)
+    shot(browser, "dead-letters-after-purge")
