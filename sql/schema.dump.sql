@@ -1311,9 +1311,8 @@ begin
             else '{"event":"dead"}' end);
     if v_watched then
         perform pg_notify('andal_done',
-
-                case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
-                    then _bury.job_id::text else '' end);
+            case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
+                then _bury.job_id::text else '' end);
     end if;
 end
 $$;
@@ -2712,9 +2711,9 @@ CREATE FUNCTION queue._lock_down() RETURNS SETOF text
 begin
     execute format('revoke connect, temporary on database %I from public', current_database());
     return next 'revoked connect, temporary on the database from public';
-    execute format('grant connect on database %I to andal_producer, andal_worker, andal_admin',
-        current_database());
-    return next 'granted connect to andal_producer, andal_worker, andal_admin';
+    execute format('grant connect on database %I to andal_producer, andal_worker, andal_admin, '
+        'andal_monitor', current_database());
+    return next 'granted connect to andal_producer, andal_worker, andal_admin, andal_monitor';
     execute format('alter database %I set andal.notify_names = off', current_database());
     return next 'notifications carry no names (andal.notify_names = off)';
 end
@@ -3254,9 +3253,11 @@ begin
     if v_job.status = 'running' then
         if v_job.abort_requested_at is null then
             update queue.jobs as j set abort_requested_at = now() where j.id = v_job.id;
-            perform pg_notify('andal_abort', case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
-                then json_build_object('job_id', v_job.id, 'worker', v_job.worker)::text
-                else '{}' end);
+            -- no names on a locked-down install (see queue._lock_down)
+            perform pg_notify('andal_abort',
+                case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
+                    then json_build_object('job_id', v_job.id, 'worker', v_job.worker)::text
+                    else '{}' end);
         end if;
         return;
     end if;
@@ -3748,9 +3749,8 @@ begin
     end if;
     if v_job.watched then
         perform pg_notify('andal_done',
-
-                case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
-                    then v_id::text else '' end);
+            case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
+                then v_id::text else '' end);
     end if;
     if v_category is not null then
         delete from queue.worker_locks as w where w.job_id = v_id;
@@ -3927,9 +3927,8 @@ begin
     end if;
     for v_i in 1 .. coalesce(cardinality(v_watched), 0) loop
         perform pg_notify('andal_done',
-
-                case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
-                    then v_watched[v_i]::text else '' end);
+            case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
+                then v_watched[v_i]::text else '' end);
     end loop;
 
     for v_i in 1 .. coalesce(cardinality(v_keys), 0) loop

@@ -30,7 +30,7 @@ def prefixed_db() -> Iterator[str]:
     finally:
         janitor.drop()
         with psycopg.connect(make_dsn("postgres"), autocommit=True) as c:
-            for kind in ("producer", "worker", "admin"):
+            for kind in ("producer", "worker", "admin", "monitor"):
                 c.execute(f'drop role if exists "{PREFIX}_{kind}"')
 
 
@@ -47,6 +47,12 @@ def test_an_install_with_its_own_roles(prefixed_db: str) -> None:
             (f"{PREFIX}_worker", f"{PREFIX}_producer"),
         ).fetchone()
         assert can == (True, False, True, False)
+        reads = c.execute(
+            "select has_function_privilege(%s, 'queue.stats()', 'execute'),"
+            " has_function_privilege('andal_monitor', 'queue.stats()', 'execute')",
+            (f"{PREFIX}_monitor",),
+        ).fetchone()
+        assert reads == (True, False), "the read-only role is the install's own too"
         assert c.execute("select role_prefix from queue.install_state").fetchone() == (PREFIX,)
 
     assert install(prefixed_db) == [], "re-installing keeps the recorded prefix, changes nothing"

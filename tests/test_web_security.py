@@ -30,6 +30,7 @@ from webapp import SCRIPT_PAYLOAD, andal_web, get, seed
 
 pytest.importorskip("starlette")
 
+from andal.install import install  # noqa: E402
 from andal.web import queries  # noqa: E402
 from andal.web.db import Database  # noqa: E402
 
@@ -148,6 +149,27 @@ def test_read_only_flag_offers_no_action(dsn: str, ids: dict[str, Any]) -> None:
         status, body = browser.post("/dead/purge", {"ids": [ids["script"]], "csrf": browser.csrf()})
         assert status == 403 and "read-only" in body
     assert dead_state(dsn) == before
+
+
+def test_an_install_with_its_own_roles() -> None:
+    prefix = f"andal_w{uuid.uuid4().hex[:6]}"
+    name = f"andal_t_web_{uuid.uuid4().hex[:8]}"
+    server_dsn = make_dsn("postgres")
+    with psycopg.connect(server_dsn, autocommit=True) as c:
+        c.execute(f"create database {name}")
+    try:
+        install(make_dsn(name), role_prefix=prefix)
+        with andal_web(make_dsn(name), "--role-prefix", prefix) as server:
+            assert f"actions enabled ({prefix}_admin)" in server.output()
+            assert get(server.base + "/")[0] == 200
+        web = [sys.executable, "-m", "andal.cli", "--dsn", make_dsn(name), "web"]
+        result = subprocess.run(web, capture_output=True, text=True, timeout=60)
+        assert result.returncode == 4 and "--role-prefix" in result.stderr, result.stderr
+    finally:
+        with psycopg.connect(server_dsn, autocommit=True) as c:
+            c.execute(f"drop database if exists {name} with (force)")
+            for kind in ("producer", "worker", "admin", "monitor"):
+                c.execute(f'drop role if exists "{prefix}_{kind}"')
 
 
 def test_role_prefix(dsn: str) -> None:

@@ -33,25 +33,10 @@ from .cache import REFRESH_QUEUE, Cache, Lookup, refresh_handler, register_refre
 from .client import AsyncClient, Client, configure_queue, enqueue, enqueue_many, set_category_limit
 from .errors import AndalError, LeaseLost, NotInstalled
 from .jobs import JobInfo
-from .sources import sql_version
+from .sources import release
 from .worker import Fail, Handler, Job, Registry, Retry, Worker
 
-
-def _version() -> str:
-    """The release: the literal of ``queue.version()`` in the SQL this package installs (its
-    one source; the package metadata is built from the same file)."""
-    try:
-        return sql_version()
-    except OSError:  # the SQL is missing (andal.install.SqlNotFound)
-        from importlib import metadata
-
-        try:
-            return metadata.version("andal-pg")
-        except metadata.PackageNotFoundError:
-            return "unknown"
-
-
-__version__ = _version()
+__version__ = release()
 
 __all__ = [
     "REFRESH_QUEUE",

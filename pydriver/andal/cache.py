@@ -192,7 +192,9 @@ class Cache:
         if isinstance(db, ConnectionPool):
             self._pool = db
             self._owns_pool = False
-            self._dsn = db.conninfo
+            # a pool's conninfo may be a function that makes it (psycopg_pool 3.3)
+            info = db.conninfo
+            self._dsn: str = info if isinstance(info, str) else info()
         else:
             self._dsn = db
             self._pool = ConnectionPool(
@@ -347,6 +349,7 @@ class Cache:
             if self.verify and loader is not None and random.random() < self.verify:
                 return self._verify(key, entry.value, entry.version, loader, label, ttl, conn)
             return Lookup(entry.value, entry.version, False, "local")
+        assert inflight is not None  # made above whenever no local entry answered
 
         try:
             row = self._fetch(key, stale_ok, conn)
@@ -414,7 +417,10 @@ class Cache:
         """Invalidate ``key`` in the shared cache (every local cache drops it); returns the
         new version. The local copy is dropped at once."""
         with self._conn(conn) as c:
-            version = c.execute(INVALIDATE, {"key": key, "reason": reason}).fetchone()[0]
+            got = c.execute(INVALIDATE, {"key": key, "reason": reason}).fetchone()
+        if got is None:  # cache.invalidate always answers one row
+            raise RuntimeError("cache.invalidate returned no row")
+        version = got[0]
         with self._lock:
             self._drop(key)
         return int(version)
@@ -625,7 +631,8 @@ class Cache:
         }
         statement = PUT_REFILL if refill and conn is None else PUT
         with self._conn(conn) as c:
-            version, ttl_left = c.execute(statement, params).fetchone()
+            row = c.execute(statement, params).fetchone()
+        version, ttl_left = row if row else (None, None)
         if version is None:
             return None
         self._admit(key, value, int(version), None, len(text.encode()), ttl_left, inflight, conn)

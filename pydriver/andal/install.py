@@ -29,7 +29,7 @@ from .sources import SqlNotFound, sql_dir, sql_version
 #: Session advisory lock that serialises installs (the bytes of "andal").
 INSTALL_LOCK = 0x616E64616C
 #: The role names in the SQL sources, replaced by ``<role_prefix>_...`` at install.
-ROLE_NAMES = re.compile(r"\bandal_(producer|worker|admin)\b")
+ROLE_NAMES = re.compile(r"\bandal_(producer|worker|admin|monitor)\b")
 ROLE_PREFIX = re.compile(r"[a-z][a-z0-9_]{0,47}")
 
 __all__ = ["SqlNotFound", "install", "main", "sql_dir", "sql_version"]
@@ -64,9 +64,9 @@ def install(
     """Apply pending migrations and the function definitions, then the shard layout when
     ``shards`` is given; ``lock_down``: then ``queue._lock_down()`` (no CONNECT or TEMPORARY
     for PUBLIC, notifications without names). ``role_prefix``: the install's roles are
-    ``<prefix>_producer``, ``_worker`` and ``_admin`` (default: the prefix it was installed
-    with, ``andal`` for a new install; another prefix than the recorded one is refused with
-    SQLSTATE 55000). Returns what was done."""
+    ``<prefix>_producer``, ``_worker``, ``_admin`` and ``_monitor`` (default: the prefix it
+    was installed with, ``andal`` for a new install; another prefix than the recorded one is
+    refused with SQLSTATE 55000). Returns what was done."""
     if role_prefix is not None and not ROLE_PREFIX.fullmatch(role_prefix):
         raise ValueError(f"role_prefix must match {ROLE_PREFIX.pattern} (got {role_prefix!r})")
     root = root or sql_dir()
@@ -182,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("dsn", nargs="?", default=os.environ.get("DATABASE_URL", ""))
     p.add_argument("--shards", type=int, default=_env_shards())
     p.add_argument("--lock-down", action="store_true", help="see queue._lock_down()")
-    p.add_argument("--role-prefix", help="roles <prefix>_producer, _worker, _admin")
+    p.add_argument("--role-prefix", help="roles <prefix>_producer, _worker, _admin, _monitor")
     args = p.parse_args(argv)
     if not args.dsn:
         print("andal install: no database: pass a DSN or set DATABASE_URL", file=sys.stderr)

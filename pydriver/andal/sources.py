@@ -36,3 +36,18 @@ def sql_version(root: Path | None = None) -> str:
     if match is None:
         raise SqlNotFound("functions/queue/version.sql holds no version literal")
     return match.group(1)
+
+
+def release() -> str:
+    """This package's release: the literal of ``queue.version()`` in the SQL it installs (the
+    one source; the package metadata is built from the same file), else the metadata of the
+    installed distribution when the SQL is missing."""
+    try:
+        return sql_version()
+    except OSError:  # the SQL is missing (SqlNotFound)
+        from importlib import metadata
+
+        try:
+            return metadata.version("andal-pg")
+        except metadata.PackageNotFoundError:
+            return "unknown"

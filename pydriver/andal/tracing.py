@@ -26,7 +26,6 @@ returns a shared do-nothing object.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping
 from typing import Any
 
@@ -47,14 +46,11 @@ JOB_ATTRIBUTES = ("andal.job_id", "andal.queue", "andal.category", "andal.attemp
 OK_OUTCOMES = frozenset({"completed", "released"})
 
 
-@functools.cache
 def _version() -> str:
-    try:
-        from importlib.metadata import version
+    """The release (``andal.__version__``)."""
+    from .sources import release
 
-        return version("andal")
-    except Exception:  # noqa: BLE001 - not installed as a distribution
-        return "0"
+    return release()
 
 
 class NoSpan:

@@ -9,7 +9,8 @@
 --   search_path     every function pins search_path to pg_catalog and pg_temp only, pg_temp
 --                   last (an unpinned or wider path lets a caller's objects shadow what a
 --                   SECURITY DEFINER function calls: CVE-2018-1058)
---   matrix          EXECUTE grants to andal_producer / andal_worker / andal_admin match the
+--   matrix          EXECUTE grants to andal_producer / andal_worker / andal_admin /
+--                   andal_monitor match the
 --                   documented matrix exactly (docs/sql-api.md "Roles", docs/cache.md); private
 --                   functions (_name) are granted to nobody
 --   unknown_function a public function the matrix does not know
@@ -27,7 +28,7 @@ create or replace temporary view andal_audit_matrix (fn, roles) as values
     -- producing
     ('queue.enqueue', '{andal_admin,andal_producer}'::text []),
     ('queue.enqueue_many', '{andal_admin,andal_producer}'),
-    ('queue.version', '{andal_admin,andal_producer,andal_worker}'),
+    ('queue.version', '{andal_admin,andal_monitor,andal_producer,andal_worker}'),
     -- working
     ('queue.claim', '{andal_admin,andal_worker}'),
     ('queue.complete', '{andal_admin,andal_worker}'),
@@ -37,15 +38,27 @@ create or replace temporary view andal_audit_matrix (fn, roles) as values
     ('queue.heartbeat_many', '{andal_admin,andal_worker}'),
     ('queue.release', '{andal_admin,andal_worker}'),
     ('queue.maintain', '{andal_admin,andal_worker}'),
-    ('queue.status', '{andal_admin,andal_worker}'),
-    ('queue.stats', '{andal_admin,andal_worker}'),
-    ('queue.metrics', '{andal_admin,andal_worker}'),
-    ('queue.workers', '{andal_admin,andal_worker}'),
+    ('queue.status', '{andal_admin,andal_monitor,andal_worker}'),
+    ('queue.stats', '{andal_admin,andal_monitor,andal_worker}'),
+    ('queue.stats_by_minute', '{andal_admin,andal_monitor,andal_worker}'),
+    ('queue.category_limits', '{andal_admin,andal_monitor,andal_worker}'),
+    ('queue.metrics', '{andal_admin,andal_monitor,andal_worker}'),
+    ('queue.workers', '{andal_admin,andal_monitor,andal_worker}'),
+    -- looking jobs up and waiting for them
+    ('queue.job', '{andal_admin,andal_monitor,andal_producer,andal_worker}'),
+    ('queue.jobs_by', '{andal_admin,andal_monitor,andal_producer,andal_worker}'),
+    ('queue.watch', '{andal_admin,andal_producer,andal_worker}'),
     -- administering
     ('queue.cancel', '{andal_admin}'),
     ('queue.requeue_dead', '{andal_admin}'),
     ('queue.purge_dead', '{andal_admin}'),
     ('queue.list_dead', '{andal_admin}'),
+    ('queue.purge_dead_jobs', '{andal_admin}'),
+    ('queue.job_payload', '{andal_admin}'),
+    ('queue.pause', '{andal_admin}'),
+    ('queue.resume', '{andal_admin}'),
+    ('queue.set_history', '{andal_admin}'),
+    ('queue.configure_history', '{andal_admin}'),
     ('queue.configure_queue', '{andal_admin}'),
     ('queue.set_category_limit', '{andal_admin}'),
     ('queue.shards', '{andal_admin}'),
@@ -61,7 +74,7 @@ create or replace temporary view andal_audit_matrix (fn, roles) as values
     ('cache.ttl_for', '{andal_admin,andal_worker}'),
     ('cache.refresh_view', '{andal_admin,andal_worker}'),
     ('cache.report_reads', '{andal_admin,andal_worker}'),
-    ('cache.stats', '{andal_admin,andal_worker}'),
+    ('cache.stats', '{andal_admin,andal_monitor,andal_worker}'),
     ('cache.register_view', '{andal_admin}'),
     ('cache.unregister_view', '{andal_admin}'),
     ('cache.track', '{andal_admin}'),
@@ -152,12 +165,12 @@ select 'role', r.rolname,
         case when r.rolcreatedb then 'createdb' end,
         case when r.rolbypassrls then 'bypassrls' end)
 from pg_catalog.pg_roles as r
-where r.rolname in ('andal_producer', 'andal_worker', 'andal_admin')
+where r.rolname in ('andal_producer', 'andal_worker', 'andal_admin', 'andal_monitor')
   and (r.rolcanlogin or r.rolsuper or r.rolcreaterole or r.rolcreatedb or r.rolbypassrls)
 
 union all
 select 'role', x.rolname, 'missing'
-from (values ('andal_producer'), ('andal_worker'), ('andal_admin')) as x (rolname)
+from (values ('andal_producer'), ('andal_worker'), ('andal_admin'), ('andal_monitor')) as x (rolname)
 where not exists (select from pg_catalog.pg_roles as r where r.rolname = x.rolname)
 
 union all

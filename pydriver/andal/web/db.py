@@ -53,7 +53,14 @@ class Database:
         self._check()
         self.reader = self._pool(self.dsn)
         self.admin = self._pool(self.admin_dsn) if self.admin_dsn else self.reader
-        self.version = str(self.read_one(queries.VERSION) or "")
+        try:
+            self.version = str(self.read_one(queries.VERSION) or "")
+        except psycopg.errors.InsufficientPrivilege:
+            self.close()
+            raise SetupError(
+                f"{self.reader_role} may not read this database: was andal installed here with"
+                " another role prefix? Pass it with --role-prefix"
+            ) from None
 
     def _pool(self, dsn: str) -> ConnectionPool:
         pool = ConnectionPool(

@@ -412,4 +412,4 @@ def _check_options(
     if pooler not in (None, "transaction", "session"):
         raise ValueError("pooler must be 'transaction', 'session' or None")
     if tracing and not tracing_.AVAILABLE:
-        raise ValueError("tracing needs opentelemetry: pip install 'andal[otel]'")
+        raise ValueError("tracing needs opentelemetry: pip install 'andal-pg[otel]'")

@@ -65,6 +65,7 @@ class Executor:
         self.w = worker
         self.threads = threads
         self.limits = limits
+        self.limited = bool(limits)  # tested per job: a plain attribute
         self._work: queues_.SimpleQueue[Any] = queues_.SimpleQueue()
         self._slot_threads: list[threading.Thread] = []
         self.loop: EventLoop | None = None
@@ -100,7 +101,7 @@ class Executor:
     def dispatch(self, runs: list[_Run]) -> None:
         """Start ``runs`` (claimed leased jobs) where their handlers run; a run of a queue at
         its limit waits for one of the queue's jobs to end."""
-        if self.limits:
+        if self.limited:
             runs = [r for r in runs if self.limits.admit(r.job.queue, r)]
         aio = []
         for run in runs:
@@ -118,7 +119,7 @@ class Executor:
     def run_here(self, run: _Run) -> None:
         """Run ``run`` in the calling thread (the completer of a one-slot worker), unless its
         handler is a coroutine function (it goes to the event loop)."""
-        if run.handler.is_async or (self.limits and not self.limits.admit(run.job.queue, run)):
+        if run.handler.is_async or (self.limited and not self.limits.admit(run.job.queue, run)):
             if run.handler.is_async:
                 self.dispatch([run])
             return
@@ -165,7 +166,7 @@ class Executor:
         self._queue_done(run)
 
     def _queue_done(self, run: _Run) -> None:
-        if self.limits:
+        if self.limited:
             nxt = self.limits.done(run.job.queue)
             if nxt is not None:
                 if nxt.handler.is_async and self.loop is not None:
@@ -297,7 +298,7 @@ class Executor:
         return "completed", run.fields(worker=self.w.name, duration_ms=round(took * 1000, 3))
 
     def _tx_queues(self, group: TxGroup) -> list[str]:
-        return self.limits.take(group.queues) if self.limits else group.queues
+        return self.limits.take(group.queues) if self.limited else group.queues
 
     def _tx_probe(self, src: Source, group: TxGroup) -> None:
         """Claim one transactional job of ``src`` and run it in the claim's transaction."""

@@ -391,9 +391,8 @@ begin
             else '{"event":"dead"}' end);
     if v_watched then
         perform pg_notify('andal_done',
-
-                case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
-                    then _bury.job_id::text else '' end);
+            case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
+                then _bury.job_id::text else '' end);
     end if;
 end
 $$;

@@ -2,8 +2,9 @@
 -- has no privileges on notification channels: any role that can connect may LISTEN to
 -- andal's channels and NOTIFY on them. This function
 -- * revokes CONNECT and TEMPORARY on the database from PUBLIC and grants CONNECT to
---   andal_producer, andal_worker and andal_admin (their members keep connecting; a role
---   that needs the database for something else must be granted CONNECT explicitly);
+--   andal_producer, andal_worker, andal_admin and andal_monitor (their members keep
+--   connecting; a role that needs the database for something else must be granted CONNECT
+--   explicitly);
 -- * sets andal.notify_names = off for the database: notifications then carry no names
 --   (andal_jobs '' instead of the queue, andal_ops '{"event":"dead"}' without job and queue,
 --   andal_cache '' instead of a transaction id). Listeners treat every notification as a hint
@@ -19,9 +20,9 @@ as $$
 begin
     execute format('revoke connect, temporary on database %I from public', current_database());
     return next 'revoked connect, temporary on the database from public';
-    execute format('grant connect on database %I to andal_producer, andal_worker, andal_admin',
-        current_database());
-    return next 'granted connect to andal_producer, andal_worker, andal_admin';
+    execute format('grant connect on database %I to andal_producer, andal_worker, andal_admin, '
+        'andal_monitor', current_database());
+    return next 'granted connect to andal_producer, andal_worker, andal_admin, andal_monitor';
     execute format('alter database %I set andal.notify_names = off', current_database());
     return next 'notifications carry no names (andal.notify_names = off)';
 end

@@ -35,9 +35,11 @@ begin
     if v_job.status = 'running' then
         if v_job.abort_requested_at is null then
             update queue.jobs as j set abort_requested_at = now() where j.id = v_job.id;
-            perform pg_notify('andal_abort', case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
-                then json_build_object('job_id', v_job.id, 'worker', v_job.worker)::text
-                else '{}' end);
+            -- no names on a locked-down install (see queue._lock_down)
+            perform pg_notify('andal_abort',
+                case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
+                    then json_build_object('job_id', v_job.id, 'worker', v_job.worker)::text
+                    else '{}' end);
         end if;
         return;
     end if;

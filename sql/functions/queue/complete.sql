@@ -100,9 +100,8 @@ begin
     end if;
     if v_job.watched then
         perform pg_notify('andal_done',
-
-                case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
-                    then v_id::text else '' end);
+            case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
+                then v_id::text else '' end);
     end if;
     if v_category is not null then
         delete from queue.worker_locks as w where w.job_id = v_id;
@@ -291,9 +290,8 @@ begin
     end if;
     for v_i in 1 .. coalesce(cardinality(v_watched), 0) loop
         perform pg_notify('andal_done',
-
-                case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
-                    then v_watched[v_i]::text else '' end);
+            case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
+                then v_watched[v_i]::text else '' end);
     end loop;
 
     for v_i in 1 .. coalesce(cardinality(v_keys), 0) loop
