@@ -59,6 +59,11 @@ create or replace temporary view andal_audit_matrix (fn, roles) as values
     ('queue.resume', '{andal_admin}'),
     ('queue.set_history', '{andal_admin}'),
     ('queue.configure_history', '{andal_admin}'),
+    -- time: schedules and rate limits
+    ('queue.schedule', '{andal_admin}'),
+    ('queue.unschedule', '{andal_admin}'),
+    ('queue.schedules', '{andal_admin,andal_monitor,andal_worker}'),
+    ('queue.set_rate_limit', '{andal_admin}'),
     ('queue.configure_queue', '{andal_admin}'),
     ('queue.set_category_limit', '{andal_admin}'),
     ('queue.shards', '{andal_admin}'),
