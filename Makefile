@@ -16,9 +16,15 @@ TEST_DB ?= andal_pgtap
 # sharded install with TEST_SHARDS shards.
 SHARDS ?=
 TEST_SHARDS ?= 4
+# PostgreSQL's isolation tester (Debian: postgresql-client-15) and the programs it runs
+PG_PKGLIBDIR ?= $(shell pg_config --pkglibdir)
+PG_BINDIR ?= $(shell pg_config --bindir)
+PG_ISOLATION_REGRESS ?= $(PG_PKGLIBDIR)/pgxs/src/test/isolation/pg_isolation_regress
+ISOLATION_DB ?= $(TEST_DB)_isolation$(if $(SHARDS),_sharded)
+ISOLATION_SPECS ?= $(sort $(basename $(notdir $(wildcard sql/isolation/specs/*.spec))))
 DEB_PACKAGES := postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl postgresql-15-plpgsql-check chromium chromium-driver
 
-.PHONY: help venv deps install test test-sql test-py lint demo bench bench-quick soak clean schema-dump
+.PHONY: help venv deps install test test-sql test-isolation test-py lint demo bench bench-quick soak clean schema-dump
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -47,6 +53,8 @@ install: venv ## install or upgrade andal in DATABASE_URL, else the PG* variable
 test: venv deps ## every test, on an unsharded and a sharded install, then the benchmark smoke test
 	$(MAKE) --no-print-directory test-sql
 	$(MAKE) --no-print-directory test-sql SHARDS=$(TEST_SHARDS) TEST_DB=$(TEST_DB)_sharded
+	$(MAKE) --no-print-directory test-isolation
+	$(MAKE) --no-print-directory test-isolation SHARDS=$(TEST_SHARDS)
 	$(MAKE) --no-print-directory test-py
 	$(MAKE) --no-print-directory test-py SHARDS=$(TEST_SHARDS)
 	$(MAKE) --no-print-directory bench-quick
@@ -58,6 +66,18 @@ test-sql: venv ## pgTAP tests in a fresh database (SHARDS=4: on a sharded instal
 	@psql -q -X -d $(TEST_DB) -c 'create extension if not exists pgtap'
 	pg_prove -d $(TEST_DB) --recurse --ext .sql sql/tests/
 	@psql -q -X -d postgres -c 'drop database if exists $(TEST_DB)'
+
+test-isolation: venv ## isolation specs (sql/isolation) with PostgreSQL's isolationtester, in a fresh database (SHARDS=4: sharded)
+	@psql -q -X -d postgres -c 'drop database if exists $(ISOLATION_DB)' -c 'create database $(ISOLATION_DB)'
+	$(PY) -m andal.install "postgresql://$(PGUSER)@$(PGHOST):$(PGPORT)/$(ISOLATION_DB)" \
+		$(if $(SHARDS),--shards $(SHARDS)) >/dev/null
+	@rm -rf sql/isolation/output/$(ISOLATION_DB); mkdir -p sql/isolation/output/$(ISOLATION_DB); rc=0; \
+	$(PG_ISOLATION_REGRESS) --use-existing --bindir='$(PG_BINDIR)' --host=$(PGHOST) \
+		--port=$(PGPORT) --user=$(PGUSER) --dbname=$(ISOLATION_DB) --inputdir=sql/isolation \
+		--outputdir=sql/isolation/output/$(ISOLATION_DB) $(ISOLATION_SPECS) || rc=$$?; \
+	psql -q -X -d postgres -c 'drop database if exists $(ISOLATION_DB)'; \
+	if [ $$rc -ne 0 ]; then cat sql/isolation/output/$(ISOLATION_DB)/regression.diffs >&2; fi; \
+	exit $$rc
 
 test-py: venv ## pytest suite (real PostgreSQL, real processes; SHARDS=4: on a sharded install)
 	ANDAL_SHARDS=$(SHARDS) $(VENV)/bin/pytest -q $(PYTEST_ARGS)
