@@ -1,4 +1,4 @@
-"""Rule 6: storage built for churn. Constant rewrites of a fixed key set keep cache.entries
+"""Storage built for churn. Constant rewrites of a fixed key set keep cache.entries
 bounded (HOT updates into the free space fillfactor 50 leaves; no VACUUM needed), and the log
 stays bounded under periodic cache.prune (plus VACUUM of the log, which autovacuum does in
 production). Runs ANDAL_CHURN_SECONDS (default 25 s; the 5-minute figure in docs/cache.md

@@ -1,4 +1,4 @@
-"""C10 order, end to end: 1,000 pairs of dependent jobs over 4 workers, each with its own
+"""Version order, end to end: 1,000 pairs of dependent jobs over 4 workers, each with its own
 local cache; the second job of a pair must never read data older than the first one wrote.
 
 Job A of a pair increments a counter in the primary store and completes in the same

@@ -35,7 +35,7 @@ def live(cache: Cache) -> None:
 
 
 def test_read_through_local_shared_loader(dsn: str, db: psycopg.Connection) -> None:
-    """C4/C12: a miss loads from the primary store and fills shared and local; the next read
+    """A miss loads from the primary store and fills shared and local; the next read
     is local; another process's cache finds it in the shared cache."""
     loads: list[str] = []
 
@@ -76,7 +76,7 @@ def test_bounded_by_entries_and_bytes(dsn: str, db: psycopg.Connection) -> None:
 
 
 def test_invalidation_reaches_every_local_cache(dsn: str, db: psycopg.Connection) -> None:
-    """C9: an invalidation committed anywhere drops the key from every local cache (NOTIFY
+    """An invalidation committed anywhere drops the key from every local cache (NOTIFY
     wakes the followers; the next read fetches the new value)."""
     put(db, "inv:k", '"v1"')
     caches = [Cache(dsn) for _ in range(3)]
@@ -95,7 +95,7 @@ def test_invalidation_reaches_every_local_cache(dsn: str, db: psycopg.Connection
 
 
 def test_min_version_refetches_an_older_copy(dsn: str, db: psycopg.Connection) -> None:
-    """C10: a job that needs version v is never served an older local copy, even before the
+    """A job that needs version v is never served an older local copy, even before the
     follower has seen the change."""
     put(db, "mv:k", '"old"')
     with Cache(dsn, follow=False) as cache:
@@ -146,7 +146,7 @@ def test_refill_never_overwrites_a_newer_write(dsn: str, db: psycopg.Connection)
 
 
 def test_read_repair_on_checksum_mismatch(dsn: str, db: psycopg.Connection) -> None:
-    """C13: the primary store changed behind the cache's back (no invalidation). A verified
+    """Read-repair: the primary store changed behind the cache's back (no invalidation). A verified
     read compares checksums with the loader, invalidates the shared entry (so every local
     cache drops it) and refills it."""
     store = {"rr:k": {"price": 10}}
@@ -186,9 +186,9 @@ def test_revalidate_drops_copies_that_moved(dsn: str, db: psycopg.Connection) ->
 
 
 def test_stale_served_flagged_while_one_refresh_runs(dsn: str, db: psycopg.Connection) -> None:
-    """Rule 4 through the Python side: with serve_stale, an invalidated key is served stale
-    (flagged) and one refresh job refreshes it; jobs asking a min_version are never served
-    stale data."""
+    """Stampede protection through the Python side: with serve_stale, an invalidated key is
+    served stale (flagged) and one refresh job refreshes it; jobs asking a min_version are never
+    served stale data."""
     put(db, "sw:k", '"v1"')
     calls: list[str] = []
 
@@ -283,7 +283,7 @@ def test_listener_killed_during_500_invalidations(dsn: str, db: psycopg.Connecti
 
 
 def test_adaptive_ttl_follows_observed_invalidations(dsn: str, db: psycopg.Connection) -> None:
-    """Rule 5 with the real clock: a key invalidated every ~50 ms gets the minimum TTL, a key
+    """Adaptive TTL with the real clock: a key invalidated every ~50 ms gets the minimum TTL, a key
     never invalidated keeps the default, and a put without ttl uses what was observed.
     (Formula and bounds: pgTAP sql/tests/cache/ttl_for/.)"""
     cfg = db.execute("select min_ttl, default_ttl from cache.config").fetchone()
@@ -304,7 +304,7 @@ def test_adaptive_ttl_follows_observed_invalidations(dsn: str, db: psycopg.Conne
 
 
 def test_write_in_a_rolled_back_transaction_is_not_kept(dsn: str, db: psycopg.Connection) -> None:
-    """C7/Q15: a handler writes through inside its transaction (conn=...): the shared write
+    """Write-through: a handler writes through inside its transaction (conn=...): the shared write
     commits or rolls back with the job; the local copy is only taken from committed data."""
     put(db, "tx:k", '"committed"')
     with Cache(dsn) as cache, psycopg.connect(dsn) as handler_conn:

@@ -1,5 +1,5 @@
-"""The change log (rules 1 and 2): out-of-order commits, one NOTIFY per transaction, flushes
-after a crash or a prune. Real concurrent sessions, no mocks."""
+"""The change log (docs/cache.md, guarantees 1 and 2): out-of-order commits, one NOTIFY per
+transaction, flushes after a crash or a prune. Real concurrent sessions, no mocks."""
 
 from __future__ import annotations
 
@@ -71,8 +71,8 @@ def test_out_of_order_commits_are_never_skipped(
     commit_first: str,
     mode: str,
 ) -> None:
-    """Rule 2: two writers whose transaction ids, log sequence numbers and commits come in
-    every relative order; a reader that polls between the commits sees both changes, in
+    """No lost invalidation: two writers whose transaction ids, log sequence numbers and commits
+    come in every relative order; a reader that polls between the commits sees both changes, in
     either resume mode."""
     reader = Reader(sessions["reader"], mode)
     other = {"A": "B", "B": "A"}
@@ -138,7 +138,7 @@ def test_cache_follows_out_of_order_commits(
 
 
 def test_one_notify_per_transaction(dsn: str) -> None:
-    """Rule 1: a transaction with several cache writes sends one NOTIFY whose payload is the
+    """A transaction with several cache writes sends one NOTIFY whose payload is the
     writer's transaction id (a hint, not the data)."""
     with (
         psycopg.connect(dsn, autocommit=True) as listener,

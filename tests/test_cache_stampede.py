@@ -1,4 +1,4 @@
-"""Rule 4: a stampede of readers on one expired key yields exactly one refresh job; the
+"""A stampede of readers on one expired key yields exactly one refresh job; the
 readers are served the stale value, flagged, meanwhile. 50 real concurrent sessions."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Materialized views as a precomputed cache (Q8, Q10, rule 7): refreshes are queue work run
+"""Materialized views as a precomputed cache: refreshes are queue work run
 by a real andal.Worker, readers are never blocked by a refresh, and tracking a source table
 adds nothing to its writes (8 concurrent writers, measured): row changes are counted by
 PostgreSQL's statistics, which reach a view's count once the writer's transaction ended."""
@@ -54,7 +54,7 @@ def wait_changes(db: psycopg.Connection, view: str, n: int) -> None:
 
 
 def test_refresh_is_queue_work_run_by_a_worker(dsn: str, db: psycopg.Connection) -> None:
-    """Q10: small updates do not refresh; a batch of changes (or the lag) does, through one
+    """Small updates do not refresh; a batch of changes (or the lag) does, through one
     deduplicated job on andal.refresh that a worker runs with REFRESH ... CONCURRENTLY."""
     make_view(db, "sales", "1 hour", 5)
     for i in range(4):
@@ -120,7 +120,7 @@ def test_refresh_is_queue_work_run_by_a_worker(dsn: str, db: psycopg.Connection)
 
 
 def test_readers_and_writers_are_not_blocked_by_a_refresh(dsn: str, db: psycopg.Connection) -> None:
-    """Rule 7: while a refresh job holds its transaction open (its locks are held until
+    """While a refresh job holds its transaction open (its locks are held until
     commit), readers of the view and writers of its source go on; a second refresh of the
     same view is held back by the category gate. A plain REFRESH would block the readers:
     checked too, so the test is not vacuous."""
@@ -193,7 +193,7 @@ def _throughput(dsn: str, table: str, seconds: float) -> float:
 
 
 def test_tracking_overhead_on_eight_writers(dsn: str, db: psycopg.Connection) -> None:
-    """Rule 7: the source table's write throughput with tracking, relative to without, with
+    """The source table's write throughput with tracking, relative to without, with
     8 concurrent writers (rounds alternate to cancel drift; medians compared)."""
     db.execute("create table plain_src (id bigserial primary key, k int not null, v int)")
     make_view(db, "tracked", "1 hour", 1_000_000)

@@ -1,4 +1,4 @@
-"""Rule 2: claim reads its indexes, never the backlog.
+"""Claim reads its indexes, never the backlog.
 
 With 100,000 ready and 100,000 future-scheduled jobs, the real plans of the statements inside
 queue.claim (captured with auto_explain, nested statements included, after enough calls for

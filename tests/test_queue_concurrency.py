@@ -338,10 +338,10 @@ def test_full_category_never_blocks_other_jobs(dsn: str, clean: None) -> None:
 
 
 def test_open_claim_on_a_category_does_not_hide_other_jobs(dsn: str, clean: None) -> None:
-    """Session A claims a job of category c in a transaction it keeps open (rule 8): c has
+    """Session A claims a job of category c in a transaction it keeps open: c has
     free slots, so it is not full, but A holds c's gate lock (its category row) until it
     commits. Session B's claim must not come back empty while a job of category d is ready:
-    a gated category never blocks jobs of other categories. B's failed try-lock is counted (Q11)."""
+    a gated category never blocks jobs of other categories. B's failed try-lock is counted."""
     with connect(dsn) as c:
         c.execute("select queue.set_category_limit('c', 5)")
         c.execute("select queue.set_category_limit('d', 5)")
@@ -517,7 +517,7 @@ def test_a_claimer_never_waits_on_another(dsn: str, clean: None) -> None:
 
 
 def test_a_claimer_holds_only_the_jobs_it_claimed(dsn: str, clean: None) -> None:
-    """Rule 8 lets a worker keep its claim's transaction open while its handler runs. Rows
+    """A worker may keep its claim's transaction open while its handler runs. Rows
     the claim looked at but did not take (another queue's best job, the best job of the other
     kind, gated or not) must not stay locked meanwhile: other claimers would skip them for the
     whole handler, though nobody runs them."""

@@ -1,4 +1,4 @@
-"""Sharded live table (Q14): queue.set_shards converts queue.jobs in place, under load.
+"""Sharded live table: queue.set_shards converts queue.jobs in place, under load.
 
 * Converting 1 → 4 → 2 → 1 shards while claimers, completers and a producer keep running
   loses no job and completes none twice; every claim and completion call succeeds (they wait

@@ -1,7 +1,7 @@
 """The coordinated cache, Python side: a per-process local cache in front of andal's shared cache.
 
 Reads go local → shared (``cache.get``) → a loader you pass (the primary store), and refill
-both on the way back (C4, C12, C14). The local cache follows the shared cache's change log
+both on the way back. The local cache follows the shared cache's change log
 (``cache.changes_since``) from a watermark: on NOTIFY (its own listener thread), on every
 ``poll()`` (call it from a worker's poll loop), and after every reconnect (replay from the
 watermark, or flush when the log was pruned past it or the shared cache lost its epoch).
@@ -14,11 +14,11 @@ Guarantees (see docs/cache.md):
   ``max_staleness`` seconds; otherwise reads go to the shared cache. A lost listener stops
   local hits at once.
 * ``min_version`` (a claimed job's ``cache_version``) forces a refetch of an older entry: a
-  job never sees data older than the change it depends on (C10).
+  job never sees data older than the change it depends on.
 * Read-repair: with ``verify`` > 0 a sample of hits is compared, by checksum, with the
   loader's value; a mismatch invalidates the shared entry (every cache drops it) and refills
-  it with the loader's value (C13).
-* Hits, stale hits and misses are counted per job type and per worker pool (C15).
+  it with the loader's value (read-repair).
+* Hits, stale hits and misses are counted per job type and per worker pool.
 
 Every statement sent lives in this module's phrasebook below and calls a SQL function with
 named arguments; no cache rule lives in Python except the bookkeeping of the local copy.
@@ -403,7 +403,7 @@ class Cache:
 
         With ``if_version`` nothing is written unless the key is still at that version (0: no
         entry), and ``None`` is returned. With ``conn`` the write joins the caller's
-        transaction (write-through before completing a job, C7).
+        transaction (write-through before completing a job).
         """
         inflight = self._acquire(key)
         try:
@@ -528,7 +528,7 @@ class Cache:
 
     def report(self, conn: psycopg.Connection | None = None) -> int:
         """Send the read counters gathered since the last report to ``cache.report_reads``
-        (C15: hit/miss per job type and worker pool, answerable in SQL by ``cache.stats()``).
+        (hit/miss per job type and worker pool, answerable in SQL by ``cache.stats()``).
         The follower calls it every ``report_every`` seconds. Returns the job types sent."""
         outcomes = ("local_hit", "shared_hit", "stale_hit", "miss")
         with self._lock:
@@ -567,7 +567,7 @@ class Cache:
                     reads += n
             return hits / reads if reads else 0.0
 
-    # -- refresh jobs (rule 4) ------------------------------------------------------------
+    # -- refresh jobs (stampede protection) ----------------------------------------------------
 
     def refresh_job(self, job: Any) -> None:
         """Handler of a key refresh job (payload ``{"key": ...}``, enqueued by ``cache.get``
@@ -716,7 +716,7 @@ class Cache:
         ttl: Seconds | None,
         conn: psycopg.Connection | None,
     ) -> Lookup:
-        """Read-repair (C13): compare the cached value with the loader's by checksum."""
+        """Read-repair: compare the cached value with the loader's by checksum."""
         fresh = loader(key)
         loaded = None if fresh is None else json.dumps(fresh, ensure_ascii=False)
         with self._conn(conn) as c:

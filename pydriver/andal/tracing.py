@@ -1,4 +1,4 @@
-"""OpenTelemetry tracing of jobs (C16), optional: ``pip install 'andal-pg[otel]'``.
+"""OpenTelemetry tracing of jobs, optional: ``pip install 'andal-pg[otel]'``.
 
 Each attempt of a job is one trace, named after the span at its root::
 
