@@ -4922,15 +4922,10 @@ CREATE FUNCTION queue.set_shards(shards integer) RETURNS bigint
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
-    v_old oid;
     v_current int;
-    v_seq text;
-    v_next bigint;
+    v_options text;
+    v_part text;
     v_moved bigint;
-    v_idx record;
-    v_names text[] := '{}'::text[];
-    v_fn regprocedure;
-    v_opts text;
 begin
     if set_shards.shards is null then
         raise exception 'shards must not be null' using errcode = '22004';
@@ -4940,105 +4935,45 @@ begin
             using errcode = '22023';
     end if;
     lock table queue.jobs in access exclusive mode;
-    v_old := 'queue.jobs'::regclass;
-    select greatest(count(*), 1) into v_current from pg_inherits where inhparent = v_old;
+    select count(*) into v_current from pg_inherits where inhparent = 'queue.jobs'::regclass;
     if v_current = set_shards.shards then
         return 0;
     end if;
-    if exists (
-        select from pg_index as x
-        where x.indrelid = v_old and x.indisunique and not x.indisprimary
-          and not exists (
-              select from pg_attribute as a
-              where a.attrelid = v_old and a.attname = 'queue' and a.attnum = any (x.indkey)
-          )
-    ) then
-        raise exception 'a unique index of queue.jobs does not include the queue column'
-            using errcode = '55000',
-            hint = 'Each shard enforces unique indexes on its own; include queue in the index.';
-    end if;
+    -- the storage options migration 0011 gave the partitions, for the new ones
+    select array_to_string(c.reloptions, ', ') into v_options
+    from pg_inherits as i
+    join pg_class as c on c.oid = i.inhrelid
+    where i.inhparent = 'queue.jobs'::regclass
+    order by c.relname
+    limit 1;
 
-    -- The new table: same columns, defaults, checks and identity (a new sequence).
-    -- (Statements naming queue.jobs_next are dynamic: the table exists only during the call.)
-    execute 'create table queue.jobs_next (like queue.jobs including all excluding indexes)'
-        || case when set_shards.shards > 1 then ' partition by hash (queue)' else '' end;
-    select array_to_string(c.reloptions, ', ') into v_opts
-    from pg_class as c
-    where c.oid = coalesce(
-        (select i.inhrelid from pg_inherits as i where i.inhparent = v_old limit 1), v_old);
-    if set_shards.shards = 1 then
-        if v_opts is not null then
-            execute format('alter table queue.jobs_next set (%s)', v_opts);
-        end if;
-    else
-        for v_r in 0 .. set_shards.shards - 1 loop
-            execute format(
-                'create table queue.%I partition of queue.jobs_next'
-                ' for values with (modulus %s, remainder %s)%s',
-                'jobs_next_p' || v_r, set_shards.shards, v_r,
-                case when v_opts is not null then format(' with (%s)', v_opts) else '' end);
-        end loop;
-    end if;
-
-    -- The same indexes, under temporary names; the primary key gains the partition key.
-    execute 'alter table queue.jobs_next add constraint jobs_next_pkey primary key '
-        || case when set_shards.shards > 1 then '(id, queue)' else '(id)' end;
-    for v_idx in
-        select c.relname, pg_get_indexdef(x.indexrelid) as def
-        from pg_index as x
-        join pg_class as c on c.oid = x.indexrelid
-        where x.indrelid = v_old and not x.indisprimary
-        order by c.relname
-    loop
-        execute regexp_replace(
-            v_idx.def,
-            '^CREATE (UNIQUE )?INDEX \S+ ON (ONLY )?queue\.jobs ',
-            format('CREATE \1INDEX %I ON queue.jobs_next ', v_idx.relname || '_next'));
-        v_names := array_append(v_names, v_idx.relname::text);
-    end loop;
-
-    -- Move the live jobs, keeping their ids; the new sequence continues the old one.
-    execute format('insert into queue.%I overriding system value select * from queue.jobs',
-        'jobs_next');
+    -- The live jobs aside, the old partitions dropped, the new ones created (with the
+    -- indexes of queue.jobs), the jobs back with their ids.
+    -- (statements naming queue.jobs_resharding are dynamic: it exists only during the call)
+    execute format('create unlogged table queue.%I as select * from queue.jobs', 'jobs_resharding');
     get diagnostics v_moved = row_count;
-    v_seq := pg_get_serial_sequence('queue.jobs', 'id');
-    execute format('select last_value + 1 from %s', v_seq) into v_next;
-    perform setval(pg_get_serial_sequence('queue.jobs_next', 'id'),
-        greatest(v_next, (select coalesce(max(j.id), 0) + 1 from queue.jobs as j)), false);
-
-    -- Swap, and give the new objects the old names.
-    drop table queue.jobs;
-    execute format('alter table queue.%I rename to jobs', 'jobs_next');
-    alter table queue.jobs rename constraint jobs_next_pkey to jobs_pkey;
-    execute format('alter sequence %s rename to jobs_id_seq',
-        pg_get_serial_sequence('queue.jobs', 'id'));
-    for i in 1 .. coalesce(cardinality(v_names), 0) loop
-        execute format('alter index queue.%I rename to %I', v_names[i] || '_next', v_names[i]);
+    for v_part in
+        select i.inhrelid::regclass::text from pg_inherits as i
+        where i.inhparent = 'queue.jobs'::regclass
+    loop
+        execute format('drop table %s', v_part);
     end loop;
     for v_r in 0 .. set_shards.shards - 1 loop
-        exit when set_shards.shards = 1;
-        execute format('alter table queue.%I rename to %I', 'jobs_next_p' || v_r, 'jobs_p' || v_r);
+        execute format(
+            'create table queue.%I partition of queue.jobs'
+            ' for values with (modulus %s, remainder %s)%s',
+            'jobs_p' || v_r, set_shards.shards, v_r,
+            case when v_options is not null then format(' with (%s)', v_options) else '' end);
     end loop;
-    revoke all on queue.jobs from public;
-    comment on table queue.jobs is
-    'Live jobs (pending and running); partitioned by hash (queue) when sharded.';
-
-    -- Compiled PL/pgSQL functions in other sessions hold the old table's row type: rewrite
-    -- each function's catalog row (same cost) so every session recompiles it on next call.
-    for v_fn in
-        select p.oid::regprocedure from pg_proc as p
-        where p.pronamespace in ('queue'::regnamespace, 'cache'::regnamespace)
-          and p.prokind = 'f'
-    loop
-        execute format('alter function %s cost %s', v_fn,
-            (select p.procost from pg_proc as p where p.oid = v_fn));
-    end loop;
+    execute format('insert into queue.jobs overriding system value select * from queue.%I',
+        'jobs_resharding');
+    execute format('drop table queue.%I', 'jobs_resharding');
     analyze queue.jobs;
     return v_moved;
 end
 $$;
 
-COMMENT ON FUNCTION queue.set_shards(shards integer) IS 'Partition queue.jobs by hash (queue) into n shards (1: unsharded), in place, keeping every job.';
+COMMENT ON FUNCTION queue.set_shards(shards integer) IS 'Spread queue.jobs over n hash partitions by queue (1: unsharded), in place, keeping every job.';
 
 CREATE FUNCTION queue.shard_of(queue text) RETURNS integer
     LANGUAGE plpgsql STABLE SECURITY DEFINER
@@ -5071,18 +5006,14 @@ declare
     v_part record;
     v_n bigint;
 begin
-    if not exists (select from pg_partitioned_table where partrelid = 'queue.jobs'::regclass) then
-        return query select 0, 'queue.jobs'::text, (select count(*) from queue.jobs);
-        return;
-    end if;
     for v_part in
-        select c.oid, format('%I.%I', n.nspname, c.relname) as name,
+        select format('%I.%I', n.nspname, c.relname) as name,
             (regexp_match(pg_get_expr(c.relpartbound, c.oid), 'remainder (\d+)'))[1]::int as r
         from pg_inherits as i
         join pg_class as c on c.oid = i.inhrelid
         join pg_namespace as n on n.oid = c.relnamespace
         where i.inhparent = 'queue.jobs'::regclass
-        order by 3
+        order by 2
     loop
         execute format('select count(*) from %s', v_part.name) into v_n;
         shard := v_part.r;
@@ -5668,7 +5599,9 @@ CREATE TABLE queue.jobs (
     CONSTRAINT jobs_running_check CHECK (((status = 'pending'::text) OR ((token IS NOT NULL) AND (lease_expires_at IS NOT NULL)))),
     CONSTRAINT jobs_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'running'::text])))
 )
-WITH (fillfactor='70', autovacuum_vacuum_scale_factor='0.01', autovacuum_vacuum_threshold='1000', autovacuum_analyze_scale_factor='0.02', autovacuum_vacuum_cost_delay='0');
+PARTITION BY HASH (queue);
+
+COMMENT ON TABLE queue.jobs IS 'Live jobs (scheduled, pending, failed awaiting retry, running), partitioned by hash (queue) into its shards (one when unsharded): see queue.set_shards.';
 
 ALTER TABLE queue.jobs ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
     SEQUENCE NAME queue.jobs_id_seq
@@ -5678,6 +5611,33 @@ ALTER TABLE queue.jobs ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
     NO MAXVALUE
     CACHE 1
 );
+
+CREATE TABLE queue.jobs_p0 (
+    id bigint NOT NULL,
+    queue text NOT NULL,
+    category text,
+    priority integer DEFAULT 0 NOT NULL,
+    status text DEFAULT 'pending'::text NOT NULL,
+    payload jsonb NOT NULL,
+    attempt integer DEFAULT 0 NOT NULL,
+    max_attempts integer NOT NULL,
+    available_at timestamp with time zone DEFAULT now() NOT NULL,
+    enqueued_at timestamp with time zone DEFAULT now() NOT NULL,
+    dedup_key text,
+    token uuid,
+    worker text,
+    claimed_at timestamp with time zone,
+    lease_expires_at timestamp with time zone,
+    errors jsonb DEFAULT '[]'::jsonb NOT NULL,
+    cache_key text,
+    cache_version bigint,
+    abort_requested_at timestamp with time zone,
+    watched boolean DEFAULT false NOT NULL,
+    timeout interval,
+    CONSTRAINT jobs_running_check CHECK (((status = 'pending'::text) OR ((token IS NOT NULL) AND (lease_expires_at IS NOT NULL)))),
+    CONSTRAINT jobs_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'running'::text])))
+)
+WITH (fillfactor='70', autovacuum_vacuum_scale_factor='0.01', autovacuum_vacuum_threshold='1000', autovacuum_analyze_scale_factor='0.02', autovacuum_vacuum_cost_delay='0');
 
 CREATE TABLE queue.lock_stats (
     minute timestamp with time zone NOT NULL,
@@ -5766,6 +5726,8 @@ WITH (fillfactor='70', autovacuum_vacuum_scale_factor='0.01');
 
 ALTER TABLE ONLY queue.history ATTACH PARTITION queue.history_default DEFAULT;
 
+ALTER TABLE ONLY queue.jobs ATTACH PARTITION queue.jobs_p0 FOR VALUES WITH (modulus 1, remainder 0);
+
 ALTER TABLE ONLY cache.config
     ADD CONSTRAINT config_pkey PRIMARY KEY (id);
 
@@ -5812,7 +5774,10 @@ ALTER TABLE ONLY queue.install_state
     ADD CONSTRAINT install_state_pkey PRIMARY KEY (id);
 
 ALTER TABLE ONLY queue.jobs
-    ADD CONSTRAINT jobs_pkey PRIMARY KEY (id);
+    ADD CONSTRAINT jobs_pkey PRIMARY KEY (id, queue);
+
+ALTER TABLE ONLY queue.jobs_p0
+    ADD CONSTRAINT jobs_p0_pkey PRIMARY KEY (id, queue);
 
 ALTER TABLE ONLY queue.lock_stats
     ADD CONSTRAINT lock_stats_pkey PRIMARY KEY (minute, backend, category_id);
@@ -5861,19 +5826,19 @@ CREATE INDEX history_queue_idx ON ONLY queue.history USING btree (queue, job_id)
 
 CREATE INDEX history_default_queue_job_id_idx ON queue.history_default USING btree (queue, job_id);
 
-CREATE UNIQUE INDEX jobs_dedup_idx ON queue.jobs USING btree (queue, dedup_key) WHERE (dedup_key IS NOT NULL);
+CREATE UNIQUE INDEX jobs_dedup_idx ON ONLY queue.jobs USING btree (queue, dedup_key) WHERE (dedup_key IS NOT NULL);
 
-CREATE INDEX jobs_gated_idx ON queue.jobs USING btree (priority DESC, available_at, id) WHERE ((status = 'pending'::text) AND (category IS NOT NULL));
+CREATE INDEX jobs_gated_idx ON ONLY queue.jobs USING btree (priority DESC, available_at, id) WHERE ((status = 'pending'::text) AND (category IS NOT NULL));
 
-CREATE INDEX jobs_gated_pair_idx ON queue.jobs USING btree ((ARRAY[queue, category]), priority DESC, available_at, id) WHERE ((status = 'pending'::text) AND (category IS NOT NULL));
+CREATE INDEX jobs_gated_pair_idx ON ONLY queue.jobs USING btree ((ARRAY[queue, category]), priority DESC, available_at, id) WHERE ((status = 'pending'::text) AND (category IS NOT NULL));
 
-CREATE INDEX jobs_gated_queue_idx ON queue.jobs USING btree (queue, priority DESC, available_at, id) WHERE ((status = 'pending'::text) AND (category IS NOT NULL));
+CREATE INDEX jobs_gated_queue_idx ON ONLY queue.jobs USING btree (queue, priority DESC, available_at, id) WHERE ((status = 'pending'::text) AND (category IS NOT NULL));
 
-CREATE INDEX jobs_lease_idx ON queue.jobs USING btree (lease_expires_at) WHERE (status = 'running'::text);
+CREATE INDEX jobs_lease_idx ON ONLY queue.jobs USING btree (lease_expires_at) WHERE (status = 'running'::text);
 
-CREATE INDEX jobs_ready_idx ON queue.jobs USING btree (priority DESC, available_at, id) WHERE ((status = 'pending'::text) AND (category IS NULL));
+CREATE INDEX jobs_ready_idx ON ONLY queue.jobs USING btree (priority DESC, available_at, id) WHERE ((status = 'pending'::text) AND (category IS NULL));
 
-CREATE INDEX jobs_ready_queue_idx ON queue.jobs USING btree (queue, priority DESC, available_at, id) WHERE ((status = 'pending'::text) AND (category IS NULL));
+CREATE INDEX jobs_ready_queue_idx ON ONLY queue.jobs USING btree (queue, priority DESC, available_at, id) WHERE ((status = 'pending'::text) AND (category IS NULL));
 
 CREATE INDEX queues_paused_idx ON queue.queues USING btree (queue) WHERE paused;
 

@@ -35,9 +35,8 @@ def server() -> dict[str, str]:
 
 #: The index of one shard of a partitioned table and its attachment to the parent's index. A
 #: partitioned index implies one on every partition, so these lines say nothing of their own,
-#: but their names depend on the path: queue.set_shards builds the shards' indexes under the
-#: transient name of the new table, while an index a later migration adds to the partitioned
-#: table is named by PostgreSQL after the shard.
+#: and their names are PostgreSQL's (made from the shard's and the columns' names), not
+#: andal's: the indexes are declared on queue.jobs (migration 0011).
 SHARD_INDEX = re.compile(
     r"^(CREATE (UNIQUE )?INDEX \S+ ON queue\.jobs_p\d+ "
     r"|ALTER INDEX \S+ ATTACH PARTITION queue\.jobs_)"

@@ -6,9 +6,9 @@ transaction, and recorded in ``queue.schema_migrations``. The re-runnable functi
 since the last install. Concurrent installs are serialised by a session advisory lock, so a
 second run changes nothing.
 
-``shards`` (optional) then partitions the live table ``queue.jobs`` by hash of the queue into
-that many shards, in place (``queue.set_shards``; 1 makes it a plain table again). Left out,
-an install keeps the layout it has: a new install is unsharded.
+``shards`` (optional) then spreads the live table ``queue.jobs`` (partitioned by hash of the
+queue, see migration 0011) over that many shards, in place (``queue.set_shards``; 1:
+unsharded). Left out, an install keeps the layout it has: a new install is unsharded.
 """
 
 from __future__ import annotations
