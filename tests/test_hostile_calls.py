@@ -176,6 +176,25 @@ def queue_calls(job: int, dead: int) -> list[Call]:
         out.append(
             Call(call("queue.claim", claim), "55000", (f"set transaction isolation level {level}",))
         )
+    out += over(
+        "queue.next_available",
+        {"queues": "'{h}'"},
+        "queues",
+        each(["'{null}'", "'{\"\"}'", "array[" + BIG + "]", "array['h', null]"], "22023"),
+    )
+
+    reg = {"worker": "'w'", "host": "'h'", "pid": "1"}
+    out += over("queue.register_worker", reg, "worker", NAME_BAD)
+    out += over("queue.register_worker", reg, "host", [("null", "22004"), ("''", "22023"),
+                ("repeat('h', 256)", "22023")])  # fmt: skip
+    out += over("queue.register_worker", reg, "pid", [("null", "22004"), ("-1", "22023")])
+    out += over("queue.register_worker", reg, "slots", each(["-1", "100001"], "22023"))
+    out += over("queue.register_worker", reg, "version", OPT_NAME_BAD[:1] + [(BIG, "22023")])
+    out += over("queue.register_worker", reg, "queues", each(["'{null}'", "array[['a']]",
+                "array[" + BIG + "]", "array(select 'q' || g from generate_series(1, 1001) as g)"],
+                "22023"))  # fmt: skip
+    out += intervals("queue.register_worker", reg, "expire_after", True, BOUNDED)
+    out += over("queue.unregister_worker", {"worker": "'w'"}, "worker", NAME_BAD)
 
     lease = {"job_id": str(job), "token": TOKEN}
     for fn in ("queue.complete", "queue.heartbeat", "queue.release"):

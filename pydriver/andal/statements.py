@@ -4,8 +4,8 @@ Each statement calls one andal SQL function with named arguments and explicit ca
 renamed parameter or a missing overload fails loudly at the first call (and in the tests)
 instead of silently binding to something else. No queue rule lives here: the functions decide.
 
-Parameters are passed as a dict (``%(name)s``). Where a SQL parameter has a default that must
-not be overridden with null (``delay``, ``priority``), the driver always passes a value. The
+Parameters are passed as a dict (``%(name)s``). A null optional argument means its default in
+every function (``delay``, ``priority``, ``max_attempts``, ...). The
 worker passes its array parameters (``::bigint[]``, ``::uuid[]``, ``::text[]``, ``::jsonb[]``) as
 array literals (``andal.worker.plain_array``, ``text_array``): psycopg adapts a Python list
 element by element, which costs more client CPU than the statement for a batch of 100.
@@ -43,6 +43,13 @@ CLAIM = (
     " now() as db_now"
     " from queue.claim(worker => %(worker)s::text, queues => %(queues)s::text[],"
     " batch => %(batch)s::int, lease => %(lease)s::interval) as c"
+)
+
+#: Seconds until the next job of the queues becomes claimable (negative: ready now), null when
+#: nothing is scheduled: bounds the pause after an empty claim.
+NEXT_AVAILABLE = (
+    "select extract(epoch from queue.next_available(queues => %(queues)s::text[])"
+    " - clock_timestamp())::float8"
 )
 
 COMPLETE = (
@@ -275,6 +282,7 @@ __all__ = [
     "VACUUM_LOCK",
     "VACUUM_UNLOCK",
     "VERSION",
+    "NEXT_AVAILABLE",
     "WORKERS",
     "WORKERS_FALLBACK",
 ]
