@@ -75,7 +75,7 @@ def test_enqueue_many_with_overlapping_keys_in_opposite_orders_never_deadlocks(
         return dict(zip(keys, [r[0] for r in ids], strict=True))
 
     hold = "select queue.enqueue(payload => '{}', queue => 'race', dedup_key => %(key)s)"
-    first, second = race_from_both_ends(dsn, 'race', hold, run)
+    first, second = race_from_both_ends(dsn, "race", hold, run)
     assert first == second, "both calls answer each key with the same live job"
     with connect(dsn) as c:
         live = c.execute(
@@ -121,7 +121,9 @@ def test_cache_get_many_with_refresh_of_overlapping_keys_never_deadlocks(
             sets = [rnd.sample(universe, 300), rnd.sample(universe, 300)]
             start = threading.Barrier(2)
 
-            def read(conn: psycopg.Connection, keys: list[str]) -> int:
+            def read(
+                conn: psycopg.Connection, keys: list[str], start: threading.Barrier = start
+            ) -> int:
                 start.wait()
                 return len(
                     conn.execute(
@@ -131,7 +133,8 @@ def test_cache_get_many_with_refresh_of_overlapping_keys_never_deadlocks(
                 )
 
             with ThreadPoolExecutor(max_workers=2) as pool:
-                results = [pool.submit(read, conn, keys) for conn, keys in zip((a, b), sets)]
+                pairs = zip((a, b), sets, strict=True)
+                results = [pool.submit(read, conn, keys) for conn, keys in pairs]
                 assert [f.result(timeout=120) for f in results] == [0, 0]
             with connect(dsn) as c:
                 refreshed = c.execute(
@@ -159,9 +162,7 @@ def test_requeue_dead_racing_an_enqueue_of_its_key_is_refused_with_55000(
             "select queue.enqueue(payload => '{}', queue => 'rq', dedup_key => 'same')"
         )
         with ThreadPoolExecutor(max_workers=1) as pool:
-            requeue = pool.submit(
-                admin.execute, "select queue.requeue_dead(job_id => %s)", (dead,)
-            )
+            requeue = pool.submit(admin.execute, "select queue.requeue_dead(job_id => %s)", (dead,))
             pid = admin.info.backend_pid
             wait_for(lambda: requeue.done() or blocked(watch, pid), 60, what="requeue waits")
             producer.commit()
@@ -194,7 +195,9 @@ def test_enqueue_with_a_dedup_key_outside_read_committed_is_refused_up_front(
         # without a dedup key enqueue works at this level
         late.execute(f"set transaction isolation level {level}")
         late.execute("select queue.enqueue(payload => '{}', queue => 'rr')")
-        late.execute("select * from queue.enqueue_many(payloads => array['{}']::jsonb[], queue => 'rr')")
+        late.execute(
+            "select * from queue.enqueue_many(payloads => array['{}']::jsonb[], queue => 'rr')"
+        )
         late.commit()
     with connect(dsn) as c:
         assert c.execute("select count(*) from queue.jobs where queue = 'rr'").fetchone()[0] == 3

@@ -177,28 +177,28 @@ HAS_FUNCTIONS = (
 
 #: Workers: running jobs by worker, and sessions open by andal workers (their connections are
 #: named ``andal <worker>``, ``andal <worker> listen`` and ``andal <worker> vacuum``).
+#: A worker's registration (queue.workers() knows it by it), also its periodic refresh.
+REGISTER_WORKER = (
+    "select queue.register_worker(worker => %(worker)s::text, host => %(host)s::text,"
+    " pid => %(pid)s::int, queues => %(queues)s::text[], slots => %(slots)s::int,"
+    " version => %(version)s::text, expire_after => %(expire_after)s::interval)"
+)
+
+UNREGISTER_WORKER = "select queue.unregister_worker(worker => %(worker)s::text)"
+
 WORKERS = (
     "select w.worker, w.running, w.queues, w.oldest_claim_age, w.next_lease_expiry,"
     " w.connections from queue.workers() as w order by w.worker"
 )
 
-#: The same without ``queue.workers()`` (an install that predates it): reads queue.jobs, so
-#: it needs the table's owner or a role that may select from it.
+#: An install that predates ``queue.workers()``: the workers holding running jobs, the only
+#: ones such an install can tell (no session is counted: a session's name says nothing sure
+#: about its worker). Reads queue.jobs, so it needs the table's owner or a role that may.
 WORKERS_FALLBACK = (
-    "with held as ("
-    " select j.worker, count(*) as running, array_agg(distinct j.queue) as queues,"
-    " now() - min(j.claimed_at) as oldest_claim_age,"
-    " min(j.lease_expires_at) - now() as next_lease_expiry"
+    "select j.worker, count(*), array_agg(distinct j.queue), now() - min(j.claimed_at),"
+    " min(j.lease_expires_at) - now(), 0::bigint"
     " from queue.jobs as j where j.status = 'running' and j.worker is not null"
-    " group by j.worker),"
-    " sessions as ("
-    " select regexp_replace(substr(a.application_name, 7), ' (listen|vacuum)$', '') as worker,"
-    " count(*) as connections from pg_catalog.pg_stat_activity as a"
-    " where a.datname = current_database() and a.application_name like 'andal %'"
-    " group by 1)"
-    " select coalesce(h.worker, s.worker), coalesce(h.running, 0), coalesce(h.queues, '{}'),"
-    " h.oldest_claim_age, h.next_lease_expiry, coalesce(s.connections, 0)"
-    " from held as h full join sessions as s on s.worker = h.worker order by 1"
+    " group by j.worker order by 1"
 )
 
 #: The shared cache's figures (cache.stats(), when installed): any columns, shown as they come.
@@ -283,6 +283,8 @@ __all__ = [
     "VACUUM_UNLOCK",
     "VERSION",
     "NEXT_AVAILABLE",
+    "REGISTER_WORKER",
+    "UNREGISTER_WORKER",
     "WORKERS",
     "WORKERS_FALLBACK",
 ]

@@ -49,6 +49,8 @@ class Claimer:
                         continue
                     backoff.reset()
                 now = time.monotonic()
+                assert src.claim_lane is not None
+                self.w._registrations[src.index].due(src.claim_lane, now)
                 if self.w.maintain_every > 0 and now >= next_maintain:
                     next_maintain = now + self.w.maintain_every
                     assert src.claim_lane is not None
