@@ -4619,7 +4619,10 @@ begin
 
     with cats as (
         select c.category, c.max_running,
-            (select count(*) from queue.worker_locks as w where w.category_id = c.id) as taken,
+            -- slots of jobs whose lease has not expired: an expired one is taken back
+            (select count(*) from queue.worker_locks as w
+             join queue.jobs as j on j.id = w.job_id
+             where w.category_id = c.id and j.lease_expires_at > now()) as taken,
             -- the window holds rate_starts starts: the next start is when the oldest of the
             -- newest rate_starts leaves it
             case when c.rate_starts is not null then (

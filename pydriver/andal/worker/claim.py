@@ -187,9 +187,11 @@ class Claimer:
             return None
         took = time.perf_counter() - started
         got = self.claimed(src, n, rows, took, started_ns, hints)
-        if next_in is not None:  # sleep no longer than until the next job is ready
+        if next_in is not None and next_in > 0:  # sleep no longer than until it is ready
+            # (a job "ready now" that the claim missed: another claimer holds its category's
+            # lock; the pause's doubling stays, so that is no busy poll)
             dry = src.leased_dry
-            dry.until = min(dry.until, time.monotonic() + max(next_in, 0.01))
+            dry.until = min(dry.until, time.monotonic() + next_in)
         return n, got
 
     def next_available(self, conn: psycopg.Connection[Any], queues: str) -> float | None:

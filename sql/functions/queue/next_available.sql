@@ -7,8 +7,9 @@
 -- category's window allows its next start; the next tick of the queues' schedules. A time at
 -- or before now() means a job is claimable now (a claim can still miss it: another claimer
 -- held its category's lock, or took it first).
--- What does not count: jobs of a category whose slots are all taken (their time depends on a
--- running job finishing: freeing a slot sends a NOTIFY on andal_jobs) or that is paused
+-- What does not count: jobs of a category whose slots are all taken by unexpired leases
+-- (their time depends on a running job finishing, not on a clock; a slot whose lease
+-- expired does not count as taken) or that is paused
 -- (max_running 0), and running jobs whose lease will expire (a take-back is a claim's or
 -- queue.maintain()'s). A client that sleeps until this time still listens on andal_jobs and
 -- keeps its poll interval as an upper bound.
@@ -39,7 +40,10 @@ begin
 
     with cats as (
         select c.category, c.max_running,
-            (select count(*) from queue.worker_locks as w where w.category_id = c.id) as taken,
+            -- slots of jobs whose lease has not expired: an expired one is taken back
+            (select count(*) from queue.worker_locks as w
+             join queue.jobs as j on j.id = w.job_id
+             where w.category_id = c.id and j.lease_expires_at > now()) as taken,
             -- the window holds rate_starts starts: the next start is when the oldest of the
             -- newest rate_starts leaves it
             case when c.rate_starts is not null then (

@@ -1,6 +1,6 @@
 -- next_available: the time the next job of the scope becomes claimable: a delayed job, a
 -- backed-off retry, a schedule's tick; null when nothing is scheduled. Full and paused
--- categories and paused queues do not count (freeing a slot notifies instead).
+-- categories and paused queues do not count (their time is not a clock's).
 begin;
 \ir ../_fixtures.psql
 select plan(12);
@@ -29,7 +29,7 @@ select queue.enqueue('{}', queue => 'gated', category => 'one') \g /dev/null
 select queue.enqueue('{}', queue => 'gated', category => 'one') \g /dev/null
 select job_id as g1, token as t1 from queue.claim(worker => 'w', queues => '{gated}') \gset
 select is(queue.next_available(queues => '{gated}'), null,
-    'a full category''s ready job: not counted (a freed slot notifies)');
+    'a full category''s ready job: not counted');
 select queue.complete(job_id => :g1, token => :'t1') \g /dev/null
 select ok(queue.next_available(queues => '{gated}') <= now(),
     'a slot free: ready now (at or before now())');
