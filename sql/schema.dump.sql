@@ -615,10 +615,21 @@ begin
     if get_many.refresh_queue is not null then
         perform cache._check_key(get_many.refresh_queue, 'refresh_queue');
         perform cache._check_refresh_queue(get_many.refresh_queue);
+        -- a refresh job is deduplicated against other transactions' (queue.enqueue)
+        if current_setting('transaction_isolation') <> 'read committed' then
+            raise exception 'cache.get_many with a refresh_queue must run at READ COMMITTED '
+                'isolation (not %)', current_setting('transaction_isolation')
+                using errcode = '55000',
+                hint = 'Read without refresh_queue, or in a READ COMMITTED transaction.';
+        end if;
+        -- Refresh jobs are enqueued in one canonical order (each key once, sorted), so two
+        -- readers of overlapping keys in different orders never wait on each other in a
+        -- cycle (no deadlock).
         for v_key in
-            select k.key from unnest(get_many.keys) as k (key)
+            select distinct k.key collate "C" from unnest(get_many.keys) as k (key)
             left join cache.entries as e on e.key = k.key
             where e.key is null or e.stale or e.value is null or e.expires_at <= now()
+            order by 1
         loop
             perform cache._enqueue_refresh(v_key, get_many.refresh_queue);
         end loop;
@@ -1992,14 +2003,17 @@ declare
     v_id bigint;
     v_inserted boolean := false;
     v_version bigint;
+    -- null means the default, as for max_attempts and timeout
+    v_priority int := coalesce(_enqueue.priority, 0);
+    v_delay interval := coalesce(_enqueue.delay, interval '0');
 begin
     perform queue._check_name(_enqueue.queue, 'queue');
     perform queue._check_name(_enqueue.category, 'category', false);
     perform queue._check_name(_enqueue.dedup_key, 'dedup_key', false, 512);
     perform queue._check_name(_enqueue.cache_key, 'cache_key', false, 512);
-    perform queue._check_interval(_enqueue.delay, 'delay', bound => 'delay');
-    if _enqueue.priority is null or _enqueue.priority <> 0 then
-        perform queue._check_priority(_enqueue.priority);  -- 0 is always allowed
+    perform queue._check_interval(v_delay, 'delay', bound => 'delay');
+    if v_priority <> 0 then
+        perform queue._check_priority(v_priority);  -- 0 is always allowed
     end if;
     perform queue._check_interval(_enqueue.timeout, 'timeout', true, false, 'lease');
     if _enqueue.max_attempts is not null and _enqueue.max_attempts < 1 then
@@ -2011,6 +2025,16 @@ begin
     end if;
     if _enqueue.payload is null then
         raise exception 'payload must not be null' using errcode = '22004';
+    end if;
+    -- A dedup key answers with the live job of another transaction, a cache key reads or
+    -- writes the entry others change: both need the newest committed rows, which a
+    -- REPEATABLE READ or SERIALIZABLE snapshot hides (it would fail with 40001 on a race).
+    if (_enqueue.dedup_key is not null or _enqueue.cache_key is not null)
+        and current_setting('transaction_isolation') <> 'read committed' then
+        raise exception 'queue.enqueue with a dedup_key or cache_key must run at READ COMMITTED '
+            'isolation (not %)', current_setting('transaction_isolation')
+            using errcode = '55000',
+            hint = 'Enqueue without dedup_key and cache_key, or in a READ COMMITTED transaction.';
     end if;
     -- every argument is checked before anything is written (no sequence advances for a
     -- rejected call), and a cache_value also when a live job already holds the dedup key
@@ -2028,8 +2052,8 @@ begin
             queue, category, priority, payload, max_attempts, available_at, dedup_key,
             cache_key, timeout
         ) values (
-            _enqueue.queue, _enqueue.category, _enqueue.priority, _enqueue.payload,
-            coalesce(_enqueue.max_attempts, v_cfg.max_attempts), now() + _enqueue.delay,
+            _enqueue.queue, _enqueue.category, v_priority, _enqueue.payload,
+            coalesce(_enqueue.max_attempts, v_cfg.max_attempts), now() + v_delay,
             _enqueue.dedup_key, _enqueue.cache_key, coalesce(_enqueue.timeout, v_cfg.timeout)
         )
         on conflict (queue, dedup_key) where dedup_key is not null do nothing
@@ -2053,7 +2077,7 @@ begin
             end if;
             update queue.jobs as j set cache_version = v_version where j.id = v_id;
         end if;
-        if v_cfg.notify and _enqueue.delay <= interval '0' then
+        if v_cfg.notify and v_delay <= interval '0' then
             perform pg_notify('andal_jobs',
                 case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
                     then _enqueue.queue else '' end);
@@ -2074,15 +2098,20 @@ declare
     v_id bigint;
     v_ids bigint[] := '{}'::bigint[];
     v_inserted boolean := false;
+    v_seq text;
+    v_i int;
+    -- null means the default, as for max_attempts and timeout
+    v_priority int := coalesce(_enqueue_many.priority, 0);
+    v_delay interval := coalesce(_enqueue_many.delay, interval '0');
 begin
     if _enqueue_many.payloads is null then
         raise exception 'payloads must not be null' using errcode = '22004';
     end if;
     perform queue._check_name(_enqueue_many.queue, 'queue');
     perform queue._check_name(_enqueue_many.category, 'category', false);
-    perform queue._check_interval(_enqueue_many.delay, 'delay', bound => 'delay');
-    if _enqueue_many.priority is null or _enqueue_many.priority <> 0 then
-        perform queue._check_priority(_enqueue_many.priority);  -- 0 is always allowed
+    perform queue._check_interval(v_delay, 'delay', bound => 'delay');
+    if v_priority <> 0 then
+        perform queue._check_priority(v_priority);  -- 0 is always allowed
     end if;
     perform queue._check_interval(_enqueue_many.timeout, 'timeout', true, false, 'lease');
     if _enqueue_many.max_attempts is not null and _enqueue_many.max_attempts < 1 then
@@ -2110,6 +2139,16 @@ begin
             v_n, coalesce(array_length(_enqueue_many.dedup_keys, 1), 0)
             using errcode = '22023';
     end if;
+    -- A dedup key answers with the live job of another transaction: it needs the newest
+    -- committed rows, which a REPEATABLE READ or SERIALIZABLE snapshot hides (it would fail
+    -- with 40001 on a race).
+    if _enqueue_many.dedup_keys is not null
+        and current_setting('transaction_isolation') <> 'read committed' then
+        raise exception 'queue.enqueue_many with dedup_keys must run at READ COMMITTED '
+            'isolation (not %)', current_setting('transaction_isolation')
+            using errcode = '55000',
+            hint = 'Enqueue without dedup_keys, or in a READ COMMITTED transaction.';
+    end if;
     v_cfg := queue._config(_enqueue_many.queue);
     for v_i in 1 .. v_n loop
         perform queue._check_payload(_enqueue_many.payloads[v_i],
@@ -2129,24 +2168,35 @@ begin
         insert into queue.jobs as j (
             queue, category, priority, payload, max_attempts, available_at, timeout
         )
-        select _enqueue_many.queue, _enqueue_many.category, _enqueue_many.priority, p.payload,
-            coalesce(_enqueue_many.max_attempts, v_cfg.max_attempts), now() + _enqueue_many.delay,
+        select _enqueue_many.queue, _enqueue_many.category, v_priority, p.payload,
+            coalesce(_enqueue_many.max_attempts, v_cfg.max_attempts), now() + v_delay,
             coalesce(_enqueue_many.timeout, v_cfg.timeout)
         from unnest(_enqueue_many.payloads) with ordinality as p (payload, n)
         order by p.n
         returning j.id;
         v_inserted := true;
     else
+        -- Keys are inserted in one canonical order (by key, then position), so two calls
+        -- whose keys overlap in different orders wait on each other at most once, never in a
+        -- cycle (no deadlock). The ids are drawn first, in input order, so a batch is still
+        -- claimed in input order (same availability and priority: by id).
+        v_seq := pg_get_serial_sequence('queue.jobs', 'id');
         for v_i in 1 .. v_n loop
+            v_ids := v_ids || nextval(v_seq);
+        end loop;
+        for v_i in
+            select k.n::int from unnest(_enqueue_many.dedup_keys) with ordinality as k (key, n)
+            order by k.key collate "C" nulls last, k.n
+        loop
             loop
                 insert into queue.jobs as j (
-                    queue, category, priority, payload, max_attempts, available_at, dedup_key,
-                    timeout
-                ) values (
-                    _enqueue_many.queue, _enqueue_many.category, _enqueue_many.priority,
+                    id, queue, category, priority, payload, max_attempts, available_at,
+                    dedup_key, timeout
+                ) overriding system value values (
+                    v_ids[v_i], _enqueue_many.queue, _enqueue_many.category, v_priority,
                     _enqueue_many.payloads[v_i],
                     coalesce(_enqueue_many.max_attempts, v_cfg.max_attempts),
-                    now() + _enqueue_many.delay, _enqueue_many.dedup_keys[v_i],
+                    now() + v_delay, _enqueue_many.dedup_keys[v_i],
                     coalesce(_enqueue_many.timeout, v_cfg.timeout)
                 )
                 on conflict (queue, dedup_key) where dedup_key is not null do nothing
@@ -2159,12 +2209,12 @@ begin
                 where j.queue = _enqueue_many.queue and j.dedup_key = _enqueue_many.dedup_keys[v_i];
                 exit when v_id is not null;
             end loop;
-            v_ids := v_ids || v_id;
+            v_ids[v_i] := v_id;
         end loop;
         return query select u.id from unnest(v_ids) with ordinality as u (id, n) order by u.n;
     end if;
 
-    if v_inserted and v_cfg.notify and _enqueue_many.delay <= interval '0' then
+    if v_inserted and v_cfg.notify and v_delay <= interval '0' then
         perform pg_notify('andal_jobs',
             case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
                 then _enqueue_many.queue else '' end);
@@ -4548,6 +4598,62 @@ $$;
 
 COMMENT ON FUNCTION queue.metrics() IS 'Every queue statistic as Prometheus exposition text.';
 
+CREATE FUNCTION queue.next_available(queues text[] DEFAULT NULL::text[]) RETURNS timestamp with time zone
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+declare
+    v_name text;
+    v_jobs timestamptz;
+    v_ticks timestamptz;
+begin
+    if next_available.queues is not null then
+        foreach v_name in array next_available.queues loop
+            if v_name is null or length(v_name) not between 1 and 128 then
+                raise exception 'queues must hold queue names (1 to 128 characters, no nulls)'
+                    using errcode = '22023';
+            end if;
+        end loop;
+    end if;
+
+    with cats as (
+        select c.category, c.max_running,
+            -- slots of jobs whose lease has not expired: an expired one is taken back
+            (select count(*) from queue.worker_locks as w
+             join queue.jobs as j on j.id = w.job_id
+             where w.category_id = c.id and j.lease_expires_at > now()) as taken,
+            -- the window holds rate_starts starts: the next start is when the oldest of the
+            -- newest rate_starts leaves it
+            case when c.rate_starts is not null then (
+                select t.at + c.rate_per from unnest(c.rate_log) as t (at)
+                where t.at > now() - c.rate_per
+                order by t.at desc offset c.rate_starts - 1 limit 1
+            ) end as rate_free_at
+        from queue.categories as c
+    )
+    select min(case when j.category is null then j.available_at
+        else greatest(j.available_at, k.rate_free_at) end)
+    into v_jobs
+    from queue.jobs as j
+    left join cats as k on k.category = j.category
+    where j.status = 'pending'
+        and (next_available.queues is null or j.queue = any (next_available.queues))
+        and not exists (select from queue.queues as q where q.queue = j.queue and q.paused)
+        and (j.category is null or (k.max_running > 0 and k.taken < k.max_running));
+
+    select min(s.next_at) into v_ticks
+    from queue.schedules as s
+    where s.task is null and s.next_at is not null
+        and (next_available.queues is null or s.queue = any (next_available.queues))
+        and not exists (select from queue.queues as q where q.queue = s.queue and q.paused);
+
+    return least(v_jobs, v_ticks);
+end
+$$;
+
+COMMENT ON FUNCTION queue.next_available(queues text[]) IS 'When the next job of the queues becomes claimable (null: nothing scheduled).';
+
 CREATE FUNCTION queue.pause(queue text) RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -4604,6 +4710,83 @@ end
 $$;
 
 COMMENT ON FUNCTION queue.purge_dead_jobs(job_ids bigint[]) IS 'Delete the dead letters with the given ids; returns how many.';
+
+CREATE FUNCTION queue.register_worker(worker text, host text, pid integer, queues text[] DEFAULT '{}'::text[], slots integer DEFAULT 0, version text DEFAULT NULL::text, expire_after interval DEFAULT '00:01:00'::interval) RETURNS timestamp with time zone
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+declare
+    v_queues text[] := coalesce(register_worker.queues, '{}'::text[]);
+    v_slots int := coalesce(register_worker.slots, 0);
+    v_expire interval := coalesce(register_worker.expire_after, interval '1 minute');
+    v_name text;
+begin
+    perform queue._check_name(register_worker.worker, 'worker');
+    perform queue._check_name(register_worker.host, 'host', true, 255);
+    perform queue._check_name(register_worker.version, 'version', false, 64);
+    if register_worker.pid is null then
+        raise exception 'pid must not be null' using errcode = '22004';
+    end if;
+    if register_worker.pid < 0 then
+        raise exception 'pid must not be negative (got %)', register_worker.pid
+            using errcode = '22023';
+    end if;
+    if v_slots not between 0 and 100000 then
+        raise exception 'slots must be between 0 and 100000 (got %)', v_slots
+            using errcode = '22023';
+    end if;
+    if array_ndims(v_queues) > 1 or array_lower(v_queues, 1) <> 1
+        or cardinality(v_queues) > 1000 then
+        raise exception 'queues must be a one-dimensional array of at most 1000 names'
+            using errcode = '22023';
+    end if;
+    foreach v_name in array v_queues loop
+        if v_name is null or length(v_name) not between 1 and 128 then
+            raise exception 'queues must hold queue names (1 to 128 characters, no nulls)'
+                using errcode = '22023';
+        end if;
+    end loop;
+    perform queue._check_interval(v_expire, 'expire_after', true, true, 'lease');
+
+    delete from queue.worker_registrations as r
+    where r.last_seen_at + r.expire_after < now() and r.worker <> register_worker.worker;
+    insert into queue.worker_registrations as r (
+        worker, host, pid, queues, slots, version, started_at, last_seen_at, expire_after
+    ) values (
+        register_worker.worker, register_worker.host, register_worker.pid, v_queues, v_slots,
+        register_worker.version, now(), now(), v_expire
+    )
+    on conflict (worker) do update set
+        host = excluded.host, pid = excluded.pid, queues = excluded.queues,
+        slots = excluded.slots, version = excluded.version,
+        started_at = case when (r.host, r.pid) = (excluded.host, excluded.pid)
+            and r.last_seen_at + r.expire_after >= now()
+            then r.started_at else excluded.started_at end,
+        last_seen_at = excluded.last_seen_at, expire_after = excluded.expire_after;
+    return now() + v_expire;
+end
+$$;
+
+COMMENT ON FUNCTION queue.register_worker(worker text, host text, pid integer, queues text[], slots integer, version text, expire_after interval) IS 'Register a worker, or refresh its registration; returns when it expires.';
+
+CREATE FUNCTION queue.registered_workers() RETURNS TABLE(worker text, host text, pid integer, queues text[], slots integer, busy bigint, version text, started_at timestamp with time zone, last_seen_at timestamp with time zone)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+    return query
+    select r.worker, r.host, r.pid, r.queues, r.slots,
+        (select count(*) from queue.jobs as j
+         where j.worker = r.worker and j.status = 'running'),
+        r.version, r.started_at, r.last_seen_at
+    from queue.worker_registrations as r
+    where r.last_seen_at + r.expire_after >= now()
+    order by r.worker;
+end
+$$;
+
+COMMENT ON FUNCTION queue.registered_workers() IS 'Live worker registrations: host, pid, queues, slots, busy, version, start, last refresh.';
 
 CREATE FUNCTION queue.release(job_id bigint, token uuid, delay interval DEFAULT '00:00:00'::interval) RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER
@@ -4674,14 +4857,21 @@ begin
         raise exception 'a live job of queue % already holds dedup_key %',
             v_dead.queue, v_dead.dedup_key using errcode = '55000';
     end if;
-    insert into queue.jobs (
+    -- The check above cannot see an enqueue of the same key that has not committed yet: the
+    -- insert waits for it and, when it commits, finds the key held (55000, not 23505).
+    insert into queue.jobs as j (
         id, queue, category, priority, payload, attempt, max_attempts, enqueued_at,
         dedup_key, errors, cache_key
     ) overriding system value values (
         v_dead.job_id, v_dead.queue, v_dead.category, v_dead.priority, v_dead.payload, 0,
         v_dead.max_attempts, v_dead.enqueued_at, v_dead.dedup_key, v_dead.errors,
         v_dead.cache_key
-    );
+    )
+    on conflict (queue, dedup_key) where dedup_key is not null do nothing;
+    if not found then
+        raise exception 'a live job of queue % already holds dedup_key %',
+            v_dead.queue, v_dead.dedup_key using errcode = '55000';
+    end if;
     if v_dead.category is not null then
         perform queue._category_id(v_dead.category);
     end if;
@@ -5287,6 +5477,20 @@ $$;
 
 COMMENT ON FUNCTION queue.status() IS 'Per queue: ready, scheduled, running, dead, oldest ready age.';
 
+CREATE FUNCTION queue.unregister_worker(worker text) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+begin
+    perform queue._check_name(unregister_worker.worker, 'worker');
+    delete from queue.worker_registrations as r where r.worker = unregister_worker.worker;
+    return found;
+end
+$$;
+
+COMMENT ON FUNCTION queue.unregister_worker(worker text) IS 'Remove a worker''s registration.';
+
 CREATE FUNCTION queue.unschedule(name text) RETURNS boolean
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -5342,9 +5546,11 @@ $$;
 COMMENT ON FUNCTION queue.watch(job_id bigint) IS 'Ask for a NOTIFY andal_done when a job ends; true when it is still live.';
 
 CREATE FUNCTION queue.workers() RETURNS TABLE(worker text, running bigint, queues text[], oldest_claim_age interval, next_lease_expiry interval, connections bigint)
-    LANGUAGE sql STABLE SECURITY DEFINER
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $_$
+    AS $$
+begin
+    return query
     with held as (
         select j.worker, count(*) as running, array_agg(distinct j.queue) as queues,
             now() - min(j.claimed_at) as oldest_claim_age,
@@ -5353,18 +5559,26 @@ CREATE FUNCTION queue.workers() RETURNS TABLE(worker text, running bigint, queue
         where j.status = 'running' and j.worker is not null
         group by j.worker
     ),
+    live as (
+        select r.worker,
+            array[left('andal ' || r.worker, 63), left('andal ' || r.worker || ' listen', 63),
+                left('andal ' || r.worker || ' vacuum', 63)] as names
+        from queue.worker_registrations as r
+        where r.last_seen_at + r.expire_after >= now()
+    ),
     sessions as (
-        select regexp_replace(substr(a.application_name, 7), ' (listen|vacuum)$', '') as worker,
-            count(*) as connections
-        from pg_catalog.pg_stat_activity as a
-        where a.datname = pg_catalog.current_database() and a.application_name like 'andal %'
-        group by 1
+        select l.worker, count(a.pid) as connections
+        from live as l
+        left join pg_catalog.pg_stat_activity as a
+            on a.datname = pg_catalog.current_database() and a.application_name = any (l.names)
+        group by l.worker
     )
     select coalesce(h.worker, s.worker), coalesce(h.running, 0), coalesce(h.queues, '{}'),
         h.oldest_claim_age, h.next_lease_expiry, coalesce(s.connections, 0)
     from held as h full join sessions as s on s.worker = h.worker
-    order by 1
-$_$;
+    order by 1;
+end
+$$;
 
 COMMENT ON FUNCTION queue.workers() IS 'Per worker: running jobs, their queues, oldest claim, nearest lease expiry, open sessions.';
 
@@ -5724,6 +5938,21 @@ CREATE TABLE queue.worker_locks (
 )
 WITH (fillfactor='70', autovacuum_vacuum_scale_factor='0.01');
 
+CREATE TABLE queue.worker_registrations (
+    worker text NOT NULL,
+    host text NOT NULL,
+    pid integer NOT NULL,
+    queues text[] DEFAULT '{}'::text[] NOT NULL,
+    slots integer NOT NULL,
+    version text,
+    started_at timestamp with time zone DEFAULT now() NOT NULL,
+    last_seen_at timestamp with time zone DEFAULT now() NOT NULL,
+    expire_after interval DEFAULT '00:01:00'::interval NOT NULL,
+    CONSTRAINT worker_registrations_expire_after_check CHECK ((expire_after > '00:00:00'::interval)),
+    CONSTRAINT worker_registrations_pid_check CHECK ((pid >= 0)),
+    CONSTRAINT worker_registrations_slots_check CHECK ((slots >= 0))
+);
+
 ALTER TABLE ONLY queue.history ATTACH PARTITION queue.history_default DEFAULT;
 
 ALTER TABLE ONLY queue.jobs ATTACH PARTITION queue.jobs_p0 FOR VALUES WITH (modulus 1, remainder 0);
@@ -5805,6 +6034,9 @@ ALTER TABLE ONLY queue.wal_samples
 
 ALTER TABLE ONLY queue.worker_locks
     ADD CONSTRAINT worker_locks_pkey PRIMARY KEY (job_id);
+
+ALTER TABLE ONLY queue.worker_registrations
+    ADD CONSTRAINT worker_registrations_pkey PRIMARY KEY (worker);
 
 CREATE INDEX log_at_idx ON cache.log USING brin (at);
 
@@ -6165,6 +6397,11 @@ GRANT ALL ON FUNCTION queue.metrics() TO andal_admin;
 GRANT ALL ON FUNCTION queue.metrics() TO andal_worker;
 GRANT ALL ON FUNCTION queue.metrics() TO andal_monitor;
 
+REVOKE ALL ON FUNCTION queue.next_available(queues text[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION queue.next_available(queues text[]) TO andal_worker;
+GRANT ALL ON FUNCTION queue.next_available(queues text[]) TO andal_admin;
+GRANT ALL ON FUNCTION queue.next_available(queues text[]) TO andal_monitor;
+
 REVOKE ALL ON FUNCTION queue.pause(queue text) FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.pause(queue text) TO andal_admin;
 
@@ -6173,6 +6410,15 @@ GRANT ALL ON FUNCTION queue.purge_dead(older_than interval) TO andal_admin;
 
 REVOKE ALL ON FUNCTION queue.purge_dead_jobs(job_ids bigint[]) FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.purge_dead_jobs(job_ids bigint[]) TO andal_admin;
+
+REVOKE ALL ON FUNCTION queue.register_worker(worker text, host text, pid integer, queues text[], slots integer, version text, expire_after interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION queue.register_worker(worker text, host text, pid integer, queues text[], slots integer, version text, expire_after interval) TO andal_worker;
+GRANT ALL ON FUNCTION queue.register_worker(worker text, host text, pid integer, queues text[], slots integer, version text, expire_after interval) TO andal_admin;
+
+REVOKE ALL ON FUNCTION queue.registered_workers() FROM PUBLIC;
+GRANT ALL ON FUNCTION queue.registered_workers() TO andal_worker;
+GRANT ALL ON FUNCTION queue.registered_workers() TO andal_admin;
+GRANT ALL ON FUNCTION queue.registered_workers() TO andal_monitor;
 
 REVOKE ALL ON FUNCTION queue.release(job_id bigint, token uuid, delay interval) FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.release(job_id bigint, token uuid, delay interval) TO andal_worker;
@@ -6226,6 +6472,10 @@ REVOKE ALL ON FUNCTION queue.status() FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.status() TO andal_admin;
 GRANT ALL ON FUNCTION queue.status() TO andal_worker;
 GRANT ALL ON FUNCTION queue.status() TO andal_monitor;
+
+REVOKE ALL ON FUNCTION queue.unregister_worker(worker text) FROM PUBLIC;
+GRANT ALL ON FUNCTION queue.unregister_worker(worker text) TO andal_worker;
+GRANT ALL ON FUNCTION queue.unregister_worker(worker text) TO andal_admin;
 
 REVOKE ALL ON FUNCTION queue.unschedule(name text) FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.unschedule(name text) TO andal_admin;

@@ -96,11 +96,22 @@ def queue_calls(job: int, dead: int) -> list[Call]:
         "queue.enqueue",
         enq,
         "priority",
-        [("null", "22004"), ("2147483647", "22023"), ("-2147483648", "22023")],
+        [("2147483647", "22023"), ("-2147483648", "22023")],  # null: the default, 0
     )
     out += over("queue.enqueue", enq, "max_attempts", each(["0", "-1", "-2147483648"], "22023"))
     out += intervals("queue.enqueue", enq, "delay", False, BOUNDED_DELAY)
-    out += over("queue.enqueue", enq, "delay", [("null", "22004")])
+    # a dedup or cache key needs the newest committed rows: READ COMMITTED, refused up front
+    for level in ("repeatable read", "serializable"):
+        for key in ("dedup_key", "cache_key"):
+            out.append(
+                Call(call("queue.enqueue", {**enq, key: "'k'"}), "55000",
+                     (f"set transaction isolation level {level}",))
+            )  # fmt: skip
+        out.append(
+            Call(call("queue.enqueue_many", {"payloads": "array['{}'::jsonb]", "queue": "'h'",
+                      "dedup_keys": "array['k']"}), "55000",
+                 (f"set transaction isolation level {level}",))
+        )  # fmt: skip
     out += over("queue.enqueue", {**enq, "cache_key": "'ck'"}, "cache_value", [("'null'", "22023")])
     out += over(
         "queue.enqueue", {**enq, "cache_key": "'ck'"}, "cache_value", each(OVERSIZED, "54000")
@@ -142,7 +153,7 @@ def queue_calls(job: int, dead: int) -> list[Call]:
             ("array[" + BIG_KEY + "]", "22023"),
         ],
     )
-    out += over("queue.enqueue_many", many, "priority", [("null", "22004"), ("1000001", "22023")])
+    out += over("queue.enqueue_many", many, "priority", [("1000001", "22023")])
     out += over("queue.enqueue_many", many, "max_attempts", each(["0", "-5"], "22023"))
     out += intervals("queue.enqueue_many", many, "delay", False, BOUNDED_DELAY)
 
@@ -165,6 +176,25 @@ def queue_calls(job: int, dead: int) -> list[Call]:
         out.append(
             Call(call("queue.claim", claim), "55000", (f"set transaction isolation level {level}",))
         )
+    out += over(
+        "queue.next_available",
+        {"queues": "'{h}'"},
+        "queues",
+        each(["'{null}'", "'{\"\"}'", "array[" + BIG + "]", "array['h', null]"], "22023"),
+    )
+
+    reg = {"worker": "'w'", "host": "'h'", "pid": "1"}
+    out += over("queue.register_worker", reg, "worker", NAME_BAD)
+    out += over("queue.register_worker", reg, "host", [("null", "22004"), ("''", "22023"),
+                ("repeat('h', 256)", "22023")])  # fmt: skip
+    out += over("queue.register_worker", reg, "pid", [("null", "22004"), ("-1", "22023")])
+    out += over("queue.register_worker", reg, "slots", each(["-1", "100001"], "22023"))
+    out += over("queue.register_worker", reg, "version", OPT_NAME_BAD[:1] + [(BIG, "22023")])
+    out += over("queue.register_worker", reg, "queues", each(["'{null}'", "array[['a']]",
+                "array[" + BIG + "]", "array(select 'q' || g from generate_series(1, 1001) as g)"],
+                "22023"))  # fmt: skip
+    out += intervals("queue.register_worker", reg, "expire_after", True, BOUNDED)
+    out += over("queue.unregister_worker", {"worker": "'w'"}, "worker", NAME_BAD)
 
     lease = {"job_id": str(job), "token": TOKEN}
     for fn in ("queue.complete", "queue.heartbeat", "queue.release"):
@@ -290,6 +320,10 @@ def cache_calls(job: int) -> list[Call]:
         ],
     )
     out += over("cache.get_many", {"keys": "array['missing']"}, "refresh_queue", OPT_KEY_BAD)
+    out.append(
+        Call(call("cache.get_many", {"keys": "array['missing']", "refresh_queue": "'refresh'"}),
+             "55000", ("set transaction isolation level repeatable read",))
+    )  # fmt: skip
     out += over("cache.report_reads", {"pool": "'p'", "counts": "'{}'"}, "pool", NAME_BAD)
     out += over(
         "cache.report_reads",

@@ -187,16 +187,33 @@ def test_pause_and_resume_a_queue_through_the_page(browser: Any, base: str, dsn:
 
 
 def test_workers_page_shows_queue_workers(browser: Any, base: str, dsn: str) -> None:
+    with psycopg.connect(dsn, autocommit=True) as c:
+        # w1 holds a job (seed) and registers its 4 slots; w-idle is registered, holds none;
+        # w-old holds a job without registering (an older driver): no slots shown
+        c.execute(
+            "select queue.register_worker(worker => 'w1', host => 'box', pid => 1, slots => 4)"
+        )
+        c.execute(
+            "select queue.register_worker(worker => 'w-idle', host => 'box', pid => 2, slots => 2)"
+        )
+        c.execute("select queue.enqueue(payload => '{}', queue => 'web-old')")
+        c.execute("select * from queue.claim(worker => 'w-old', queues => '{web-old}')")
     browser.get(base + "/workers")
     with psycopg.connect(dsn) as c:
         expected = {w: str(n) for w, n in c.execute("select worker, running from queue.workers()")}
+    rows = browser.find_elements(By.CSS_SELECTOR, "#workers tbody tr")
     shown = {
         tr.get_attribute("data-worker"): tr.find_element(
             By.CSS_SELECTOR, '[data-col="running"]'
         ).text
-        for tr in browser.find_elements(By.CSS_SELECTOR, "#workers tbody tr")
+        for tr in rows
     }
-    assert shown == expected and shown["w1"] == "1"
+    slots = {
+        tr.get_attribute("data-worker"): tr.find_element(By.CSS_SELECTOR, '[data-col="slots"]').text
+        for tr in rows
+    }
+    assert shown == expected and shown["w1"] == "1" and shown["w-idle"] == "0"
+    assert slots["w1"] == "4" and slots["w-idle"] == "2" and slots["w-old"] == "–"
     shot(browser, "workers")
 
 

@@ -4,8 +4,8 @@ Each statement calls one andal SQL function with named arguments and explicit ca
 renamed parameter or a missing overload fails loudly at the first call (and in the tests)
 instead of silently binding to something else. No queue rule lives here: the functions decide.
 
-Parameters are passed as a dict (``%(name)s``). Where a SQL parameter has a default that must
-not be overridden with null (``delay``, ``priority``), the driver always passes a value. The
+Parameters are passed as a dict (``%(name)s``). A null optional argument means its default in
+every function (``delay``, ``priority``, ``max_attempts``, ...). The
 worker passes its array parameters (``::bigint[]``, ``::uuid[]``, ``::text[]``, ``::jsonb[]``) as
 array literals (``andal.worker.plain_array``, ``text_array``): psycopg adapts a Python list
 element by element, which costs more client CPU than the statement for a batch of 100.
@@ -43,6 +43,13 @@ CLAIM = (
     " now() as db_now"
     " from queue.claim(worker => %(worker)s::text, queues => %(queues)s::text[],"
     " batch => %(batch)s::int, lease => %(lease)s::interval) as c"
+)
+
+#: Seconds until the next job of the queues becomes claimable (negative: ready now), null when
+#: nothing is scheduled: bounds the pause after an empty claim.
+NEXT_AVAILABLE = (
+    "select extract(epoch from queue.next_available(queues => %(queues)s::text[])"
+    " - clock_timestamp())::float8"
 )
 
 COMPLETE = (
@@ -170,28 +177,28 @@ HAS_FUNCTIONS = (
 
 #: Workers: running jobs by worker, and sessions open by andal workers (their connections are
 #: named ``andal <worker>``, ``andal <worker> listen`` and ``andal <worker> vacuum``).
+#: A worker's registration (queue.workers() knows it by it), also its periodic refresh.
+REGISTER_WORKER = (
+    "select queue.register_worker(worker => %(worker)s::text, host => %(host)s::text,"
+    " pid => %(pid)s::int, queues => %(queues)s::text[], slots => %(slots)s::int,"
+    " version => %(version)s::text, expire_after => %(expire_after)s::interval)"
+)
+
+UNREGISTER_WORKER = "select queue.unregister_worker(worker => %(worker)s::text)"
+
 WORKERS = (
     "select w.worker, w.running, w.queues, w.oldest_claim_age, w.next_lease_expiry,"
     " w.connections from queue.workers() as w order by w.worker"
 )
 
-#: The same without ``queue.workers()`` (an install that predates it): reads queue.jobs, so
-#: it needs the table's owner or a role that may select from it.
+#: An install that predates ``queue.workers()``: the workers holding running jobs, the only
+#: ones such an install can tell (no session is counted: a session's name says nothing sure
+#: about its worker). Reads queue.jobs, so it needs the table's owner or a role that may.
 WORKERS_FALLBACK = (
-    "with held as ("
-    " select j.worker, count(*) as running, array_agg(distinct j.queue) as queues,"
-    " now() - min(j.claimed_at) as oldest_claim_age,"
-    " min(j.lease_expires_at) - now() as next_lease_expiry"
+    "select j.worker, count(*), array_agg(distinct j.queue), now() - min(j.claimed_at),"
+    " min(j.lease_expires_at) - now(), 0::bigint"
     " from queue.jobs as j where j.status = 'running' and j.worker is not null"
-    " group by j.worker),"
-    " sessions as ("
-    " select regexp_replace(substr(a.application_name, 7), ' (listen|vacuum)$', '') as worker,"
-    " count(*) as connections from pg_catalog.pg_stat_activity as a"
-    " where a.datname = current_database() and a.application_name like 'andal %'"
-    " group by 1)"
-    " select coalesce(h.worker, s.worker), coalesce(h.running, 0), coalesce(h.queues, '{}'),"
-    " h.oldest_claim_age, h.next_lease_expiry, coalesce(s.connections, 0)"
-    " from held as h full join sessions as s on s.worker = h.worker order by 1"
+    " group by j.worker order by 1"
 )
 
 #: The shared cache's figures (cache.stats(), when installed): any columns, shown as they come.
@@ -275,6 +282,9 @@ __all__ = [
     "VACUUM_LOCK",
     "VACUUM_UNLOCK",
     "VERSION",
+    "NEXT_AVAILABLE",
+    "REGISTER_WORKER",
+    "UNREGISTER_WORKER",
     "WORKERS",
     "WORKERS_FALLBACK",
 ]

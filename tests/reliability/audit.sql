@@ -44,6 +44,10 @@ create or replace temporary view andal_audit_matrix (fn, roles) as values
     ('queue.category_limits', '{andal_admin,andal_monitor,andal_worker}'),
     ('queue.metrics', '{andal_admin,andal_monitor,andal_worker}'),
     ('queue.workers', '{andal_admin,andal_monitor,andal_worker}'),
+    ('queue.next_available', '{andal_admin,andal_monitor,andal_worker}'),
+    ('queue.registered_workers', '{andal_admin,andal_monitor,andal_worker}'),
+    ('queue.register_worker', '{andal_admin,andal_worker}'),
+    ('queue.unregister_worker', '{andal_admin,andal_worker}'),
     -- looking jobs up and waiting for them
     ('queue.job', '{andal_admin,andal_monitor,andal_producer,andal_worker}'),
     ('queue.jobs_by', '{andal_admin,andal_monitor,andal_producer,andal_worker}'),

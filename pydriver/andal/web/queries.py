@@ -45,11 +45,15 @@ BY_MINUTE = (
 #: Every known category and its limit (max_running; 0: paused).
 CATEGORY_LIMITS = "select c.category, c.max_running from queue.category_limits() as c"
 
+#: Workers (queue.workers()) with what each registered of itself: its handler slots (null
+#: for a worker that does not register: an older driver, another client).
 WORKERS = (
     "select w.worker, w.running, w.queues,"
     " extract(epoch from w.oldest_claim_age)::float8 as oldest_claim_s,"
-    " extract(epoch from w.next_lease_expiry)::float8 as next_lease_s, w.connections"
-    " from queue.workers() as w order by w.worker"
+    " extract(epoch from w.next_lease_expiry)::float8 as next_lease_s, w.connections,"
+    " r.slots, r.host"
+    " from queue.workers() as w"
+    " left join queue.registered_workers() as r on r.worker = w.worker order by w.worker"
 )
 
 #: cache.stats() rows: (metric, labels, value).

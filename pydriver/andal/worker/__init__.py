@@ -75,6 +75,7 @@ from .vacuum import VACUUM_LOCK_KEY, VacuumReport, vacuum_tables
 
 if TYPE_CHECKING:
     from ..cache import Cache
+    from .registration import Registration
 
 __all__ = [
     "EXIT_CONFIG",
@@ -245,6 +246,7 @@ class Worker:
         self.trouble = Trouble(self)
         self.startup = Startup(self)
         self._maintenance: dict[int, Maintenance] = {}
+        self._registrations: dict[int, Registration] = {}  # made at start
         self._tx_groups: list[TxGroup] = []
 
     # -- public API ---------------------------------------------------------------------

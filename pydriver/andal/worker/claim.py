@@ -4,7 +4,8 @@ and reconnects with backoff while the database does not answer.
 
 A claim is skipped while a completion is on its way to carry it (``Source.riding``: the
 completer sends the next claim with the outcomes, ``sql.COMPLETE_MANY_THEN_CLAIM``); after an
-empty claim the loop waits (``_Dry``: 10 ms doubling up to ``poll``) unless a NOTIFY hint,
+empty claim the loop waits (``_Dry``: 10 ms doubling up to ``poll``, and never past the time
+``queue.next_available`` gives for the next delayed or backed-off job) unless a NOTIFY hint,
 a freed slot or the poll timer wakes it.
 """
 
@@ -48,6 +49,8 @@ class Claimer:
                         continue
                     backoff.reset()
                 now = time.monotonic()
+                assert src.claim_lane is not None
+                self.w._registrations[src.index].due(src.claim_lane, now)
                 if self.w.maintain_every > 0 and now >= next_maintain:
                     next_maintain = now + self.w.maintain_every
                     assert src.claim_lane is not None
@@ -164,6 +167,7 @@ class Claimer:
                 started, started_ns = time.perf_counter(), self.w.observer.now_ns()
                 hints = src.leased_dry.hints
                 rows = conn.execute(sql.CLAIM, params).fetchall()
+                next_in = None if rows else self.next_available(conn, params["queues"])
         except psycopg.Error as exc:
             self.w.slots.back(src, n)
             self.w.observer.claim_error("leased")
@@ -182,7 +186,23 @@ class Claimer:
             )
             return None
         took = time.perf_counter() - started
-        return n, self.claimed(src, n, rows, took, started_ns, hints)
+        got = self.claimed(src, n, rows, took, started_ns, hints)
+        if next_in is not None and next_in > 0:  # sleep no longer than until it is ready
+            # (a job "ready now" that the claim missed: another claimer holds its category's
+            # lock; the pause's doubling stays, so that is no busy poll)
+            dry = src.leased_dry
+            dry.until = min(dry.until, time.monotonic() + next_in)
+        return n, got
+
+    def next_available(self, conn: psycopg.Connection[Any], queues: str) -> float | None:
+        """Seconds until the next job of ``queues`` becomes claimable (queue.next_available),
+        None when nothing is scheduled or the database cannot say (an older install)."""
+        try:
+            with conn.transaction():
+                row = conn.execute(sql.NEXT_AVAILABLE, {"queues": queues}).fetchone()
+        except psycopg.Error:
+            return None
+        return None if row is None or row[0] is None else float(row[0])
 
     def leased_params(self, n: int) -> dict[str, Any] | None:
         """The parameters of a leased claim of ``n``; None when every queue is at its

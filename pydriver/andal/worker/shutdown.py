@@ -85,6 +85,10 @@ class Shutdown:
         for src in self.w.sources:
             self.w._maintenance[src.index].stop()
         for src in self.w.sources:
+            registration = self.w._registrations.get(src.index)
+            if registration is not None and src.pool is not None and src.up:
+                registration.unregister(src.pool)
+        for src in self.w.sources:
             if src.pool is not None:
                 src.pool.close(timeout=1)
         return code

@@ -18,6 +18,7 @@ from .heartbeat import Heartbeat
 from .limits import Limits
 from .listen import VIA_POLLING, Listener, listen_via, lost_event
 from .maintenance import Maintenance
+from .registration import Registration
 from .state import _Lane, _Run, one_line, text_array
 
 if TYPE_CHECKING:
@@ -70,6 +71,12 @@ class Startup:
                 self.w.maintain_every,
                 self.vacuum_dsn(src) if self.w.vacuum else None,
                 self.w._helpers_stop,
+            )
+            for src in self.w.sources
+        }
+        self.w._registrations = {
+            src.index: Registration(
+                self.w.name, src.label, wanted, self.w.concurrency, tracing_._version()
             )
             for src in self.w.sources
         }

@@ -3,7 +3,7 @@
 -- queue.requeue_dead: bring a dead job back as pending, ready now, with a fresh attempt count
 -- (its error history is kept). Returns the job id (unchanged).
 -- Raises: 22004 null job_id; 42704 no dead job with that id; 55000 the job is live, or a live
--- job holds its dedup_key.
+-- job holds its dedup_key (also one enqueued by a transaction that commits meanwhile).
 create or replace function queue.requeue_dead(job_id bigint) returns bigint
 language plpgsql
 security definer
@@ -29,14 +29,21 @@ begin
         raise exception 'a live job of queue % already holds dedup_key %',
             v_dead.queue, v_dead.dedup_key using errcode = '55000';
     end if;
-    insert into queue.jobs (
+    -- The check above cannot see an enqueue of the same key that has not committed yet: the
+    -- insert waits for it and, when it commits, finds the key held (55000, not 23505).
+    insert into queue.jobs as j (
         id, queue, category, priority, payload, attempt, max_attempts, enqueued_at,
         dedup_key, errors, cache_key
     ) overriding system value values (
         v_dead.job_id, v_dead.queue, v_dead.category, v_dead.priority, v_dead.payload, 0,
         v_dead.max_attempts, v_dead.enqueued_at, v_dead.dedup_key, v_dead.errors,
         v_dead.cache_key
-    );
+    )
+    on conflict (queue, dedup_key) where dedup_key is not null do nothing;
+    if not found then
+        raise exception 'a live job of queue % already holds dedup_key %',
+            v_dead.queue, v_dead.dedup_key using errcode = '55000';
+    end if;
     if v_dead.category is not null then
         perform queue._category_id(v_dead.category);
     end if;

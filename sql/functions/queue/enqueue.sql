@@ -7,9 +7,15 @@
 -- queue, unless the queue's notify is off or the job is delayed. With cache_key and
 -- cache_value the value is written through to the shared cache in the same transaction (C7);
 -- the job then carries the cache version it needs (cache_version).
+-- A null optional argument means its default (priority 0, no delay, the queue's max_attempts
+-- and timeout, no category, dedup_key or cache_key), so a client can pass every argument.
+-- Isolation: any level without dedup_key and cache_key; with either, READ COMMITTED (checked
+-- up front, 55000 otherwise): they read rows other transactions commit meanwhile, which a
+-- REPEATABLE READ or SERIALIZABLE snapshot hides.
 -- Raises: 22004 null payload or queue; 22023 non-object payload, a delay or priority out of
 -- bounds (queue.config), max_attempts < 1, empty or over-long names, JSON null cache_value;
--- 54000 payload over the queue's limit, cache_value over the cache's.
+-- 54000 payload over the queue's limit, cache_value over the cache's; 55000 dedup_key or
+-- cache_key outside READ COMMITTED.
 -- The body of both forms of queue.enqueue (private); timeout null: the queue's.
 create or replace function queue._enqueue(
     payload jsonb,
@@ -32,14 +38,17 @@ declare
     v_id bigint;
     v_inserted boolean := false;
     v_version bigint;
+    -- null means the default, as for max_attempts and timeout
+    v_priority int := coalesce(_enqueue.priority, 0);
+    v_delay interval := coalesce(_enqueue.delay, interval '0');
 begin
     perform queue._check_name(_enqueue.queue, 'queue');
     perform queue._check_name(_enqueue.category, 'category', false);
     perform queue._check_name(_enqueue.dedup_key, 'dedup_key', false, 512);
     perform queue._check_name(_enqueue.cache_key, 'cache_key', false, 512);
-    perform queue._check_interval(_enqueue.delay, 'delay', bound => 'delay');
-    if _enqueue.priority is null or _enqueue.priority <> 0 then
-        perform queue._check_priority(_enqueue.priority);  -- 0 is always allowed
+    perform queue._check_interval(v_delay, 'delay', bound => 'delay');
+    if v_priority <> 0 then
+        perform queue._check_priority(v_priority);  -- 0 is always allowed
     end if;
     perform queue._check_interval(_enqueue.timeout, 'timeout', true, false, 'lease');
     if _enqueue.max_attempts is not null and _enqueue.max_attempts < 1 then
@@ -51,6 +60,16 @@ begin
     end if;
     if _enqueue.payload is null then
         raise exception 'payload must not be null' using errcode = '22004';
+    end if;
+    -- A dedup key answers with the live job of another transaction, a cache key reads or
+    -- writes the entry others change: both need the newest committed rows, which a
+    -- REPEATABLE READ or SERIALIZABLE snapshot hides (it would fail with 40001 on a race).
+    if (_enqueue.dedup_key is not null or _enqueue.cache_key is not null)
+        and current_setting('transaction_isolation') <> 'read committed' then
+        raise exception 'queue.enqueue with a dedup_key or cache_key must run at READ COMMITTED '
+            'isolation (not %)', current_setting('transaction_isolation')
+            using errcode = '55000',
+            hint = 'Enqueue without dedup_key and cache_key, or in a READ COMMITTED transaction.';
     end if;
     -- every argument is checked before anything is written (no sequence advances for a
     -- rejected call), and a cache_value also when a live job already holds the dedup key
@@ -68,8 +87,8 @@ begin
             queue, category, priority, payload, max_attempts, available_at, dedup_key,
             cache_key, timeout
         ) values (
-            _enqueue.queue, _enqueue.category, _enqueue.priority, _enqueue.payload,
-            coalesce(_enqueue.max_attempts, v_cfg.max_attempts), now() + _enqueue.delay,
+            _enqueue.queue, _enqueue.category, v_priority, _enqueue.payload,
+            coalesce(_enqueue.max_attempts, v_cfg.max_attempts), now() + v_delay,
             _enqueue.dedup_key, _enqueue.cache_key, coalesce(_enqueue.timeout, v_cfg.timeout)
         )
         on conflict (queue, dedup_key) where dedup_key is not null do nothing
@@ -93,7 +112,7 @@ begin
             end if;
             update queue.jobs as j set cache_version = v_version where j.id = v_id;
         end if;
-        if v_cfg.notify and _enqueue.delay <= interval '0' then
+        if v_cfg.notify and v_delay <= interval '0' then
             perform pg_notify('andal_jobs',
                 case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
                     then _enqueue.queue else '' end);

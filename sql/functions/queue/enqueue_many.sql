@@ -4,9 +4,16 @@
 -- Guarantees: all or nothing (one bad payload rejects the whole call and writes nothing); one
 -- NOTIFY for the call. dedup_keys, when given, is parallel to payloads (null elements mean no
 -- key); a key already held by a live job, or repeated in the call, yields that job's id.
+-- No deadlock: the keys are inserted in one order (sorted), whatever their order in the call,
+-- so two calls with overlapping keys never wait on each other in a cycle; the ids still
+-- follow the input order (and so does the claim order of jobs of equal priority).
+-- A null optional argument means its default (priority 0, no delay, the queue's
+-- max_attempts and timeout). Isolation: any level without dedup_keys; with them READ
+-- COMMITTED (checked up front, 55000 otherwise), as for queue.enqueue's dedup_key.
 -- Raises: 22004 null array or null element; 22023 non-object payload, arrays of different
 -- lengths, of more than one dimension or not starting at 1, bad names, a delay or priority
--- out of bounds, max_attempts < 1; 54000 a payload over the limit.
+-- out of bounds, max_attempts < 1; 54000 a payload over the limit; 55000 dedup_keys outside
+-- READ COMMITTED.
 -- The body of both forms of queue.enqueue_many (private); timeout null: the queue's.
 create or replace function queue._enqueue_many(
     payloads jsonb[],
@@ -28,15 +35,20 @@ declare
     v_id bigint;
     v_ids bigint[] := '{}'::bigint[];
     v_inserted boolean := false;
+    v_seq text;
+    v_i int;
+    -- null means the default, as for max_attempts and timeout
+    v_priority int := coalesce(_enqueue_many.priority, 0);
+    v_delay interval := coalesce(_enqueue_many.delay, interval '0');
 begin
     if _enqueue_many.payloads is null then
         raise exception 'payloads must not be null' using errcode = '22004';
     end if;
     perform queue._check_name(_enqueue_many.queue, 'queue');
     perform queue._check_name(_enqueue_many.category, 'category', false);
-    perform queue._check_interval(_enqueue_many.delay, 'delay', bound => 'delay');
-    if _enqueue_many.priority is null or _enqueue_many.priority <> 0 then
-        perform queue._check_priority(_enqueue_many.priority);  -- 0 is always allowed
+    perform queue._check_interval(v_delay, 'delay', bound => 'delay');
+    if v_priority <> 0 then
+        perform queue._check_priority(v_priority);  -- 0 is always allowed
     end if;
     perform queue._check_interval(_enqueue_many.timeout, 'timeout', true, false, 'lease');
     if _enqueue_many.max_attempts is not null and _enqueue_many.max_attempts < 1 then
@@ -64,6 +76,16 @@ begin
             v_n, coalesce(array_length(_enqueue_many.dedup_keys, 1), 0)
             using errcode = '22023';
     end if;
+    -- A dedup key answers with the live job of another transaction: it needs the newest
+    -- committed rows, which a REPEATABLE READ or SERIALIZABLE snapshot hides (it would fail
+    -- with 40001 on a race).
+    if _enqueue_many.dedup_keys is not null
+        and current_setting('transaction_isolation') <> 'read committed' then
+        raise exception 'queue.enqueue_many with dedup_keys must run at READ COMMITTED '
+            'isolation (not %)', current_setting('transaction_isolation')
+            using errcode = '55000',
+            hint = 'Enqueue without dedup_keys, or in a READ COMMITTED transaction.';
+    end if;
     v_cfg := queue._config(_enqueue_many.queue);
     for v_i in 1 .. v_n loop
         perform queue._check_payload(_enqueue_many.payloads[v_i],
@@ -83,24 +105,35 @@ begin
         insert into queue.jobs as j (
             queue, category, priority, payload, max_attempts, available_at, timeout
         )
-        select _enqueue_many.queue, _enqueue_many.category, _enqueue_many.priority, p.payload,
-            coalesce(_enqueue_many.max_attempts, v_cfg.max_attempts), now() + _enqueue_many.delay,
+        select _enqueue_many.queue, _enqueue_many.category, v_priority, p.payload,
+            coalesce(_enqueue_many.max_attempts, v_cfg.max_attempts), now() + v_delay,
             coalesce(_enqueue_many.timeout, v_cfg.timeout)
         from unnest(_enqueue_many.payloads) with ordinality as p (payload, n)
         order by p.n
         returning j.id;
         v_inserted := true;
     else
+        -- Keys are inserted in one canonical order (by key, then position), so two calls
+        -- whose keys overlap in different orders wait on each other at most once, never in a
+        -- cycle (no deadlock). The ids are drawn first, in input order, so a batch is still
+        -- claimed in input order (same availability and priority: by id).
+        v_seq := pg_get_serial_sequence('queue.jobs', 'id');
         for v_i in 1 .. v_n loop
+            v_ids := v_ids || nextval(v_seq);
+        end loop;
+        for v_i in
+            select k.n::int from unnest(_enqueue_many.dedup_keys) with ordinality as k (key, n)
+            order by k.key collate "C" nulls last, k.n
+        loop
             loop
                 insert into queue.jobs as j (
-                    queue, category, priority, payload, max_attempts, available_at, dedup_key,
-                    timeout
-                ) values (
-                    _enqueue_many.queue, _enqueue_many.category, _enqueue_many.priority,
+                    id, queue, category, priority, payload, max_attempts, available_at,
+                    dedup_key, timeout
+                ) overriding system value values (
+                    v_ids[v_i], _enqueue_many.queue, _enqueue_many.category, v_priority,
                     _enqueue_many.payloads[v_i],
                     coalesce(_enqueue_many.max_attempts, v_cfg.max_attempts),
-                    now() + _enqueue_many.delay, _enqueue_many.dedup_keys[v_i],
+                    now() + v_delay, _enqueue_many.dedup_keys[v_i],
                     coalesce(_enqueue_many.timeout, v_cfg.timeout)
                 )
                 on conflict (queue, dedup_key) where dedup_key is not null do nothing
@@ -113,12 +146,12 @@ begin
                 where j.queue = _enqueue_many.queue and j.dedup_key = _enqueue_many.dedup_keys[v_i];
                 exit when v_id is not null;
             end loop;
-            v_ids := v_ids || v_id;
+            v_ids[v_i] := v_id;
         end loop;
         return query select u.id from unnest(v_ids) with ordinality as u (id, n) order by u.n;
     end if;
 
-    if v_inserted and v_cfg.notify and _enqueue_many.delay <= interval '0' then
+    if v_inserted and v_cfg.notify and v_delay <= interval '0' then
         perform pg_notify('andal_jobs',
             case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
                 then _enqueue_many.queue else '' end);

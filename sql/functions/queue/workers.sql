@@ -1,16 +1,26 @@
--- queue.workers: one row per worker holding jobs or connected to this database: its running
--- jobs, their queues, the age of its oldest claim, the time left on its nearest lease, and
--- its open sessions (the driver names them 'andal <worker>', 'andal <worker> listen' and
--- 'andal <worker> vacuum'). For operators (`andal status`), not the hot path.
+-- queue.workers: one row per worker holding jobs or registered (queue.register_worker, live):
+-- its running jobs, their queues, the age of its oldest claim, the time left on its nearest
+-- lease, and its open sessions. A worker is known by its registration or by the jobs it
+-- holds, never by parsing session names: a session named like a worker is not a worker, and
+-- a worker whose session names were cut at 63 bytes is one row. connections counts the
+-- sessions with the exact names the Python driver gives a registered worker's sessions
+-- ('andal <worker>', 'andal <worker> listen', 'andal <worker> vacuum', each cut as
+-- PostgreSQL cuts application_name); 0 for a worker that does not register (an older driver,
+-- another client), which is listed while it holds jobs. The slots and the rest of what a
+-- worker registers: queue.registered_workers(). For operators (`andal status`), not the hot
+-- path.
 create or replace function queue.workers()
 returns table (
     worker text, running bigint, queues text [], oldest_claim_age interval,
     next_lease_expiry interval, connections bigint
 )
-language sql stable
+language plpgsql
+stable
 security definer
 set search_path = pg_catalog, pg_temp
 as $$
+begin
+    return query
     with held as (
         select j.worker, count(*) as running, array_agg(distinct j.queue) as queues,
             now() - min(j.claimed_at) as oldest_claim_age,
@@ -19,17 +29,25 @@ as $$
         where j.status = 'running' and j.worker is not null
         group by j.worker
     ),
+    live as (
+        select r.worker,
+            array[left('andal ' || r.worker, 63), left('andal ' || r.worker || ' listen', 63),
+                left('andal ' || r.worker || ' vacuum', 63)] as names
+        from queue.worker_registrations as r
+        where r.last_seen_at + r.expire_after >= now()
+    ),
     sessions as (
-        select regexp_replace(substr(a.application_name, 7), ' (listen|vacuum)$', '') as worker,
-            count(*) as connections
-        from pg_catalog.pg_stat_activity as a
-        where a.datname = pg_catalog.current_database() and a.application_name like 'andal %'
-        group by 1
+        select l.worker, count(a.pid) as connections
+        from live as l
+        left join pg_catalog.pg_stat_activity as a
+            on a.datname = pg_catalog.current_database() and a.application_name = any (l.names)
+        group by l.worker
     )
     select coalesce(h.worker, s.worker), coalesce(h.running, 0), coalesce(h.queues, '{}'),
         h.oldest_claim_age, h.next_lease_expiry, coalesce(s.connections, 0)
     from held as h full join sessions as s on s.worker = h.worker
-    order by 1
+    order by 1;
+end
 $$;
 
 comment on function queue.workers() is

@@ -33,6 +33,10 @@ insert into matrix values
     ('queue.stats()', false, true, true),
     ('queue.metrics()', false, true, true),
     ('queue.workers()', false, true, true),
+    ('queue.next_available(text[])', false, true, true),
+    ('queue.registered_workers()', false, true, true),
+    ('queue.register_worker(text,text,integer,text[],integer,text,interval)', false, true, true),
+    ('queue.unregister_worker(text)', false, true, true),
     ('queue.stats_by_minute(interval)', false, true, true),
     ('queue.category_limits()', false, true, true),
     ('queue.version()', true, true, true),
@@ -62,6 +66,7 @@ insert into matrix values
 create temp table monitor_may (fn text);
 insert into monitor_may values
     ('queue.status()'), ('queue.stats()'), ('queue.metrics()'), ('queue.workers()'),
+    ('queue.next_available(text[])'), ('queue.registered_workers()'),
     ('queue.version()'), ('queue.job(bigint)'), ('queue.jobs_by(text,text,bigint,integer)'),
     ('queue.stats_by_minute(interval)'), ('queue.category_limits()'), ('queue.schedules()'),
     ('cache.stats(interval)');
