@@ -25,6 +25,7 @@ from psycopg.types.json import Jsonb
 
 from . import jobs
 from . import statements as sql
+from .errors import translated
 from .worker import Seconds, as_interval, dsn_list
 
 T = TypeVar("T")
@@ -40,12 +41,14 @@ def _send(
     if isinstance(conn, psycopg.AsyncConnection):
 
         async def run() -> T:
-            cur = await conn.execute(statement, params)
-            return shape(await cur.fetchall() if cur.description else [])
+            with translated():
+                cur = await conn.execute(statement, params)
+                return shape(await cur.fetchall() if cur.description else [])
 
         return run()
-    cur = conn.execute(statement, params)
-    return shape(cur.fetchall() if cur.description else [])
+    with translated():
+        cur = conn.execute(statement, params)
+        return shape(cur.fetchall() if cur.description else [])
 
 
 def _first(rows: Rows) -> Any:
