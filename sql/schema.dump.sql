@@ -1572,6 +1572,29 @@ begin
 end
 $$;
 
+CREATE FUNCTION queue._check_trace_context(trace_context jsonb) RETURNS void
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+    if jsonb_typeof(trace_context) <> 'object' then
+        raise exception 'trace_context must be a JSON object, not %', jsonb_typeof(trace_context)
+            using errcode = '22023';
+    end if;
+    if octet_length(trace_context::text) > 4096 then
+        raise exception 'trace_context is % bytes, over the limit of 4096',
+            octet_length(trace_context::text)
+            using errcode = '22023';
+    end if;
+    if exists (
+        select from jsonb_each(trace_context) as e where jsonb_typeof(e.value) <> 'string'
+    ) then
+        raise exception 'trace_context values must be strings (a propagator''s carrier)'
+            using errcode = '22023';
+    end if;
+end
+$$;
+
 CREATE FUNCTION queue._config(queue_name text) RETURNS queue.queues
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -1982,7 +2005,7 @@ begin
 end
 $$;
 
-CREATE FUNCTION queue._enqueue(payload jsonb, queue text, category text, priority integer, delay interval, max_attempts integer, dedup_key text, cache_key text, cache_value jsonb, timeout interval) RETURNS bigint
+CREATE FUNCTION queue._enqueue(payload jsonb, queue text, category text, priority integer, delay interval, max_attempts integer, dedup_key text, cache_key text, cache_value jsonb, timeout interval, trace_context jsonb) RETURNS bigint
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -2012,6 +2035,9 @@ begin
     if _enqueue.payload is null then
         raise exception 'payload must not be null' using errcode = '22004';
     end if;
+    if _enqueue.trace_context is not null then
+        perform queue._check_trace_context(_enqueue.trace_context);
+    end if;
     -- every argument is checked before anything is written (no sequence advances for a
     -- rejected call), and a cache_value also when a live job already holds the dedup key
     if _enqueue.cache_value is not null then
@@ -2026,11 +2052,12 @@ begin
     loop
         insert into queue.jobs as j (
             queue, category, priority, payload, max_attempts, available_at, dedup_key,
-            cache_key, timeout
+            cache_key, timeout, trace_context
         ) values (
             _enqueue.queue, _enqueue.category, _enqueue.priority, _enqueue.payload,
             coalesce(_enqueue.max_attempts, v_cfg.max_attempts), now() + _enqueue.delay,
-            _enqueue.dedup_key, _enqueue.cache_key, coalesce(_enqueue.timeout, v_cfg.timeout)
+            _enqueue.dedup_key, _enqueue.cache_key, coalesce(_enqueue.timeout, v_cfg.timeout),
+            _enqueue.trace_context
         )
         on conflict (queue, dedup_key) where dedup_key is not null do nothing
         returning j.id into v_id;
@@ -4002,7 +4029,7 @@ CREATE FUNCTION queue.enqueue(payload jsonb, queue text DEFAULT 'default'::text,
     AS $$
 begin
     return queue._enqueue(payload, queue, category, priority, delay, max_attempts, dedup_key,
-        cache_key, cache_value, null);
+        cache_key, cache_value, null, null);
 end
 $$;
 
@@ -4014,11 +4041,23 @@ CREATE FUNCTION queue.enqueue(payload jsonb, timeout interval, queue text DEFAUL
     AS $$
 begin
     return queue._enqueue(payload, queue, category, priority, delay, max_attempts, dedup_key,
-        cache_key, cache_value, timeout);
+        cache_key, cache_value, timeout, null);
 end
 $$;
 
 COMMENT ON FUNCTION queue.enqueue(payload jsonb, timeout interval, queue text, category text, priority integer, delay interval, max_attempts integer, dedup_key text, cache_key text, cache_value jsonb) IS 'Add a job with a timeout (maximum run time of an attempt); returns its id.';
+
+CREATE FUNCTION queue.enqueue(payload jsonb, trace_context jsonb, queue text DEFAULT 'default'::text, category text DEFAULT NULL::text, priority integer DEFAULT 0, delay interval DEFAULT '00:00:00'::interval, max_attempts integer DEFAULT NULL::integer, dedup_key text DEFAULT NULL::text, cache_key text DEFAULT NULL::text, cache_value jsonb DEFAULT NULL::jsonb, timeout interval DEFAULT NULL::interval) RETURNS bigint
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+    return queue._enqueue(payload, queue, category, priority, delay, max_attempts, dedup_key,
+        cache_key, cache_value, timeout, trace_context);
+end
+$$;
+
+COMMENT ON FUNCTION queue.enqueue(payload jsonb, trace_context jsonb, queue text, category text, priority integer, delay interval, max_attempts integer, dedup_key text, cache_key text, cache_value jsonb, timeout interval) IS 'Add a job carrying the producer''s trace context; returns its id.';
 
 CREATE FUNCTION queue.enqueue_many(payloads jsonb[], queue text DEFAULT 'default'::text, category text DEFAULT NULL::text, priority integer DEFAULT 0, delay interval DEFAULT '00:00:00'::interval, max_attempts integer DEFAULT NULL::integer, dedup_keys text[] DEFAULT NULL::text[]) RETURNS SETOF bigint
     LANGUAGE plpgsql SECURITY DEFINER
@@ -5356,6 +5395,31 @@ $$;
 
 COMMENT ON FUNCTION queue.status() IS 'Per queue: ready, scheduled, running, dead, oldest ready age.';
 
+CREATE FUNCTION queue.trace_contexts(job_ids bigint[]) RETURNS TABLE(job_id bigint, trace_context jsonb)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+begin
+    if trace_contexts.job_ids is null then
+        raise exception 'job_ids must not be null' using errcode = '22004';
+    end if;
+    if array_ndims(trace_contexts.job_ids) > 1 then
+        raise exception 'job_ids must be a one-dimensional array' using errcode = '22023';
+    end if;
+    if cardinality(trace_contexts.job_ids) > 1000 then
+        raise exception 'job_ids holds % ids, over the limit of 1000',
+            cardinality(trace_contexts.job_ids)
+            using errcode = '22023';
+    end if;
+    return query
+    select j.id, j.trace_context from queue.jobs as j
+    where j.id = any (trace_contexts.job_ids) and j.trace_context is not null;
+end
+$$;
+
+COMMENT ON FUNCTION queue.trace_contexts(job_ids bigint[]) IS 'The producers'' trace contexts of live jobs (for a worker that traces).';
+
 CREATE FUNCTION queue.unschedule(name text) RETURNS boolean
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -5665,6 +5729,7 @@ CREATE TABLE queue.jobs (
     abort_requested_at timestamp with time zone,
     watched boolean DEFAULT false NOT NULL,
     timeout interval,
+    trace_context jsonb,
     CONSTRAINT jobs_running_check CHECK (((status = 'pending'::text) OR ((token IS NOT NULL) AND (lease_expires_at IS NOT NULL)))),
     CONSTRAINT jobs_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'running'::text])))
 )
@@ -6030,6 +6095,8 @@ REVOKE ALL ON FUNCTION queue._check_priority(priority integer) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._check_result(result jsonb, argument text) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION queue._check_trace_context(trace_context jsonb) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION queue._config(queue_name text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._configure_queue(queue text, max_attempts integer, lease interval, backoff text, backoff_base interval, backoff_cap interval, jitter real, notify boolean, payload_limit integer, keep_results boolean, cache_policy text, timeout interval, results_retention interval, dead_retention interval) FROM PUBLIC;
@@ -6046,7 +6113,7 @@ REVOKE ALL ON FUNCTION queue._cron_parse(expr text, OUT minutes integer[], OUT h
 
 REVOKE ALL ON FUNCTION queue._cron_walk_minutes(minutes integer[], hours integer[], days integer[], months integer[], weekdays integer[], days_restricted boolean, weekdays_restricted boolean, hour_any boolean, tz text, after timestamp with time zone, starts timestamp with time zone[], span interval) FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION queue._enqueue(payload jsonb, queue text, category text, priority integer, delay interval, max_attempts integer, dedup_key text, cache_key text, cache_value jsonb, timeout interval) FROM PUBLIC;
+REVOKE ALL ON FUNCTION queue._enqueue(payload jsonb, queue text, category text, priority integer, delay interval, max_attempts integer, dedup_key text, cache_key text, cache_value jsonb, timeout interval, trace_context jsonb) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._enqueue_many(payloads jsonb[], queue text, category text, priority integer, delay interval, max_attempts integer, dedup_keys text[], timeout interval) FROM PUBLIC;
 
@@ -6144,6 +6211,10 @@ GRANT ALL ON FUNCTION queue.enqueue(payload jsonb, queue text, category text, pr
 REVOKE ALL ON FUNCTION queue.enqueue(payload jsonb, timeout interval, queue text, category text, priority integer, delay interval, max_attempts integer, dedup_key text, cache_key text, cache_value jsonb) FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.enqueue(payload jsonb, timeout interval, queue text, category text, priority integer, delay interval, max_attempts integer, dedup_key text, cache_key text, cache_value jsonb) TO andal_producer;
 GRANT ALL ON FUNCTION queue.enqueue(payload jsonb, timeout interval, queue text, category text, priority integer, delay interval, max_attempts integer, dedup_key text, cache_key text, cache_value jsonb) TO andal_admin;
+
+REVOKE ALL ON FUNCTION queue.enqueue(payload jsonb, trace_context jsonb, queue text, category text, priority integer, delay interval, max_attempts integer, dedup_key text, cache_key text, cache_value jsonb, timeout interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION queue.enqueue(payload jsonb, trace_context jsonb, queue text, category text, priority integer, delay interval, max_attempts integer, dedup_key text, cache_key text, cache_value jsonb, timeout interval) TO andal_producer;
+GRANT ALL ON FUNCTION queue.enqueue(payload jsonb, trace_context jsonb, queue text, category text, priority integer, delay interval, max_attempts integer, dedup_key text, cache_key text, cache_value jsonb, timeout interval) TO andal_admin;
 
 REVOKE ALL ON FUNCTION queue.enqueue_many(payloads jsonb[], queue text, category text, priority integer, delay interval, max_attempts integer, dedup_keys text[]) FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.enqueue_many(payloads jsonb[], queue text, category text, priority integer, delay interval, max_attempts integer, dedup_keys text[]) TO andal_producer;
@@ -6261,6 +6332,10 @@ REVOKE ALL ON FUNCTION queue.status() FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.status() TO andal_admin;
 GRANT ALL ON FUNCTION queue.status() TO andal_worker;
 GRANT ALL ON FUNCTION queue.status() TO andal_monitor;
+
+REVOKE ALL ON FUNCTION queue.trace_contexts(job_ids bigint[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION queue.trace_contexts(job_ids bigint[]) TO andal_worker;
+GRANT ALL ON FUNCTION queue.trace_contexts(job_ids bigint[]) TO andal_admin;
 
 REVOKE ALL ON FUNCTION queue.unschedule(name text) FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.unschedule(name text) TO andal_admin;

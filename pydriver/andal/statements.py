@@ -23,6 +23,16 @@ ENQUEUE = (
     " cache_key => %(cache_key)s::text, cache_value => %(cache_value)s::jsonb)"
 )
 
+#: ``ENQUEUE`` with the producer's trace context (sent only when the producer traces).
+ENQUEUE_TRACED = (
+    "select queue.enqueue("
+    "payload => %(payload)s::jsonb, trace_context => %(trace_context)s::jsonb,"
+    " queue => %(queue)s::text, category => %(category)s::text,"
+    " priority => %(priority)s::int, delay => %(delay)s::interval,"
+    " max_attempts => %(max_attempts)s::int, dedup_key => %(dedup_key)s::text,"
+    " cache_key => %(cache_key)s::text, cache_value => %(cache_value)s::jsonb)"
+)
+
 ENQUEUE_MANY = (
     "select id from queue.enqueue_many("
     "payloads => %(payloads)s::jsonb[], queue => %(queue)s::text, category => %(category)s::text,"
@@ -82,6 +92,12 @@ FAIL = (
     "select queue.fail(job_id => %(job_id)s::bigint, token => %(token)s::uuid,"
     " error => %(error)s::text, retry_in => %(retry_in)s::interval,"
     " retryable => %(retryable)s::boolean)"
+)
+
+#: The producers' trace contexts of claimed jobs (read only by a worker that traces).
+TRACE_CONTEXTS = (
+    "select t.job_id, t.trace_context"
+    " from queue.trace_contexts(job_ids => %(job_ids)s::bigint[]) as t"
 )
 
 HEARTBEAT_MANY = (
@@ -297,6 +313,8 @@ CANCEL = "select queue.cancel(job_id => %(job_id)s::bigint)"
 INSTALLED = "select to_regnamespace('queue') is not null and to_regclass('queue.jobs') is not null"
 
 __all__ = [
+    "ENQUEUE_TRACED",
+    "TRACE_CONTEXTS",
     "CACHE_GET",
     "CACHE_PUT",
     "CACHE_PUT_REFILL",
