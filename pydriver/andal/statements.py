@@ -171,6 +171,15 @@ CACHE_REFRESH_VIEW = (
 CACHE_CHANNEL = "andal_cache"
 CACHE_LISTEN = "listen {}"
 
+# -- the demo (andal demo: its own cluster, superuser) ------------------------------------
+
+#: Formatted with psycopg.sql.Identifier(name).
+DEMO_DROP_DATABASE = "drop database if exists {} with (force)"
+DEMO_CREATE_DATABASE = "create database {}"
+#: The demo queue's live jobs and dead letters (the demo runs as the superuser).
+DEMO_LIVE_JOBS = "select count(*) from queue.jobs where queue = %s"
+DEMO_DEAD_JOBS = "select count(*) from queue.dead_letters where queue = %s"
+
 # -- vacuum, when the server's autovacuum is off ---------------------------------------------
 # VACUUM cannot run inside a function (nor a transaction): these statements stay in the driver.
 
@@ -313,6 +322,10 @@ CANCEL = "select queue.cancel(job_id => %(job_id)s::bigint)"
 INSTALLED = "select to_regnamespace('queue') is not null and to_regclass('queue.jobs') is not null"
 
 __all__ = [
+    "DEMO_CREATE_DATABASE",
+    "DEMO_DEAD_JOBS",
+    "DEMO_DROP_DATABASE",
+    "DEMO_LIVE_JOBS",
     "ENQUEUE_TRACED",
     "TRACE_CONTEXTS",
     "CACHE_GET",
