@@ -110,17 +110,10 @@ class Cache(Observed):
         self.pooler = pooler
         via, listen_on = choose(listen, pooler, listen_dsn, dsn)
         self._follower = Follower(
-            self._store,
-            self._pool,
-            listen_on,
-            channel=channel,
-            page_size=page_size,
-            poll_interval=self.poll_interval,
-            max_staleness=self.max_staleness,
-            via=via,
-            report=self.report,
-            report_every=report_every,
-        )
+            self._store, self._pool, listen_on, channel=channel, page_size=page_size,
+            poll_interval=self.poll_interval, max_staleness=self.max_staleness, via=via,
+            report=self.report, report_every=report_every,
+        )  # fmt: skip
         if follow:
             self.start()
 
@@ -334,18 +327,7 @@ class Cache(Observed):
         """Handler of a key refresh job (payload ``{"key": ...}``, enqueued by ``cache.get``
         with ``refresh_queue``): load the key with this cache's loader and store it, unless
         it was refreshed meanwhile. Register it as a leased handler of ``refresh_queue``."""
-        payload = job.payload if not isinstance(job, Mapping) else job
-        key = payload["key"]
-        if self.loader is None:
-            raise RuntimeError("this Cache has no loader to refresh keys with")
-        with self._conn(None) as c:
-            row = self._get_row(c, key, None)
-        if row is not None and row.value is not None and not row.stale:
-            return
-        value = self.loader(key)
-        if value is None:
-            return
-        self.put(key, value, if_version=row.version if row is not None else 0)
+        repair.refresh(self, job.payload if not isinstance(job, Mapping) else job)
 
     # -- internals ------------------------------------------------------------------------
 

@@ -5,12 +5,15 @@
   shared entry (every local cache drops it) and refills it with the loader's value.
 * ``revalidate``: batched, against the shared cache only: every local copy whose version is
   no longer the shared one is dropped.
+* ``refresh``: a key refresh job (``cache.get`` with a ``refresh_queue`` enqueues one for a
+  stale entry) reloads the key from the loader, unless it was refreshed meanwhile.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import psycopg
@@ -83,3 +86,19 @@ def revalidate(cache: Cache, conn: psycopg.Connection | None, batch: int) -> int
                     if store.drop(row[0]):
                         dropped += 1
     return dropped
+
+
+def refresh(cache: Cache, payload: Mapping[str, Any]) -> None:
+    """Reload ``payload["key"]`` with the cache's loader and store it, unless the shared entry
+    is fresh again (refreshed meanwhile) or the loader has no value."""
+    key = payload["key"]
+    if cache.loader is None:
+        raise RuntimeError("this Cache has no loader to refresh keys with")
+    with cache._conn(None) as c:
+        row = cache._get_row(c, key, None)
+    if row is not None and row.value is not None and not row.stale:
+        return
+    value = cache.loader(key)
+    if value is None:
+        return
+    cache.put(key, value, if_version=row.version if row is not None else 0)
