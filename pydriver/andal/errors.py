@@ -118,9 +118,24 @@ class AlreadyTracked(AndalError, pg.DuplicateObject):
 BY_SQLSTATE: dict[str, type[psycopg.Error]] = {
     cls.sqlstate: cls  # type: ignore[misc]
     for cls in (
-        LeaseLost, NullArgument, InvalidArgument, TooLarge, TooDeep, Unreadable, OutOfRange,
-        BadInterval, IntervalOverflow, BadName, NoSuchRelation, NulInJson, NulInText,
-        UnknownJob, IllegalTransition, NotPermitted, ReadOnly, AlreadyTracked,
+        LeaseLost,
+        NullArgument,
+        InvalidArgument,
+        TooLarge,
+        TooDeep,
+        Unreadable,
+        OutOfRange,
+        BadInterval,
+        IntervalOverflow,
+        BadName,
+        NoSuchRelation,
+        NulInJson,
+        NulInText,
+        UnknownJob,
+        IllegalTransition,
+        NotPermitted,
+        ReadOnly,
+        AlreadyTracked,
     )  # fmt: skip
 }
 
