@@ -615,21 +615,10 @@ begin
     if get_many.refresh_queue is not null then
         perform cache._check_key(get_many.refresh_queue, 'refresh_queue');
         perform cache._check_refresh_queue(get_many.refresh_queue);
-        -- a refresh job is deduplicated against other transactions' (queue.enqueue)
-        if current_setting('transaction_isolation') <> 'read committed' then
-            raise exception 'cache.get_many with a refresh_queue must run at READ COMMITTED '
-                'isolation (not %)', current_setting('transaction_isolation')
-                using errcode = '55000',
-                hint = 'Read without refresh_queue, or in a READ COMMITTED transaction.';
-        end if;
-        -- Refresh jobs are enqueued in one canonical order (each key once, sorted), so two
-        -- readers of overlapping keys in different orders never wait on each other in a
-        -- cycle (no deadlock).
         for v_key in
-            select distinct k.key collate "C" from unnest(get_many.keys) as k (key)
+            select k.key from unnest(get_many.keys) as k (key)
             left join cache.entries as e on e.key = k.key
             where e.key is null or e.stale or e.value is null or e.expires_at <= now()
-            order by 1
         loop
             perform cache._enqueue_refresh(v_key, get_many.refresh_queue);
         end loop;
@@ -1583,6 +1572,29 @@ begin
 end
 $$;
 
+CREATE FUNCTION queue._check_trace_context(trace_context jsonb) RETURNS void
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+    if jsonb_typeof(trace_context) <> 'object' then
+        raise exception 'trace_context must be a JSON object, not %', jsonb_typeof(trace_context)
+            using errcode = '22023';
+    end if;
+    if octet_length(trace_context::text) > 4096 then
+        raise exception 'trace_context is % bytes, over the limit of 4096',
+            octet_length(trace_context::text)
+            using errcode = '22023';
+    end if;
+    if exists (
+        select from jsonb_each(trace_context) as e where jsonb_typeof(e.value) <> 'string'
+    ) then
+        raise exception 'trace_context values must be strings (a propagator''s carrier)'
+            using errcode = '22023';
+    end if;
+end
+$$;
+
 CREATE FUNCTION queue._config(queue_name text) RETURNS queue.queues
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -1993,7 +2005,7 @@ begin
 end
 $$;
 
-CREATE FUNCTION queue._enqueue(payload jsonb, queue text, category text, priority integer, delay interval, max_attempts integer, dedup_key text, cache_key text, cache_value jsonb, timeout interval) RETURNS bigint
+CREATE FUNCTION queue._enqueue(payload jsonb, queue text, category text, priority integer, delay interval, max_attempts integer, dedup_key text, cache_key text, cache_value jsonb, timeout interval, trace_context jsonb) RETURNS bigint
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -2003,17 +2015,14 @@ declare
     v_id bigint;
     v_inserted boolean := false;
     v_version bigint;
-    -- null means the default, as for max_attempts and timeout
-    v_priority int := coalesce(_enqueue.priority, 0);
-    v_delay interval := coalesce(_enqueue.delay, interval '0');
 begin
     perform queue._check_name(_enqueue.queue, 'queue');
     perform queue._check_name(_enqueue.category, 'category', false);
     perform queue._check_name(_enqueue.dedup_key, 'dedup_key', false, 512);
     perform queue._check_name(_enqueue.cache_key, 'cache_key', false, 512);
-    perform queue._check_interval(v_delay, 'delay', bound => 'delay');
-    if v_priority <> 0 then
-        perform queue._check_priority(v_priority);  -- 0 is always allowed
+    perform queue._check_interval(_enqueue.delay, 'delay', bound => 'delay');
+    if _enqueue.priority is null or _enqueue.priority <> 0 then
+        perform queue._check_priority(_enqueue.priority);  -- 0 is always allowed
     end if;
     perform queue._check_interval(_enqueue.timeout, 'timeout', true, false, 'lease');
     if _enqueue.max_attempts is not null and _enqueue.max_attempts < 1 then
@@ -2026,15 +2035,8 @@ begin
     if _enqueue.payload is null then
         raise exception 'payload must not be null' using errcode = '22004';
     end if;
-    -- A dedup key answers with the live job of another transaction, a cache key reads or
-    -- writes the entry others change: both need the newest committed rows, which a
-    -- REPEATABLE READ or SERIALIZABLE snapshot hides (it would fail with 40001 on a race).
-    if (_enqueue.dedup_key is not null or _enqueue.cache_key is not null)
-        and current_setting('transaction_isolation') <> 'read committed' then
-        raise exception 'queue.enqueue with a dedup_key or cache_key must run at READ COMMITTED '
-            'isolation (not %)', current_setting('transaction_isolation')
-            using errcode = '55000',
-            hint = 'Enqueue without dedup_key and cache_key, or in a READ COMMITTED transaction.';
+    if _enqueue.trace_context is not null then
+        perform queue._check_trace_context(_enqueue.trace_context);
     end if;
     -- every argument is checked before anything is written (no sequence advances for a
     -- rejected call), and a cache_value also when a live job already holds the dedup key
@@ -2050,11 +2052,12 @@ begin
     loop
         insert into queue.jobs as j (
             queue, category, priority, payload, max_attempts, available_at, dedup_key,
-            cache_key, timeout
+            cache_key, timeout, trace_context
         ) values (
-            _enqueue.queue, _enqueue.category, v_priority, _enqueue.payload,
-            coalesce(_enqueue.max_attempts, v_cfg.max_attempts), now() + v_delay,
-            _enqueue.dedup_key, _enqueue.cache_key, coalesce(_enqueue.timeout, v_cfg.timeout)
+            _enqueue.queue, _enqueue.category, _enqueue.priority, _enqueue.payload,
+            coalesce(_enqueue.max_attempts, v_cfg.max_attempts), now() + _enqueue.delay,
+            _enqueue.dedup_key, _enqueue.cache_key, coalesce(_enqueue.timeout, v_cfg.timeout),
+            _enqueue.trace_context
         )
         on conflict (queue, dedup_key) where dedup_key is not null do nothing
         returning j.id into v_id;
@@ -2077,7 +2080,7 @@ begin
             end if;
             update queue.jobs as j set cache_version = v_version where j.id = v_id;
         end if;
-        if v_cfg.notify and v_delay <= interval '0' then
+        if v_cfg.notify and _enqueue.delay <= interval '0' then
             perform pg_notify('andal_jobs',
                 case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
                     then _enqueue.queue else '' end);
@@ -2098,20 +2101,15 @@ declare
     v_id bigint;
     v_ids bigint[] := '{}'::bigint[];
     v_inserted boolean := false;
-    v_seq text;
-    v_i int;
-    -- null means the default, as for max_attempts and timeout
-    v_priority int := coalesce(_enqueue_many.priority, 0);
-    v_delay interval := coalesce(_enqueue_many.delay, interval '0');
 begin
     if _enqueue_many.payloads is null then
         raise exception 'payloads must not be null' using errcode = '22004';
     end if;
     perform queue._check_name(_enqueue_many.queue, 'queue');
     perform queue._check_name(_enqueue_many.category, 'category', false);
-    perform queue._check_interval(v_delay, 'delay', bound => 'delay');
-    if v_priority <> 0 then
-        perform queue._check_priority(v_priority);  -- 0 is always allowed
+    perform queue._check_interval(_enqueue_many.delay, 'delay', bound => 'delay');
+    if _enqueue_many.priority is null or _enqueue_many.priority <> 0 then
+        perform queue._check_priority(_enqueue_many.priority);  -- 0 is always allowed
     end if;
     perform queue._check_interval(_enqueue_many.timeout, 'timeout', true, false, 'lease');
     if _enqueue_many.max_attempts is not null and _enqueue_many.max_attempts < 1 then
@@ -2139,16 +2137,6 @@ begin
             v_n, coalesce(array_length(_enqueue_many.dedup_keys, 1), 0)
             using errcode = '22023';
     end if;
-    -- A dedup key answers with the live job of another transaction: it needs the newest
-    -- committed rows, which a REPEATABLE READ or SERIALIZABLE snapshot hides (it would fail
-    -- with 40001 on a race).
-    if _enqueue_many.dedup_keys is not null
-        and current_setting('transaction_isolation') <> 'read committed' then
-        raise exception 'queue.enqueue_many with dedup_keys must run at READ COMMITTED '
-            'isolation (not %)', current_setting('transaction_isolation')
-            using errcode = '55000',
-            hint = 'Enqueue without dedup_keys, or in a READ COMMITTED transaction.';
-    end if;
     v_cfg := queue._config(_enqueue_many.queue);
     for v_i in 1 .. v_n loop
         perform queue._check_payload(_enqueue_many.payloads[v_i],
@@ -2168,35 +2156,24 @@ begin
         insert into queue.jobs as j (
             queue, category, priority, payload, max_attempts, available_at, timeout
         )
-        select _enqueue_many.queue, _enqueue_many.category, v_priority, p.payload,
-            coalesce(_enqueue_many.max_attempts, v_cfg.max_attempts), now() + v_delay,
+        select _enqueue_many.queue, _enqueue_many.category, _enqueue_many.priority, p.payload,
+            coalesce(_enqueue_many.max_attempts, v_cfg.max_attempts), now() + _enqueue_many.delay,
             coalesce(_enqueue_many.timeout, v_cfg.timeout)
         from unnest(_enqueue_many.payloads) with ordinality as p (payload, n)
         order by p.n
         returning j.id;
         v_inserted := true;
     else
-        -- Keys are inserted in one canonical order (by key, then position), so two calls
-        -- whose keys overlap in different orders wait on each other at most once, never in a
-        -- cycle (no deadlock). The ids are drawn first, in input order, so a batch is still
-        -- claimed in input order (same availability and priority: by id).
-        v_seq := pg_get_serial_sequence('queue.jobs', 'id');
         for v_i in 1 .. v_n loop
-            v_ids := v_ids || nextval(v_seq);
-        end loop;
-        for v_i in
-            select k.n::int from unnest(_enqueue_many.dedup_keys) with ordinality as k (key, n)
-            order by k.key collate "C" nulls last, k.n
-        loop
             loop
                 insert into queue.jobs as j (
-                    id, queue, category, priority, payload, max_attempts, available_at,
-                    dedup_key, timeout
-                ) overriding system value values (
-                    v_ids[v_i], _enqueue_many.queue, _enqueue_many.category, v_priority,
+                    queue, category, priority, payload, max_attempts, available_at, dedup_key,
+                    timeout
+                ) values (
+                    _enqueue_many.queue, _enqueue_many.category, _enqueue_many.priority,
                     _enqueue_many.payloads[v_i],
                     coalesce(_enqueue_many.max_attempts, v_cfg.max_attempts),
-                    now() + v_delay, _enqueue_many.dedup_keys[v_i],
+                    now() + _enqueue_many.delay, _enqueue_many.dedup_keys[v_i],
                     coalesce(_enqueue_many.timeout, v_cfg.timeout)
                 )
                 on conflict (queue, dedup_key) where dedup_key is not null do nothing
@@ -2209,12 +2186,12 @@ begin
                 where j.queue = _enqueue_many.queue and j.dedup_key = _enqueue_many.dedup_keys[v_i];
                 exit when v_id is not null;
             end loop;
-            v_ids[v_i] := v_id;
+            v_ids := v_ids || v_id;
         end loop;
         return query select u.id from unnest(v_ids) with ordinality as u (id, n) order by u.n;
     end if;
 
-    if v_inserted and v_cfg.notify and v_delay <= interval '0' then
+    if v_inserted and v_cfg.notify and _enqueue_many.delay <= interval '0' then
         perform pg_notify('andal_jobs',
             case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
                 then _enqueue_many.queue else '' end);
@@ -4052,7 +4029,7 @@ CREATE FUNCTION queue.enqueue(payload jsonb, queue text DEFAULT 'default'::text,
     AS $$
 begin
     return queue._enqueue(payload, queue, category, priority, delay, max_attempts, dedup_key,
-        cache_key, cache_value, null);
+        cache_key, cache_value, null, null);
 end
 $$;
 
@@ -4064,11 +4041,23 @@ CREATE FUNCTION queue.enqueue(payload jsonb, timeout interval, queue text DEFAUL
     AS $$
 begin
     return queue._enqueue(payload, queue, category, priority, delay, max_attempts, dedup_key,
-        cache_key, cache_value, timeout);
+        cache_key, cache_value, timeout, null);
 end
 $$;
 
 COMMENT ON FUNCTION queue.enqueue(payload jsonb, timeout interval, queue text, category text, priority integer, delay interval, max_attempts integer, dedup_key text, cache_key text, cache_value jsonb) IS 'Add a job with a timeout (maximum run time of an attempt); returns its id.';
+
+CREATE FUNCTION queue.enqueue(payload jsonb, trace_context jsonb, queue text DEFAULT 'default'::text, category text DEFAULT NULL::text, priority integer DEFAULT 0, delay interval DEFAULT '00:00:00'::interval, max_attempts integer DEFAULT NULL::integer, dedup_key text DEFAULT NULL::text, cache_key text DEFAULT NULL::text, cache_value jsonb DEFAULT NULL::jsonb, timeout interval DEFAULT NULL::interval) RETURNS bigint
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+    return queue._enqueue(payload, queue, category, priority, delay, max_attempts, dedup_key,
+        cache_key, cache_value, timeout, trace_context);
+end
+$$;
+
+COMMENT ON FUNCTION queue.enqueue(payload jsonb, trace_context jsonb, queue text, category text, priority integer, delay interval, max_attempts integer, dedup_key text, cache_key text, cache_value jsonb, timeout interval) IS 'Add a job carrying the producer''s trace context; returns its id.';
 
 CREATE FUNCTION queue.enqueue_many(payloads jsonb[], queue text DEFAULT 'default'::text, category text DEFAULT NULL::text, priority integer DEFAULT 0, delay interval DEFAULT '00:00:00'::interval, max_attempts integer DEFAULT NULL::integer, dedup_keys text[] DEFAULT NULL::text[]) RETURNS SETOF bigint
     LANGUAGE plpgsql SECURITY DEFINER
@@ -4598,62 +4587,6 @@ $$;
 
 COMMENT ON FUNCTION queue.metrics() IS 'Every queue statistic as Prometheus exposition text.';
 
-CREATE FUNCTION queue.next_available(queues text[] DEFAULT NULL::text[]) RETURNS timestamp with time zone
-    LANGUAGE plpgsql STABLE SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$
-#variable_conflict use_column
-declare
-    v_name text;
-    v_jobs timestamptz;
-    v_ticks timestamptz;
-begin
-    if next_available.queues is not null then
-        foreach v_name in array next_available.queues loop
-            if v_name is null or length(v_name) not between 1 and 128 then
-                raise exception 'queues must hold queue names (1 to 128 characters, no nulls)'
-                    using errcode = '22023';
-            end if;
-        end loop;
-    end if;
-
-    with cats as (
-        select c.category, c.max_running,
-            -- slots of jobs whose lease has not expired: an expired one is taken back
-            (select count(*) from queue.worker_locks as w
-             join queue.jobs as j on j.id = w.job_id
-             where w.category_id = c.id and j.lease_expires_at > now()) as taken,
-            -- the window holds rate_starts starts: the next start is when the oldest of the
-            -- newest rate_starts leaves it
-            case when c.rate_starts is not null then (
-                select t.at + c.rate_per from unnest(c.rate_log) as t (at)
-                where t.at > now() - c.rate_per
-                order by t.at desc offset c.rate_starts - 1 limit 1
-            ) end as rate_free_at
-        from queue.categories as c
-    )
-    select min(case when j.category is null then j.available_at
-        else greatest(j.available_at, k.rate_free_at) end)
-    into v_jobs
-    from queue.jobs as j
-    left join cats as k on k.category = j.category
-    where j.status = 'pending'
-        and (next_available.queues is null or j.queue = any (next_available.queues))
-        and not exists (select from queue.queues as q where q.queue = j.queue and q.paused)
-        and (j.category is null or (k.max_running > 0 and k.taken < k.max_running));
-
-    select min(s.next_at) into v_ticks
-    from queue.schedules as s
-    where s.task is null and s.next_at is not null
-        and (next_available.queues is null or s.queue = any (next_available.queues))
-        and not exists (select from queue.queues as q where q.queue = s.queue and q.paused);
-
-    return least(v_jobs, v_ticks);
-end
-$$;
-
-COMMENT ON FUNCTION queue.next_available(queues text[]) IS 'When the next job of the queues becomes claimable (null: nothing scheduled).';
-
 CREATE FUNCTION queue.pause(queue text) RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -4710,83 +4643,6 @@ end
 $$;
 
 COMMENT ON FUNCTION queue.purge_dead_jobs(job_ids bigint[]) IS 'Delete the dead letters with the given ids; returns how many.';
-
-CREATE FUNCTION queue.register_worker(worker text, host text, pid integer, queues text[] DEFAULT '{}'::text[], slots integer DEFAULT 0, version text DEFAULT NULL::text, expire_after interval DEFAULT '00:01:00'::interval) RETURNS timestamp with time zone
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$
-#variable_conflict use_column
-declare
-    v_queues text[] := coalesce(register_worker.queues, '{}'::text[]);
-    v_slots int := coalesce(register_worker.slots, 0);
-    v_expire interval := coalesce(register_worker.expire_after, interval '1 minute');
-    v_name text;
-begin
-    perform queue._check_name(register_worker.worker, 'worker');
-    perform queue._check_name(register_worker.host, 'host', true, 255);
-    perform queue._check_name(register_worker.version, 'version', false, 64);
-    if register_worker.pid is null then
-        raise exception 'pid must not be null' using errcode = '22004';
-    end if;
-    if register_worker.pid < 0 then
-        raise exception 'pid must not be negative (got %)', register_worker.pid
-            using errcode = '22023';
-    end if;
-    if v_slots not between 0 and 100000 then
-        raise exception 'slots must be between 0 and 100000 (got %)', v_slots
-            using errcode = '22023';
-    end if;
-    if array_ndims(v_queues) > 1 or array_lower(v_queues, 1) <> 1
-        or cardinality(v_queues) > 1000 then
-        raise exception 'queues must be a one-dimensional array of at most 1000 names'
-            using errcode = '22023';
-    end if;
-    foreach v_name in array v_queues loop
-        if v_name is null or length(v_name) not between 1 and 128 then
-            raise exception 'queues must hold queue names (1 to 128 characters, no nulls)'
-                using errcode = '22023';
-        end if;
-    end loop;
-    perform queue._check_interval(v_expire, 'expire_after', true, true, 'lease');
-
-    delete from queue.worker_registrations as r
-    where r.last_seen_at + r.expire_after < now() and r.worker <> register_worker.worker;
-    insert into queue.worker_registrations as r (
-        worker, host, pid, queues, slots, version, started_at, last_seen_at, expire_after
-    ) values (
-        register_worker.worker, register_worker.host, register_worker.pid, v_queues, v_slots,
-        register_worker.version, now(), now(), v_expire
-    )
-    on conflict (worker) do update set
-        host = excluded.host, pid = excluded.pid, queues = excluded.queues,
-        slots = excluded.slots, version = excluded.version,
-        started_at = case when (r.host, r.pid) = (excluded.host, excluded.pid)
-            and r.last_seen_at + r.expire_after >= now()
-            then r.started_at else excluded.started_at end,
-        last_seen_at = excluded.last_seen_at, expire_after = excluded.expire_after;
-    return now() + v_expire;
-end
-$$;
-
-COMMENT ON FUNCTION queue.register_worker(worker text, host text, pid integer, queues text[], slots integer, version text, expire_after interval) IS 'Register a worker, or refresh its registration; returns when it expires.';
-
-CREATE FUNCTION queue.registered_workers() RETURNS TABLE(worker text, host text, pid integer, queues text[], slots integer, busy bigint, version text, started_at timestamp with time zone, last_seen_at timestamp with time zone)
-    LANGUAGE plpgsql STABLE SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$
-begin
-    return query
-    select r.worker, r.host, r.pid, r.queues, r.slots,
-        (select count(*) from queue.jobs as j
-         where j.worker = r.worker and j.status = 'running'),
-        r.version, r.started_at, r.last_seen_at
-    from queue.worker_registrations as r
-    where r.last_seen_at + r.expire_after >= now()
-    order by r.worker;
-end
-$$;
-
-COMMENT ON FUNCTION queue.registered_workers() IS 'Live worker registrations: host, pid, queues, slots, busy, version, start, last refresh.';
 
 CREATE FUNCTION queue.release(job_id bigint, token uuid, delay interval DEFAULT '00:00:00'::interval) RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER
@@ -4857,21 +4713,14 @@ begin
         raise exception 'a live job of queue % already holds dedup_key %',
             v_dead.queue, v_dead.dedup_key using errcode = '55000';
     end if;
-    -- The check above cannot see an enqueue of the same key that has not committed yet: the
-    -- insert waits for it and, when it commits, finds the key held (55000, not 23505).
-    insert into queue.jobs as j (
+    insert into queue.jobs (
         id, queue, category, priority, payload, attempt, max_attempts, enqueued_at,
         dedup_key, errors, cache_key
     ) overriding system value values (
         v_dead.job_id, v_dead.queue, v_dead.category, v_dead.priority, v_dead.payload, 0,
         v_dead.max_attempts, v_dead.enqueued_at, v_dead.dedup_key, v_dead.errors,
         v_dead.cache_key
-    )
-    on conflict (queue, dedup_key) where dedup_key is not null do nothing;
-    if not found then
-        raise exception 'a live job of queue % already holds dedup_key %',
-            v_dead.queue, v_dead.dedup_key using errcode = '55000';
-    end if;
+    );
     if v_dead.category is not null then
         perform queue._category_id(v_dead.category);
     end if;
@@ -5112,10 +4961,15 @@ CREATE FUNCTION queue.set_shards(shards integer) RETURNS bigint
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
+    v_old oid;
     v_current int;
-    v_options text;
-    v_part text;
+    v_seq text;
+    v_next bigint;
     v_moved bigint;
+    v_idx record;
+    v_names text[] := '{}'::text[];
+    v_fn regprocedure;
+    v_opts text;
 begin
     if set_shards.shards is null then
         raise exception 'shards must not be null' using errcode = '22004';
@@ -5125,45 +4979,105 @@ begin
             using errcode = '22023';
     end if;
     lock table queue.jobs in access exclusive mode;
-    select count(*) into v_current from pg_inherits where inhparent = 'queue.jobs'::regclass;
+    v_old := 'queue.jobs'::regclass;
+    select greatest(count(*), 1) into v_current from pg_inherits where inhparent = v_old;
     if v_current = set_shards.shards then
         return 0;
     end if;
-    -- the storage options migration 0011 gave the partitions, for the new ones
-    select array_to_string(c.reloptions, ', ') into v_options
-    from pg_inherits as i
-    join pg_class as c on c.oid = i.inhrelid
-    where i.inhparent = 'queue.jobs'::regclass
-    order by c.relname
-    limit 1;
+    if exists (
+        select from pg_index as x
+        where x.indrelid = v_old and x.indisunique and not x.indisprimary
+          and not exists (
+              select from pg_attribute as a
+              where a.attrelid = v_old and a.attname = 'queue' and a.attnum = any (x.indkey)
+          )
+    ) then
+        raise exception 'a unique index of queue.jobs does not include the queue column'
+            using errcode = '55000',
+            hint = 'Each shard enforces unique indexes on its own; include queue in the index.';
+    end if;
 
-    -- The live jobs aside, the old partitions dropped, the new ones created (with the
-    -- indexes of queue.jobs), the jobs back with their ids.
-    -- (statements naming queue.jobs_resharding are dynamic: it exists only during the call)
-    execute format('create unlogged table queue.%I as select * from queue.jobs', 'jobs_resharding');
-    get diagnostics v_moved = row_count;
-    for v_part in
-        select i.inhrelid::regclass::text from pg_inherits as i
-        where i.inhparent = 'queue.jobs'::regclass
+    -- The new table: same columns, defaults, checks and identity (a new sequence).
+    -- (Statements naming queue.jobs_next are dynamic: the table exists only during the call.)
+    execute 'create table queue.jobs_next (like queue.jobs including all excluding indexes)'
+        || case when set_shards.shards > 1 then ' partition by hash (queue)' else '' end;
+    select array_to_string(c.reloptions, ', ') into v_opts
+    from pg_class as c
+    where c.oid = coalesce(
+        (select i.inhrelid from pg_inherits as i where i.inhparent = v_old limit 1), v_old);
+    if set_shards.shards = 1 then
+        if v_opts is not null then
+            execute format('alter table queue.jobs_next set (%s)', v_opts);
+        end if;
+    else
+        for v_r in 0 .. set_shards.shards - 1 loop
+            execute format(
+                'create table queue.%I partition of queue.jobs_next'
+                ' for values with (modulus %s, remainder %s)%s',
+                'jobs_next_p' || v_r, set_shards.shards, v_r,
+                case when v_opts is not null then format(' with (%s)', v_opts) else '' end);
+        end loop;
+    end if;
+
+    -- The same indexes, under temporary names; the primary key gains the partition key.
+    execute 'alter table queue.jobs_next add constraint jobs_next_pkey primary key '
+        || case when set_shards.shards > 1 then '(id, queue)' else '(id)' end;
+    for v_idx in
+        select c.relname, pg_get_indexdef(x.indexrelid) as def
+        from pg_index as x
+        join pg_class as c on c.oid = x.indexrelid
+        where x.indrelid = v_old and not x.indisprimary
+        order by c.relname
     loop
-        execute format('drop table %s', v_part);
+        execute regexp_replace(
+            v_idx.def,
+            '^CREATE (UNIQUE )?INDEX \S+ ON (ONLY )?queue\.jobs ',
+            format('CREATE \1INDEX %I ON queue.jobs_next ', v_idx.relname || '_next'));
+        v_names := array_append(v_names, v_idx.relname::text);
+    end loop;
+
+    -- Move the live jobs, keeping their ids; the new sequence continues the old one.
+    execute format('insert into queue.%I overriding system value select * from queue.jobs',
+        'jobs_next');
+    get diagnostics v_moved = row_count;
+    v_seq := pg_get_serial_sequence('queue.jobs', 'id');
+    execute format('select last_value + 1 from %s', v_seq) into v_next;
+    perform setval(pg_get_serial_sequence('queue.jobs_next', 'id'),
+        greatest(v_next, (select coalesce(max(j.id), 0) + 1 from queue.jobs as j)), false);
+
+    -- Swap, and give the new objects the old names.
+    drop table queue.jobs;
+    execute format('alter table queue.%I rename to jobs', 'jobs_next');
+    alter table queue.jobs rename constraint jobs_next_pkey to jobs_pkey;
+    execute format('alter sequence %s rename to jobs_id_seq',
+        pg_get_serial_sequence('queue.jobs', 'id'));
+    for i in 1 .. coalesce(cardinality(v_names), 0) loop
+        execute format('alter index queue.%I rename to %I', v_names[i] || '_next', v_names[i]);
     end loop;
     for v_r in 0 .. set_shards.shards - 1 loop
-        execute format(
-            'create table queue.%I partition of queue.jobs'
-            ' for values with (modulus %s, remainder %s)%s',
-            'jobs_p' || v_r, set_shards.shards, v_r,
-            case when v_options is not null then format(' with (%s)', v_options) else '' end);
+        exit when set_shards.shards = 1;
+        execute format('alter table queue.%I rename to %I', 'jobs_next_p' || v_r, 'jobs_p' || v_r);
     end loop;
-    execute format('insert into queue.jobs overriding system value select * from queue.%I',
-        'jobs_resharding');
-    execute format('drop table queue.%I', 'jobs_resharding');
+    revoke all on queue.jobs from public;
+    comment on table queue.jobs is
+    'Live jobs (pending and running); partitioned by hash (queue) when sharded.';
+
+    -- Compiled PL/pgSQL functions in other sessions hold the old table's row type: rewrite
+    -- each function's catalog row (same cost) so every session recompiles it on next call.
+    for v_fn in
+        select p.oid::regprocedure from pg_proc as p
+        where p.pronamespace in ('queue'::regnamespace, 'cache'::regnamespace)
+          and p.prokind = 'f'
+    loop
+        execute format('alter function %s cost %s', v_fn,
+            (select p.procost from pg_proc as p where p.oid = v_fn));
+    end loop;
     analyze queue.jobs;
     return v_moved;
 end
 $$;
 
-COMMENT ON FUNCTION queue.set_shards(shards integer) IS 'Spread queue.jobs over n hash partitions by queue (1: unsharded), in place, keeping every job.';
+COMMENT ON FUNCTION queue.set_shards(shards integer) IS 'Partition queue.jobs by hash (queue) into n shards (1: unsharded), in place, keeping every job.';
 
 CREATE FUNCTION queue.shard_of(queue text) RETURNS integer
     LANGUAGE plpgsql STABLE SECURITY DEFINER
@@ -5196,14 +5110,18 @@ declare
     v_part record;
     v_n bigint;
 begin
+    if not exists (select from pg_partitioned_table where partrelid = 'queue.jobs'::regclass) then
+        return query select 0, 'queue.jobs'::text, (select count(*) from queue.jobs);
+        return;
+    end if;
     for v_part in
-        select format('%I.%I', n.nspname, c.relname) as name,
+        select c.oid, format('%I.%I', n.nspname, c.relname) as name,
             (regexp_match(pg_get_expr(c.relpartbound, c.oid), 'remainder (\d+)'))[1]::int as r
         from pg_inherits as i
         join pg_class as c on c.oid = i.inhrelid
         join pg_namespace as n on n.oid = c.relnamespace
         where i.inhparent = 'queue.jobs'::regclass
-        order by 2
+        order by 3
     loop
         execute format('select count(*) from %s', v_part.name) into v_n;
         shard := v_part.r;
@@ -5477,19 +5395,30 @@ $$;
 
 COMMENT ON FUNCTION queue.status() IS 'Per queue: ready, scheduled, running, dead, oldest ready age.';
 
-CREATE FUNCTION queue.unregister_worker(worker text) RETURNS boolean
-    LANGUAGE plpgsql SECURITY DEFINER
+CREATE FUNCTION queue.trace_contexts(job_ids bigint[]) RETURNS TABLE(job_id bigint, trace_context jsonb)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 #variable_conflict use_column
 begin
-    perform queue._check_name(unregister_worker.worker, 'worker');
-    delete from queue.worker_registrations as r where r.worker = unregister_worker.worker;
-    return found;
+    if trace_contexts.job_ids is null then
+        raise exception 'job_ids must not be null' using errcode = '22004';
+    end if;
+    if array_ndims(trace_contexts.job_ids) > 1 then
+        raise exception 'job_ids must be a one-dimensional array' using errcode = '22023';
+    end if;
+    if cardinality(trace_contexts.job_ids) > 1000 then
+        raise exception 'job_ids holds % ids, over the limit of 1000',
+            cardinality(trace_contexts.job_ids)
+            using errcode = '22023';
+    end if;
+    return query
+    select j.id, j.trace_context from queue.jobs as j
+    where j.id = any (trace_contexts.job_ids) and j.trace_context is not null;
 end
 $$;
 
-COMMENT ON FUNCTION queue.unregister_worker(worker text) IS 'Remove a worker''s registration.';
+COMMENT ON FUNCTION queue.trace_contexts(job_ids bigint[]) IS 'The producers'' trace contexts of live jobs (for a worker that traces).';
 
 CREATE FUNCTION queue.unschedule(name text) RETURNS boolean
     LANGUAGE plpgsql SECURITY DEFINER
@@ -5546,11 +5475,9 @@ $$;
 COMMENT ON FUNCTION queue.watch(job_id bigint) IS 'Ask for a NOTIFY andal_done when a job ends; true when it is still live.';
 
 CREATE FUNCTION queue.workers() RETURNS TABLE(worker text, running bigint, queues text[], oldest_claim_age interval, next_lease_expiry interval, connections bigint)
-    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$
-begin
-    return query
+    AS $_$
     with held as (
         select j.worker, count(*) as running, array_agg(distinct j.queue) as queues,
             now() - min(j.claimed_at) as oldest_claim_age,
@@ -5559,26 +5486,18 @@ begin
         where j.status = 'running' and j.worker is not null
         group by j.worker
     ),
-    live as (
-        select r.worker,
-            array[left('andal ' || r.worker, 63), left('andal ' || r.worker || ' listen', 63),
-                left('andal ' || r.worker || ' vacuum', 63)] as names
-        from queue.worker_registrations as r
-        where r.last_seen_at + r.expire_after >= now()
-    ),
     sessions as (
-        select l.worker, count(a.pid) as connections
-        from live as l
-        left join pg_catalog.pg_stat_activity as a
-            on a.datname = pg_catalog.current_database() and a.application_name = any (l.names)
-        group by l.worker
+        select regexp_replace(substr(a.application_name, 7), ' (listen|vacuum)$', '') as worker,
+            count(*) as connections
+        from pg_catalog.pg_stat_activity as a
+        where a.datname = pg_catalog.current_database() and a.application_name like 'andal %'
+        group by 1
     )
     select coalesce(h.worker, s.worker), coalesce(h.running, 0), coalesce(h.queues, '{}'),
         h.oldest_claim_age, h.next_lease_expiry, coalesce(s.connections, 0)
     from held as h full join sessions as s on s.worker = h.worker
-    order by 1;
-end
-$$;
+    order by 1
+$_$;
 
 COMMENT ON FUNCTION queue.workers() IS 'Per worker: running jobs, their queues, oldest claim, nearest lease expiry, open sessions.';
 
@@ -5810,12 +5729,11 @@ CREATE TABLE queue.jobs (
     abort_requested_at timestamp with time zone,
     watched boolean DEFAULT false NOT NULL,
     timeout interval,
+    trace_context jsonb,
     CONSTRAINT jobs_running_check CHECK (((status = 'pending'::text) OR ((token IS NOT NULL) AND (lease_expires_at IS NOT NULL)))),
     CONSTRAINT jobs_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'running'::text])))
 )
-PARTITION BY HASH (queue);
-
-COMMENT ON TABLE queue.jobs IS 'Live jobs (scheduled, pending, failed awaiting retry, running), partitioned by hash (queue) into its shards (one when unsharded): see queue.set_shards.';
+WITH (fillfactor='70', autovacuum_vacuum_scale_factor='0.01', autovacuum_vacuum_threshold='1000', autovacuum_analyze_scale_factor='0.02', autovacuum_vacuum_cost_delay='0');
 
 ALTER TABLE queue.jobs ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
     SEQUENCE NAME queue.jobs_id_seq
@@ -5825,33 +5743,6 @@ ALTER TABLE queue.jobs ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
     NO MAXVALUE
     CACHE 1
 );
-
-CREATE TABLE queue.jobs_p0 (
-    id bigint NOT NULL,
-    queue text NOT NULL,
-    category text,
-    priority integer DEFAULT 0 NOT NULL,
-    status text DEFAULT 'pending'::text NOT NULL,
-    payload jsonb NOT NULL,
-    attempt integer DEFAULT 0 NOT NULL,
-    max_attempts integer NOT NULL,
-    available_at timestamp with time zone DEFAULT now() NOT NULL,
-    enqueued_at timestamp with time zone DEFAULT now() NOT NULL,
-    dedup_key text,
-    token uuid,
-    worker text,
-    claimed_at timestamp with time zone,
-    lease_expires_at timestamp with time zone,
-    errors jsonb DEFAULT '[]'::jsonb NOT NULL,
-    cache_key text,
-    cache_version bigint,
-    abort_requested_at timestamp with time zone,
-    watched boolean DEFAULT false NOT NULL,
-    timeout interval,
-    CONSTRAINT jobs_running_check CHECK (((status = 'pending'::text) OR ((token IS NOT NULL) AND (lease_expires_at IS NOT NULL)))),
-    CONSTRAINT jobs_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'running'::text])))
-)
-WITH (fillfactor='70', autovacuum_vacuum_scale_factor='0.01', autovacuum_vacuum_threshold='1000', autovacuum_analyze_scale_factor='0.02', autovacuum_vacuum_cost_delay='0');
 
 CREATE TABLE queue.lock_stats (
     minute timestamp with time zone NOT NULL,
@@ -5938,24 +5829,7 @@ CREATE TABLE queue.worker_locks (
 )
 WITH (fillfactor='70', autovacuum_vacuum_scale_factor='0.01');
 
-CREATE TABLE queue.worker_registrations (
-    worker text NOT NULL,
-    host text NOT NULL,
-    pid integer NOT NULL,
-    queues text[] DEFAULT '{}'::text[] NOT NULL,
-    slots integer NOT NULL,
-    version text,
-    started_at timestamp with time zone DEFAULT now() NOT NULL,
-    last_seen_at timestamp with time zone DEFAULT now() NOT NULL,
-    expire_after interval DEFAULT '00:01:00'::interval NOT NULL,
-    CONSTRAINT worker_registrations_expire_after_check CHECK ((expire_after > '00:00:00'::interval)),
-    CONSTRAINT worker_registrations_pid_check CHECK ((pid >= 0)),
-    CONSTRAINT worker_registrations_slots_check CHECK ((slots >= 0))
-);
-
 ALTER TABLE ONLY queue.history ATTACH PARTITION queue.history_default DEFAULT;
-
-ALTER TABLE ONLY queue.jobs ATTACH PARTITION queue.jobs_p0 FOR VALUES WITH (modulus 1, remainder 0);
 
 ALTER TABLE ONLY cache.config
     ADD CONSTRAINT config_pkey PRIMARY KEY (id);
@@ -6003,10 +5877,7 @@ ALTER TABLE ONLY queue.install_state
     ADD CONSTRAINT install_state_pkey PRIMARY KEY (id);
 
 ALTER TABLE ONLY queue.jobs
-    ADD CONSTRAINT jobs_pkey PRIMARY KEY (id, queue);
-
-ALTER TABLE ONLY queue.jobs_p0
-    ADD CONSTRAINT jobs_p0_pkey PRIMARY KEY (id, queue);
+    ADD CONSTRAINT jobs_pkey PRIMARY KEY (id);
 
 ALTER TABLE ONLY queue.lock_stats
     ADD CONSTRAINT lock_stats_pkey PRIMARY KEY (minute, backend, category_id);
@@ -6035,9 +5906,6 @@ ALTER TABLE ONLY queue.wal_samples
 ALTER TABLE ONLY queue.worker_locks
     ADD CONSTRAINT worker_locks_pkey PRIMARY KEY (job_id);
 
-ALTER TABLE ONLY queue.worker_registrations
-    ADD CONSTRAINT worker_registrations_pkey PRIMARY KEY (worker);
-
 CREATE INDEX log_at_idx ON cache.log USING brin (at);
 
 CREATE INDEX read_stats_minute_idx ON cache.read_stats USING btree (minute);
@@ -6058,19 +5926,19 @@ CREATE INDEX history_queue_idx ON ONLY queue.history USING btree (queue, job_id)
 
 CREATE INDEX history_default_queue_job_id_idx ON queue.history_default USING btree (queue, job_id);
 
-CREATE UNIQUE INDEX jobs_dedup_idx ON ONLY queue.jobs USING btree (queue, dedup_key) WHERE (dedup_key IS NOT NULL);
+CREATE UNIQUE INDEX jobs_dedup_idx ON queue.jobs USING btree (queue, dedup_key) WHERE (dedup_key IS NOT NULL);
 
-CREATE INDEX jobs_gated_idx ON ONLY queue.jobs USING btree (priority DESC, available_at, id) WHERE ((status = 'pending'::text) AND (category IS NOT NULL));
+CREATE INDEX jobs_gated_idx ON queue.jobs USING btree (priority DESC, available_at, id) WHERE ((status = 'pending'::text) AND (category IS NOT NULL));
 
-CREATE INDEX jobs_gated_pair_idx ON ONLY queue.jobs USING btree ((ARRAY[queue, category]), priority DESC, available_at, id) WHERE ((status = 'pending'::text) AND (category IS NOT NULL));
+CREATE INDEX jobs_gated_pair_idx ON queue.jobs USING btree ((ARRAY[queue, category]), priority DESC, available_at, id) WHERE ((status = 'pending'::text) AND (category IS NOT NULL));
 
-CREATE INDEX jobs_gated_queue_idx ON ONLY queue.jobs USING btree (queue, priority DESC, available_at, id) WHERE ((status = 'pending'::text) AND (category IS NOT NULL));
+CREATE INDEX jobs_gated_queue_idx ON queue.jobs USING btree (queue, priority DESC, available_at, id) WHERE ((status = 'pending'::text) AND (category IS NOT NULL));
 
-CREATE INDEX jobs_lease_idx ON ONLY queue.jobs USING btree (lease_expires_at) WHERE (status = 'running'::text);
+CREATE INDEX jobs_lease_idx ON queue.jobs USING btree (lease_expires_at) WHERE (status = 'running'::text);
 
-CREATE INDEX jobs_ready_idx ON ONLY queue.jobs USING btree (priority DESC, available_at, id) WHERE ((status = 'pending'::text) AND (category IS NULL));
+CREATE INDEX jobs_ready_idx ON queue.jobs USING btree (priority DESC, available_at, id) WHERE ((status = 'pending'::text) AND (category IS NULL));
 
-CREATE INDEX jobs_ready_queue_idx ON ONLY queue.jobs USING btree (queue, priority DESC, available_at, id) WHERE ((status = 'pending'::text) AND (category IS NULL));
+CREATE INDEX jobs_ready_queue_idx ON queue.jobs USING btree (queue, priority DESC, available_at, id) WHERE ((status = 'pending'::text) AND (category IS NULL));
 
 CREATE INDEX queues_paused_idx ON queue.queues USING btree (queue) WHERE paused;
 
@@ -6227,6 +6095,8 @@ REVOKE ALL ON FUNCTION queue._check_priority(priority integer) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._check_result(result jsonb, argument text) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION queue._check_trace_context(trace_context jsonb) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION queue._config(queue_name text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._configure_queue(queue text, max_attempts integer, lease interval, backoff text, backoff_base interval, backoff_cap interval, jitter real, notify boolean, payload_limit integer, keep_results boolean, cache_policy text, timeout interval, results_retention interval, dead_retention interval) FROM PUBLIC;
@@ -6243,7 +6113,7 @@ REVOKE ALL ON FUNCTION queue._cron_parse(expr text, OUT minutes integer[], OUT h
 
 REVOKE ALL ON FUNCTION queue._cron_walk_minutes(minutes integer[], hours integer[], days integer[], months integer[], weekdays integer[], days_restricted boolean, weekdays_restricted boolean, hour_any boolean, tz text, after timestamp with time zone, starts timestamp with time zone[], span interval) FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION queue._enqueue(payload jsonb, queue text, category text, priority integer, delay interval, max_attempts integer, dedup_key text, cache_key text, cache_value jsonb, timeout interval) FROM PUBLIC;
+REVOKE ALL ON FUNCTION queue._enqueue(payload jsonb, queue text, category text, priority integer, delay interval, max_attempts integer, dedup_key text, cache_key text, cache_value jsonb, timeout interval, trace_context jsonb) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._enqueue_many(payloads jsonb[], queue text, category text, priority integer, delay interval, max_attempts integer, dedup_keys text[], timeout interval) FROM PUBLIC;
 
@@ -6342,6 +6212,10 @@ REVOKE ALL ON FUNCTION queue.enqueue(payload jsonb, timeout interval, queue text
 GRANT ALL ON FUNCTION queue.enqueue(payload jsonb, timeout interval, queue text, category text, priority integer, delay interval, max_attempts integer, dedup_key text, cache_key text, cache_value jsonb) TO andal_producer;
 GRANT ALL ON FUNCTION queue.enqueue(payload jsonb, timeout interval, queue text, category text, priority integer, delay interval, max_attempts integer, dedup_key text, cache_key text, cache_value jsonb) TO andal_admin;
 
+REVOKE ALL ON FUNCTION queue.enqueue(payload jsonb, trace_context jsonb, queue text, category text, priority integer, delay interval, max_attempts integer, dedup_key text, cache_key text, cache_value jsonb, timeout interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION queue.enqueue(payload jsonb, trace_context jsonb, queue text, category text, priority integer, delay interval, max_attempts integer, dedup_key text, cache_key text, cache_value jsonb, timeout interval) TO andal_producer;
+GRANT ALL ON FUNCTION queue.enqueue(payload jsonb, trace_context jsonb, queue text, category text, priority integer, delay interval, max_attempts integer, dedup_key text, cache_key text, cache_value jsonb, timeout interval) TO andal_admin;
+
 REVOKE ALL ON FUNCTION queue.enqueue_many(payloads jsonb[], queue text, category text, priority integer, delay interval, max_attempts integer, dedup_keys text[]) FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.enqueue_many(payloads jsonb[], queue text, category text, priority integer, delay interval, max_attempts integer, dedup_keys text[]) TO andal_producer;
 GRANT ALL ON FUNCTION queue.enqueue_many(payloads jsonb[], queue text, category text, priority integer, delay interval, max_attempts integer, dedup_keys text[]) TO andal_admin;
@@ -6397,11 +6271,6 @@ GRANT ALL ON FUNCTION queue.metrics() TO andal_admin;
 GRANT ALL ON FUNCTION queue.metrics() TO andal_worker;
 GRANT ALL ON FUNCTION queue.metrics() TO andal_monitor;
 
-REVOKE ALL ON FUNCTION queue.next_available(queues text[]) FROM PUBLIC;
-GRANT ALL ON FUNCTION queue.next_available(queues text[]) TO andal_worker;
-GRANT ALL ON FUNCTION queue.next_available(queues text[]) TO andal_admin;
-GRANT ALL ON FUNCTION queue.next_available(queues text[]) TO andal_monitor;
-
 REVOKE ALL ON FUNCTION queue.pause(queue text) FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.pause(queue text) TO andal_admin;
 
@@ -6410,15 +6279,6 @@ GRANT ALL ON FUNCTION queue.purge_dead(older_than interval) TO andal_admin;
 
 REVOKE ALL ON FUNCTION queue.purge_dead_jobs(job_ids bigint[]) FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.purge_dead_jobs(job_ids bigint[]) TO andal_admin;
-
-REVOKE ALL ON FUNCTION queue.register_worker(worker text, host text, pid integer, queues text[], slots integer, version text, expire_after interval) FROM PUBLIC;
-GRANT ALL ON FUNCTION queue.register_worker(worker text, host text, pid integer, queues text[], slots integer, version text, expire_after interval) TO andal_worker;
-GRANT ALL ON FUNCTION queue.register_worker(worker text, host text, pid integer, queues text[], slots integer, version text, expire_after interval) TO andal_admin;
-
-REVOKE ALL ON FUNCTION queue.registered_workers() FROM PUBLIC;
-GRANT ALL ON FUNCTION queue.registered_workers() TO andal_worker;
-GRANT ALL ON FUNCTION queue.registered_workers() TO andal_admin;
-GRANT ALL ON FUNCTION queue.registered_workers() TO andal_monitor;
 
 REVOKE ALL ON FUNCTION queue.release(job_id bigint, token uuid, delay interval) FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.release(job_id bigint, token uuid, delay interval) TO andal_worker;
@@ -6473,9 +6333,9 @@ GRANT ALL ON FUNCTION queue.status() TO andal_admin;
 GRANT ALL ON FUNCTION queue.status() TO andal_worker;
 GRANT ALL ON FUNCTION queue.status() TO andal_monitor;
 
-REVOKE ALL ON FUNCTION queue.unregister_worker(worker text) FROM PUBLIC;
-GRANT ALL ON FUNCTION queue.unregister_worker(worker text) TO andal_worker;
-GRANT ALL ON FUNCTION queue.unregister_worker(worker text) TO andal_admin;
+REVOKE ALL ON FUNCTION queue.trace_contexts(job_ids bigint[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION queue.trace_contexts(job_ids bigint[]) TO andal_worker;
+GRANT ALL ON FUNCTION queue.trace_contexts(job_ids bigint[]) TO andal_admin;
 
 REVOKE ALL ON FUNCTION queue.unschedule(name text) FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.unschedule(name text) TO andal_admin;

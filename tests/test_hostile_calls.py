@@ -117,6 +117,12 @@ def queue_calls(job: int, dead: int) -> list[Call]:
         "queue.enqueue", {**enq, "cache_key": "'ck'"}, "cache_value", each(OVERSIZED, "54000")
     )
     out += [Call(call("queue.enqueue", enq, cache_value="'1'"), "22023")]  # needs a cache_key
+    traced = {**enq, "trace_context": "'{}'"}
+    out += over("queue.enqueue", traced, "trace_context", each(
+        ["'[]'", "'\"00-x\"'", "'{\"traceparent\": 1}'", "'{\"t\": {}}'",
+         "jsonb_build_object('traceparent', repeat('x', 4097))"], "22023"))  # fmt: skip
+    out += over("queue.enqueue", traced, "payload", [("null", "22004")] + each(NOT_OBJECT, "22023"))
+    out += over("queue.enqueue", traced, "queue", NAME_BAD)
     out += [
         Call(call("queue.enqueue", {**enq, "dedup_key": "'held'", "cache_key": "'ck'"},
                   cache_value=v), code)
@@ -265,6 +271,9 @@ def queue_calls(job: int, dead: int) -> list[Call]:
                 [("null", "22004"), ("0", "22023"), ("65", "22023"), ("-1", "22023")])  # fmt: skip
 
     out += over("queue.watch", {"job_id": "0"}, "job_id", [("null", "22004")])
+    out += over("queue.trace_contexts", {"job_ids": "array[1]::bigint[]"}, "job_ids",
+                [("null", "22004"), ("array[[1, 2]]::bigint[]", "22023"),
+                 ("array(select generate_series(1, 1001))::bigint[]", "22023")])  # fmt: skip
     out += over("queue.job", {"job_id": "1"}, "job_id", [("null", "22004")])
     out += over("queue.job_payload", {"job_id": "1"}, "job_id", [("null", "22004")])
     out += over("queue.jobs_by", {}, "state", each(["'bogus'", "''", "'Pending'"], "22023"))
@@ -387,6 +396,7 @@ def read_only_calls(job: int, dead: int) -> list[Call]:
     ro = ("set transaction read only",)
     writes = [
         "select queue.enqueue(payload => '{}', queue => 'ro')",
+        "select queue.enqueue(payload => '{}', trace_context => '{}', queue => 'ro')",
         "select queue.enqueue_many(payloads => array['{}'::jsonb], queue => 'ro')",
         "select * from queue.claim(worker => 'w', queues => '{h}')",
         "select * from queue.configure_queue(queue => 'ro', max_attempts => 2)",

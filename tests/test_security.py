@@ -312,13 +312,16 @@ CALLS = {
     "set_history": "select queue.set_history(queue => 'rm-kept', retention => null)",
     "configure_history": "select queue.configure_history(partition_width => '1 hour')",
     "watch": "select queue.watch(job_id => 0)",
+    "enqueue:trace_context": ("select queue.enqueue('{}', trace_context => '{}', queue => 'rm')"),
+    "trace_contexts": "select * from queue.trace_contexts(job_ids => '{0}')",
     "schedule": "select queue.schedule(name => 'rm', queue => 'rm', every => '1 hour')",
     "unschedule": "select queue.unschedule(name => 'rm-none')",
     "schedules": "select * from queue.schedules()",
     "set_rate_limit": "select queue.set_rate_limit('rm', null, null)",
 }
 READ = {"job", "jobs_by"}
-PRODUCER = {"enqueue", "enqueue_many", "version", "shard_of", "watch", *READ}
+PRODUCER = {"enqueue", "enqueue:trace_context", "enqueue_many", "version", "shard_of", "watch",
+            *READ}  # fmt: skip
 WORKER = {
     "claim",
     "complete",
@@ -328,6 +331,7 @@ WORKER = {
     "heartbeat_many",
     "heartbeat:report_abort",
     "heartbeat_many:report_abort",
+    "trace_contexts",
     "release",
     "maintain",
     "status",

@@ -31,7 +31,18 @@ from __future__ import annotations
 
 from .cache import REFRESH_QUEUE, Cache, Lookup, refresh_handler, register_refresh
 from .client import AsyncClient, Client, configure_queue, enqueue, enqueue_many, set_category_limit
-from .errors import AndalError, LeaseLost, NotInstalled
+from .errors import (
+    AndalError,
+    BadInput,
+    IllegalTransition,
+    InvalidArgument,
+    LeaseLost,
+    NotInstalled,
+    NotPermitted,
+    NullArgument,
+    TooLarge,
+    UnknownJob,
+)
 from .jobs import JobInfo
 from .sources import release
 from .worker import Fail, Handler, Job, Registry, Retry, Worker
@@ -42,17 +53,24 @@ __all__ = [
     "REFRESH_QUEUE",
     "AndalError",
     "AsyncClient",
+    "BadInput",
     "Cache",
     "Client",
     "Fail",
     "Handler",
+    "IllegalTransition",
+    "InvalidArgument",
     "Job",
     "JobInfo",
     "LeaseLost",
     "Lookup",
     "NotInstalled",
+    "NotPermitted",
+    "NullArgument",
     "Registry",
     "Retry",
+    "TooLarge",
+    "UnknownJob",
     "Worker",
     "configure_queue",
     "enqueue",

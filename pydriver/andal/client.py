@@ -23,8 +23,9 @@ from typing import Any, TypeVar, overload
 import psycopg
 from psycopg.types.json import Jsonb
 
-from . import jobs
+from . import jobs, propagation
 from . import statements as sql
+from .errors import translated
 from .worker import Seconds, as_interval, dsn_list
 
 T = TypeVar("T")
@@ -40,12 +41,14 @@ def _send(
     if isinstance(conn, psycopg.AsyncConnection):
 
         async def run() -> T:
-            cur = await conn.execute(statement, params)
-            return shape(await cur.fetchall() if cur.description else [])
+            with translated():
+                cur = await conn.execute(statement, params)
+                return shape(await cur.fetchall() if cur.description else [])
 
         return run()
-    cur = conn.execute(statement, params)
-    return shape(cur.fetchall() if cur.description else [])
+    with translated():
+        cur = conn.execute(statement, params)
+        return shape(cur.fetchall() if cur.description else [])
 
 
 def _first(rows: Rows) -> Any:
@@ -130,7 +133,8 @@ def enqueue(
     cache_value: Any = None,
 ) -> int | None | Awaitable[int | None]:
     """Enqueue one job on ``conn``; returns its id (as ``queue.enqueue`` answers it). On an
-    ``AsyncConnection``, returns an awaitable of it."""
+    ``AsyncConnection``, returns an awaitable of it. Inside a valid OpenTelemetry span the
+    job carries the span's trace context (the worker links the job's span to it)."""
     params = _params(queue, category, priority, delay, max_attempts)
     params.update(
         payload=Jsonb(payload),
@@ -138,7 +142,11 @@ def enqueue(
         cache_key=cache_key,
         cache_value=None if cache_value is None else Jsonb(cache_value),
     )
-    return _send(conn, sql.ENQUEUE, params, _first)
+    context = propagation.carrier()  # None unless a span is current (tracing on)
+    if context is None:
+        return _send(conn, sql.ENQUEUE, params, _first)
+    params["trace_context"] = Jsonb(context)
+    return _send(conn, sql.ENQUEUE_TRACED, params, _first)
 
 
 @overload

@@ -35,10 +35,12 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+from psycopg import sql as psql
 
 import andal
 
 from . import logs
+from . import statements as sql
 from .install import install
 
 QUEUE = "demo"
@@ -191,8 +193,9 @@ def with_database(dsn: str, dbname: str) -> str:
 
 def fresh_database(server_dsn: str) -> str:
     with psycopg.connect(server_dsn, autocommit=True) as conn:
-        conn.execute(f"drop database if exists {DEMO_DB} with (force)")
-        conn.execute(f"create database {DEMO_DB}")
+        name = psql.Identifier(DEMO_DB)
+        conn.execute(psql.SQL(sql.DEMO_DROP_DATABASE).format(name))
+        conn.execute(psql.SQL(sql.DEMO_CREATE_DATABASE).format(name))
     return with_database(server_dsn, DEMO_DB)
 
 
@@ -313,7 +316,7 @@ def run_demo(
                             andal.enqueue_many(conn, part, QUEUE, category=category)
                         sent += len(part)
                         live += len(part)
-                live = count(conn, "select count(*) from queue.jobs where queue = %s")
+                live = count(conn, sql.DEMO_LIVE_JOBS)
                 finished = sent - live
                 elapsed = time.monotonic() - start
                 progress.update(task, completed=finished, speed=f"{finished / elapsed:,.0f} jobs/s")
@@ -330,7 +333,7 @@ def run_demo(
             latencies.extend(lat)
         for p in procs:
             p.join(30)
-        dead = count(conn, "select count(*) from queue.dead_letters where queue = %s")
+        dead = count(conn, sql.DEMO_DEAD_JOBS)
     latencies.sort()
     return {
         "jobs": jobs,

@@ -16,6 +16,7 @@ from typing import Any
 import psycopg
 
 from . import statements as sql
+from .errors import translated
 
 #: The states in which a job is finished.
 FINAL = frozenset({"completed", "dead", "cancelled"})
@@ -51,7 +52,8 @@ class JobInfo:
 def job(conn: psycopg.Connection, job_id: int) -> JobInfo | None:
     """The job as andal remembers it; None when it does not (it never existed, or it
     finished in a queue that keeps no history, or its history expired)."""
-    row = conn.execute(sql.JOB, {"job_id": job_id}).fetchone()
+    with translated():
+        row = conn.execute(sql.JOB, {"job_id": job_id}).fetchone()
     return None if row is None else JobInfo(*row)
 
 
@@ -64,7 +66,7 @@ def wait(dsn: str, job_id: int, timeout: float, *, poll: float = 1.0) -> JobInfo
     if timeout < 0 or poll <= 0:
         raise ValueError("timeout must not be negative and poll must be positive")
     deadline = time.monotonic() + timeout
-    with psycopg.connect(dsn, autocommit=True) as conn:
+    with psycopg.connect(dsn, autocommit=True) as conn, translated():
         conn.execute(sql.LISTEN_DONE)
         conn.execute(sql.WATCH, {"job_id": job_id})
         while True:

@@ -23,6 +23,16 @@ ENQUEUE = (
     " cache_key => %(cache_key)s::text, cache_value => %(cache_value)s::jsonb)"
 )
 
+#: ``ENQUEUE`` with the producer's trace context (sent only when the producer traces).
+ENQUEUE_TRACED = (
+    "select queue.enqueue("
+    "payload => %(payload)s::jsonb, trace_context => %(trace_context)s::jsonb,"
+    " queue => %(queue)s::text, category => %(category)s::text,"
+    " priority => %(priority)s::int, delay => %(delay)s::interval,"
+    " max_attempts => %(max_attempts)s::int, dedup_key => %(dedup_key)s::text,"
+    " cache_key => %(cache_key)s::text, cache_value => %(cache_value)s::jsonb)"
+)
+
 ENQUEUE_MANY = (
     "select id from queue.enqueue_many("
     "payloads => %(payloads)s::jsonb[], queue => %(queue)s::text, category => %(category)s::text,"
@@ -91,6 +101,12 @@ FAIL = (
     " retryable => %(retryable)s::boolean)"
 )
 
+#: The producers' trace contexts of claimed jobs (read only by a worker that traces).
+TRACE_CONTEXTS = (
+    "select t.job_id, t.trace_context"
+    " from queue.trace_contexts(job_ids => %(job_ids)s::bigint[]) as t"
+)
+
 HEARTBEAT_MANY = (
     "select h.job_id, h.lease_expires_at, now() as db_now from queue.heartbeat_many("
     "job_ids => %(job_ids)s::bigint[], tokens => %(tokens)s::uuid[],"
@@ -104,6 +120,72 @@ RELEASE = (
 
 #: Housekeeping any worker may run; the driver runs it once a minute.
 MAINTAIN = "select queue.maintain()"
+
+# -- the cache (andal.cache) -----------------------------------------------------------------
+
+CACHE_GET = (
+    "select g.value, g.version, g.stale, g.checksum,"
+    " extract(epoch from g.expires_at - now())::float8 as ttl_left,"
+    " octet_length(g.value::text) as size"
+    " from cache.get(key => %(key)s::text, refresh_queue => %(refresh_queue)s::text) as g"
+)
+
+#: put, then the entry's remaining TTL (the put may have chosen it: adaptive TTL).
+CACHE_PUT = (
+    "with p as (select cache.put(key => %(key)s::text, value => %(value)s::jsonb,"
+    " ttl => %(ttl)s::interval, if_version => %(if_version)s::bigint) as version)"
+    " select p.version, (select extract(epoch from g.expires_at - now())::float8"
+    " from cache.get(key => %(key)s::text) as g) as ttl_left from p"
+)
+
+#: The same for a refill after a miss, committed asynchronously (no wait for the WAL flush):
+#: losing it in a crash is harmless, the crash starts a new epoch and every local cache
+#: flushes. Only on the cache's own connections, never in a caller's transaction.
+CACHE_PUT_REFILL = (
+    "with a as (select set_config('synchronous_commit', 'off', true) as setting),"
+    " p as (select cache.put(key => %(key)s::text, value => %(value)s::jsonb,"
+    " ttl => %(ttl)s::interval, if_version => %(if_version)s::bigint) as version from a)"
+    " select p.version, (select extract(epoch from g.expires_at - now())::float8"
+    " from cache.get(key => %(key)s::text) as g) as ttl_left from p"
+)
+
+CACHE_INVALIDATE = "select cache.invalidate(key => %(key)s::text, reason => %(reason)s::text)"
+
+CACHE_CHANGES_SINCE = (
+    "select c.seq, c.key, c.version, c.op, c.watermark, c.xid, c.snapshot::text"
+    " from cache.changes_since(watermark => %(watermark)s::bigint, epoch => %(epoch)s::bigint,"
+    " lim => %(lim)s::int, after_xid => %(after_xid)s::bigint,"
+    " after_seq => %(after_seq)s::bigint, snapshot => %(snapshot)s::pg_snapshot) as c"
+)
+
+CACHE_VALIDATE = (
+    "select v.key, v.version, v.checksum, v.stale, v.repaired"
+    " from cache.validate(keys => %(keys)s::text[], versions => %(versions)s::bigint[],"
+    " checksums => %(checksums)s::text[], loaded => %(loaded)s::jsonb[]) as v"
+)
+
+CACHE_REPORT_READS = (
+    "select cache.report_reads(pool => %(pool)s::text, counts => %(counts)s::jsonb)"
+)
+
+CACHE_REFRESH_VIEW = (
+    "select cache.refresh_view(view => r.view) as took"
+    " from (select to_regclass(%(view)s::text) as view) as r where r.view is not null"
+)
+
+#: The NOTIFY channel of cache changes (payload: the writer's transaction id, a hint only).
+#: Formatted with psycopg.sql.Identifier(channel): a Cache may be given another channel.
+CACHE_CHANNEL = "andal_cache"
+CACHE_LISTEN = "listen {}"
+
+# -- the demo (andal demo: its own cluster, superuser) ------------------------------------
+
+#: Formatted with psycopg.sql.Identifier(name).
+DEMO_DROP_DATABASE = "drop database if exists {} with (force)"
+DEMO_CREATE_DATABASE = "create database {}"
+#: The demo queue's live jobs and dead letters (the demo runs as the superuser).
+DEMO_LIVE_JOBS = "select count(*) from queue.jobs where queue = %s"
+DEMO_DEAD_JOBS = "select count(*) from queue.dead_letters where queue = %s"
 
 # -- vacuum, when the server's autovacuum is off ---------------------------------------------
 # VACUUM cannot run inside a function (nor a transaction): these statements stay in the driver.
@@ -247,6 +329,22 @@ CANCEL = "select queue.cancel(job_id => %(job_id)s::bigint)"
 INSTALLED = "select to_regnamespace('queue') is not null and to_regclass('queue.jobs') is not null"
 
 __all__ = [
+    "DEMO_CREATE_DATABASE",
+    "DEMO_DEAD_JOBS",
+    "DEMO_DROP_DATABASE",
+    "DEMO_LIVE_JOBS",
+    "ENQUEUE_TRACED",
+    "TRACE_CONTEXTS",
+    "CACHE_GET",
+    "CACHE_PUT",
+    "CACHE_PUT_REFILL",
+    "CACHE_INVALIDATE",
+    "CACHE_CHANGES_SINCE",
+    "CACHE_VALIDATE",
+    "CACHE_REPORT_READS",
+    "CACHE_REFRESH_VIEW",
+    "CACHE_CHANNEL",
+    "CACHE_LISTEN",
     "CANCEL",
     "JOB",
     "LISTEN_DONE",

@@ -13,7 +13,10 @@ job. Every span carries ``andal.job_id``, ``andal.queue``, ``andal.category`` (w
 one), ``andal.attempt`` and ``andal.worker``. One ``queue.claim`` takes a batch of jobs, and
 one ``queue.complete_many`` records a batch of successes: each job's trace gets its own
 ``andal.claim`` / ``andal.complete`` span with the batch's start and end times and the batch
-size (``andal.batch``), so every trace is whole on its own (no span links to follow).
+size (``andal.batch``), so every trace is whole on its own. A job enqueued inside a traced
+span (``andal.enqueue`` in a request, say) carries that span's W3C trace context
+(``propagation``), and its ``andal.job`` span links to the producer's span: the request and
+the jobs it caused are one click apart, each attempt still its own trace.
 ``andal.job`` ends with ``andal.outcome`` (completed, retried, dead, lease_lost, released,
 rolled_back) and an error status for every outcome but completed and released.
 
@@ -28,6 +31,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
+
+from . import propagation
 
 try:  # decided once: no opentelemetry, no cost
     from opentelemetry import context as _otel_context
@@ -166,16 +171,22 @@ class JobTracer:
             out["andal.category"] = job.category
         return out
 
-    def claimed(self, jobs: list[Any], start_ns: int, end_ns: int) -> list[Any]:
+    def claimed(
+        self, jobs: list[Any], start_ns: int, end_ns: int,
+        contexts: Mapping[int, Mapping[str, str]] | None = None,
+    ) -> list[Any]:  # fmt: skip
         """Start each job's ``andal.job`` root at ``start_ns`` and give it an ``andal.claim``
-        span over the claim's round trip. Returns the root spans, in the order of ``jobs``."""
+        span over the claim's round trip; a job enqueued with a trace context (``contexts``:
+        job id -> carrier) gets a link to the producer's span. Returns the root spans, in the
+        order of ``jobs``."""
         roots = []
         batch = len(jobs)
         for job in jobs:
             attrs = self.attributes(job)
             root = self.tracer.start_span(
-                "andal.job", kind=SpanKind.CONSUMER, attributes=attrs, start_time=start_ns
-            )
+                "andal.job", kind=SpanKind.CONSUMER, attributes=attrs, start_time=start_ns,
+                links=propagation.links(contexts.get(job.id)) if contexts else None,
+            )  # fmt: skip
             roots.append(root)
             if not root.is_recording():
                 continue  # not sampled: its children would not be either

@@ -36,6 +36,7 @@ create or replace temporary view andal_audit_matrix (fn, roles) as values
     ('queue.fail', '{andal_admin,andal_worker}'),
     ('queue.heartbeat', '{andal_admin,andal_worker}'),
     ('queue.heartbeat_many', '{andal_admin,andal_worker}'),
+    ('queue.trace_contexts', '{andal_admin,andal_worker}'),
     ('queue.release', '{andal_admin,andal_worker}'),
     ('queue.maintain', '{andal_admin,andal_worker}'),
     ('queue.status', '{andal_admin,andal_monitor,andal_worker}'),

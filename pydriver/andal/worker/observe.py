@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
+from .. import propagation
 from .. import tracing as tracing_
 from ..logs import event, log
 from ..metrics import WorkerMetrics
@@ -76,12 +77,14 @@ class Observer:
         self.name = name
         self.metrics = metrics
         self.tracer: tracing_.JobTracer | None = None
+        self.contexts: propagation.Contexts | None = None  # the producers' trace contexts
         self.db_metrics: DatabaseMetrics | None = None
         if metrics is not None and len(sources) > 1:
             self.db_metrics = DatabaseMetrics(metrics.registry, sources)
 
     def start_tracing(self, on: bool) -> None:
         self.tracer = tracing_.JobTracer(self.name) if on else None
+        self.contexts = propagation.Contexts(self.name) if on else None
 
     def now_ns(self) -> int:
         """The wall clock for span times (0 when not tracing: nothing reads it)."""
@@ -117,7 +120,10 @@ class Observer:
             if self.db_metrics is not None:
                 self.db_metrics.claimed[src.index].inc(len(runs))
         if self.tracer is not None and runs:
-            roots = self.tracer.claimed([r.job for r in runs], started_ns, time.time_ns())
+            ended_ns = time.time_ns()
+            assert self.contexts is not None  # made with the tracer
+            contexts = self.contexts.read(src.dsn, [r.job.id for r in runs])
+            roots = self.tracer.claimed([r.job for r in runs], started_ns, ended_ns, contexts)
             for run, root in zip(runs, roots, strict=True):
                 root.set_attribute("andal.database", src.label)
                 run.span = root
@@ -200,3 +206,5 @@ class Observer:
     def close(self) -> None:
         if self.metrics is not None:
             self.metrics.close()
+        if self.contexts is not None:
+            self.contexts.close()

@@ -16,7 +16,8 @@
 -- bounds (queue.config), max_attempts < 1, empty or over-long names, JSON null cache_value;
 -- 54000 payload over the queue's limit, cache_value over the cache's; 55000 dedup_key or
 -- cache_key outside READ COMMITTED.
--- The body of both forms of queue.enqueue (private); timeout null: the queue's.
+-- The body of every form of queue.enqueue (private); timeout null: the queue's;
+-- trace_context null: none (checked by queue._check_trace_context).
 create or replace function queue._enqueue(
     payload jsonb,
     queue text,
@@ -27,7 +28,8 @@ create or replace function queue._enqueue(
     dedup_key text,
     cache_key text,
     cache_value jsonb,
-    timeout interval
+    timeout interval,
+    trace_context jsonb
 ) returns bigint
 language plpgsql
 set search_path = pg_catalog, pg_temp
@@ -71,6 +73,9 @@ begin
             using errcode = '55000',
             hint = 'Enqueue without dedup_key and cache_key, or in a READ COMMITTED transaction.';
     end if;
+    if _enqueue.trace_context is not null then
+        perform queue._check_trace_context(_enqueue.trace_context);
+    end if;
     -- every argument is checked before anything is written (no sequence advances for a
     -- rejected call), and a cache_value also when a live job already holds the dedup key
     if _enqueue.cache_value is not null then
@@ -85,11 +90,12 @@ begin
     loop
         insert into queue.jobs as j (
             queue, category, priority, payload, max_attempts, available_at, dedup_key,
-            cache_key, timeout
+            cache_key, timeout, trace_context
         ) values (
             _enqueue.queue, _enqueue.category, v_priority, _enqueue.payload,
             coalesce(_enqueue.max_attempts, v_cfg.max_attempts), now() + v_delay,
-            _enqueue.dedup_key, _enqueue.cache_key, coalesce(_enqueue.timeout, v_cfg.timeout)
+            _enqueue.dedup_key, _enqueue.cache_key, coalesce(_enqueue.timeout, v_cfg.timeout),
+            _enqueue.trace_context
         )
         on conflict (queue, dedup_key) where dedup_key is not null do nothing
         returning j.id into v_id;
@@ -139,7 +145,7 @@ set search_path = pg_catalog, pg_temp
 as $$
 begin
     return queue._enqueue(payload, queue, category, priority, delay, max_attempts, dedup_key,
-        cache_key, cache_value, null);
+        cache_key, cache_value, null, null);
 end
 $$;
 
@@ -166,13 +172,51 @@ set search_path = pg_catalog, pg_temp
 as $$
 begin
     return queue._enqueue(payload, queue, category, priority, delay, max_attempts, dedup_key,
-        cache_key, cache_value, timeout);
+        cache_key, cache_value, timeout, null);
+end
+$$;
+
+-- queue.enqueue with the producer's trace context: a JSON object of strings, as an
+-- OpenTelemetry propagator injects it ({"traceparent": "00-...", "tracestate": "..."}),
+-- stored with the job for the worker's span to link to (queue.trace_contexts). Sent only by
+-- a producer that traces; timeout as in the form above (null: the queue's).
+-- Raises as queue.enqueue, and 22023 for a trace_context that is not an object of strings
+-- or over 4096 bytes of JSON text.
+create or replace function queue.enqueue(
+    payload jsonb,
+    trace_context jsonb,
+    queue text default 'default',
+    category text default null,
+    priority int default 0,
+    delay interval default '0',
+    max_attempts int default null,
+    dedup_key text default null,
+    cache_key text default null,
+    cache_value jsonb default null,
+    timeout interval default null
+) returns bigint
+language plpgsql
+security definer
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    return queue._enqueue(payload, queue, category, priority, delay, max_attempts, dedup_key,
+        cache_key, cache_value, timeout, trace_context);
 end
 $$;
 
 revoke all on function queue._enqueue(
-    jsonb, text, text, int, interval, int, text, text, jsonb, interval
+    jsonb, text, text, int, interval, int, text, text, jsonb, interval, jsonb
 ) from public;
+comment on function queue.enqueue(
+    jsonb, jsonb, text, text, int, interval, int, text, text, jsonb, interval
+) is 'Add a job carrying the producer''s trace context; returns its id.';
+revoke all on function queue.enqueue(
+    jsonb, jsonb, text, text, int, interval, int, text, text, jsonb, interval
+) from public;
+grant execute on function queue.enqueue(
+    jsonb, jsonb, text, text, int, interval, int, text, text, jsonb, interval
+) to andal_producer, andal_admin;
 comment on function queue.enqueue(
     jsonb, interval, text, text, int, interval, int, text, text, jsonb
 ) is 'Add a job with a timeout (maximum run time of an attempt); returns its id.';

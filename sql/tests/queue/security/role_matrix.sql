@@ -9,6 +9,9 @@ create temp table matrix (fn text, producer boolean, worker boolean, admin boole
 insert into matrix values
     ('queue.enqueue(jsonb,text,text,integer,interval,integer,text,text,jsonb)', true, false, true),
     ('queue.enqueue_many(jsonb[],text,text,integer,interval,integer,text[])', true, false, true),
+    ('queue.enqueue(jsonb,jsonb,text,text,integer,interval,integer,text,text,jsonb,interval)',
+        true, false, true),
+    ('queue.trace_contexts(bigint[])', false, true, true),
     ('queue.enqueue(jsonb,interval,text,text,integer,interval,integer,text,text,jsonb)', true,
         false, true),
     ('queue.enqueue_many(jsonb[],interval,text,text,integer,interval,integer,text[])', true,

@@ -18,7 +18,7 @@ from typing import Any
 
 import psycopg
 
-from . import statements as sql
+from .. import statements as sql
 
 #: The columns of queue.job, in order.
 JOB_COLUMNS = (

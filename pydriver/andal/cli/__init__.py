@@ -1,0 +1,91 @@
+"""The ``andal`` command: install, run a worker, enqueue, look at the queues and dead letters.
+
+Exit codes: 0 ok; 1 the database refused the request; 2 bad usage; 3 the database cannot be
+reached; 4 andal is not installed in the database (or its SQL sources are missing); 5 the
+handler module cannot be loaded.
+
+``--dsn`` may be given several times (several andal databases, docs/multi-db.md): ``install``
+installs in each, ``worker`` runs one worker pool over all of them, ``enqueue`` routes the job
+by its queue (``andal.Client``), ``status`` / ``top`` show each database; ``dead`` takes one.
+
+The command in rooms: ``parser`` (every command and option), ``commands`` (install, worker,
+enqueue, dead letters), ``jobs`` (job, cancel, pause, resume), ``status`` (status and top),
+``snapshot`` (what they read), ``views`` and ``fmt`` (how it is drawn), ``base`` (exit codes,
+the checked connection). ``main`` is the console script's entry point.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable, Sequence
+
+import psycopg
+
+from ..errors import NotInstalled
+from ..install import SqlNotFound
+from ..worker import is_connection_error
+from .base import (
+    EXIT_CONNECT,
+    EXIT_MODULE,
+    EXIT_NOT_INSTALLED,
+    EXIT_SQL,
+    EXIT_USAGE,
+    NOT_INSTALLED,
+    ONE_DATABASE,
+    CliError,
+    connect,
+    one_line,
+)
+from .commands import check_databases, load_handlers
+from .parser import parser
+from .snapshot import Snapshot, per_minute, snapshot_json, take_snapshot
+from .views import render
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    func: Callable[[argparse.Namespace], int] = args.func
+    given: list[str] = args.dsn if args.dsn is not None else [os.environ.get("DATABASE_URL", "")]
+    if not all(given):
+        print("andal: no database: pass --dsn or set DATABASE_URL", file=sys.stderr)
+        return EXIT_USAGE
+    if len(set(given)) != len(given):
+        print("andal: --dsn: the same database is given twice", file=sys.stderr)
+        return EXIT_USAGE
+    if len(given) > 1 and args.command in ONE_DATABASE:
+        print(
+            f"andal: `andal {args.command}` works on one database: give one --dsn", file=sys.stderr
+        )
+        return EXIT_USAGE
+    # every database given; ``dsn`` is the first (the only one, mostly)
+    args.dsns, args.dsn = given, given[0]
+    try:
+        return func(args)
+    except CliError as exc:
+        print(f"andal: {exc}", file=sys.stderr)
+        return exc.code
+    except NotInstalled:
+        print(f"andal: {NOT_INSTALLED}", file=sys.stderr)
+        return EXIT_NOT_INSTALLED
+    except SqlNotFound as exc:
+        print(f"andal: {one_line(exc)}", file=sys.stderr)
+        return EXIT_NOT_INSTALLED
+    except psycopg.Error as exc:
+        if is_connection_error(exc):
+            print(f"andal: lost the database: {one_line(exc)}", file=sys.stderr)
+            return EXIT_CONNECT
+        code = getattr(exc.diag, "sqlstate", None) or "?"
+        message = exc.diag.message_primary or one_line(exc)
+        print(f"andal: {message} (SQLSTATE {code})", file=sys.stderr)
+        return EXIT_SQL
+    except KeyboardInterrupt:
+        return 130
+
+
+__all__ = [
+    "EXIT_CONNECT", "EXIT_MODULE", "EXIT_NOT_INSTALLED", "EXIT_SQL", "EXIT_USAGE", "CliError",
+    "Snapshot", "check_databases", "connect", "load_handlers", "main", "parser", "per_minute",
+    "render", "snapshot_json", "take_snapshot",
+]  # fmt: skip

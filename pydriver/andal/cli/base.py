@@ -1,0 +1,99 @@
+"""What every command shares: exit codes, the one-line error, the checked connection, safe
+text for a terminal."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import psycopg
+
+from .. import statements as sql
+
+EXIT_SQL, EXIT_USAGE, EXIT_CONNECT, EXIT_NOT_INSTALLED, EXIT_MODULE = 1, 2, 3, 4, 5
+NOT_INSTALLED = "andal is not installed in this database; run `andal install`"
+#: Commands that act on one database.
+ONE_DATABASE = ("dead", "job", "cancel", "pause", "resume")
+
+
+class CliError(Exception):
+    """A failure explained in one line, with its exit code."""
+
+    def __init__(self, message: str, code: int) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+@contextmanager
+def connect(dsn: str, *, installed: bool = True) -> Iterator[psycopg.Connection]:
+    """An autocommit connection; checks that andal is installed unless told not to."""
+    try:
+        conn = psycopg.connect(dsn, autocommit=True, connect_timeout=5)
+    except psycopg.Error as exc:
+        raise CliError(f"cannot connect to the database: {one_line(exc)}", EXIT_CONNECT) from None
+    with conn:
+        if installed:
+            row = conn.execute(sql.INSTALLED).fetchone()
+            if not row or not row[0]:
+                raise CliError(NOT_INSTALLED, EXIT_NOT_INSTALLED)
+        yield conn
+
+
+@contextmanager
+def _named(label: str | None) -> Iterator[None]:
+    """With several databases: say which one an error is about."""
+    try:
+        yield
+    except CliError as exc:
+        if label is None:
+            raise
+        raise CliError(f"{label}: {exc}", exc.code) from None
+
+
+def _version(conn: psycopg.Connection) -> str:
+    try:
+        row = conn.execute(sql.VERSION).fetchone()
+    except psycopg.Error:
+        return "(version unknown)"
+    return str(row[0]) if row else "(version unknown)"
+
+
+#: C0 and C1 control characters and DEL: ESC starts a terminal escape sequence.
+_CONTROL = str.maketrans({c: "?" for c in [*range(0x20), *range(0x7F, 0xA0)]})
+
+
+def shown(value: Any) -> str:
+    """A value as text safe to show in a rich table: control characters become "?" (no
+    terminal escape from a queue name reaches the terminal) and rich markup is escaped (a
+    name like ``[/]`` prints as itself instead of ending the command)."""
+    from rich.markup import escape
+
+    return escape(str(value).translate(_CONTROL))
+
+
+def print_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=title)
+    for i, col in enumerate(columns):
+        table.add_column(col, justify="right" if i and col not in ("last error",) else "left")
+    for row in rows:
+        table.add_row(*("-" if v is None else shown(v) for v in row))
+    Console().print(table)
+
+
+def _console() -> Any:
+    from rich.console import Console
+
+    # Piped or redirected: wide lines rather than squeezed columns (COLUMNS still wins).
+    if not sys.stdout.isatty() and "COLUMNS" not in os.environ:
+        return Console(width=160)
+    return Console()
