@@ -1,9 +1,10 @@
 -- Dead-lettering: a live job moves to queue.dead_letters. Private: granted to nobody.
 
 -- _bury: move a live job to the dead letters with its error history (`errors`, the job's
--- history with this attempt's entry), and to queue.history when its queue keeps one; free
--- its gate slot, tell operators on channel andal_ops and, when the job is watched
--- (queue.watch), its watchers on andal_done. The caller holds the row lock. Takes the id,
+-- history with this attempt's entry), and to queue.history when its queue keeps one; tell
+-- operators on channel andal_ops and, when the job is watched
+-- (queue.watch), its watchers on andal_done. The caller holds the row lock, and settles the
+-- job's slot, statistics and cache afterwards (queue._settle). Takes the id,
 -- not the row: no function signature depends on queue.jobs's row type, so
 -- queue.set_shards can replace the table.
 drop function if exists queue._bury(queue.jobs, text, text);
@@ -15,7 +16,6 @@ set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_queue text;
-    v_category text;
     v_watched boolean;
 begin
     with gone as (
@@ -46,20 +46,13 @@ begin
         from gone as g
         join queue.queues as q on q.queue = g.queue and q.history_retention is not null
     )
-    select g.queue, g.category, g.watched into v_queue, v_category, v_watched from gone as g;
-    if v_category is not null then
-        delete from queue.worker_locks as w where w.job_id = _bury.job_id;
-    end if;
-    -- no names on a locked-down install (andal.notify_names = off, see queue._lock_down)
-    perform pg_notify('andal_ops',
-        case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
-            then json_build_object('event', 'dead', 'job_id', _bury.job_id, 'queue', v_queue,
-                'reason', _bury.reason)::text
-            else '{"event":"dead"}' end);
+    select g.queue, g.watched into v_queue, v_watched from gone as g;
+    perform queue._notify('andal_ops',
+        json_build_object('event', 'dead', 'job_id', _bury.job_id, 'queue', v_queue,
+            'reason', _bury.reason)::text,
+        '{"event":"dead"}');
     if v_watched then
-        perform pg_notify('andal_done',
-            case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
-                then _bury.job_id::text else '' end);
+        perform queue._notify('andal_done', _bury.job_id::text);
     end if;
 end
 $$;

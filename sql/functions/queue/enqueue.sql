@@ -94,9 +94,7 @@ begin
             update queue.jobs as j set cache_version = v_version where j.id = v_id;
         end if;
         if v_cfg.notify and _enqueue.delay <= interval '0' then
-            perform pg_notify('andal_jobs',
-                case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
-                    then _enqueue.queue else '' end);
+            perform queue._notify_ready(_enqueue.queue, true);
         end if;
     end if;
     return v_id;
