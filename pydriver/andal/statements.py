@@ -56,12 +56,13 @@ COMPLETE_MANY = (
     " results => %(results)s::jsonb[]) as c"
 )
 
-#: ``queue.complete_many_then_claim``: ``COMPLETE_MANY``, then ``CLAIM``, in one call: one round
-#: trip and one transaction (one commit) for the outcomes of the jobs that ran and the next jobs
-#: for the slots they left. The completions run first, so the claim sees their effects (a
-#: category slot they free, say); an error in either rolls both back. A row per completion (``claimed`` false: ``job_id`` and ``completed``, as
-#: ``COMPLETE_MANY``), then a row per claimed job (``claimed`` true: the columns of ``CLAIM``
-#: in its order, from ``job_id`` to ``db_now``).
+#: ``queue.complete_many_then_claim``: ``COMPLETE_MANY``, then ``CLAIM``, in one call: one
+#: round trip and one transaction (one commit) for the outcomes of the jobs that ran and the
+#: next jobs for the slots they left. The completions run first, so the claim sees their
+#: effects (a category slot they free, say); an error in either rolls both back. A row per
+#: completion (``claimed`` false: ``job_id`` and ``completed``, as ``COMPLETE_MANY``), then a
+#: row per claimed job (``claimed`` true: the columns of ``CLAIM`` in its order, from
+#: ``job_id`` to ``db_now``).
 COMPLETE_MANY_THEN_CLAIM = (
     "select d.claimed, d.job_id, d.queue, d.category, d.priority, d.payload::text, d.attempt,"
     " d.max_attempts, d.token, d.lease_expires_at, d.enqueued_at, d.cache_key, d.cache_version,"
