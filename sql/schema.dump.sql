@@ -567,7 +567,7 @@ begin
 end
 $$;
 
-COMMENT ON FUNCTION cache.changes_since(watermark bigint, epoch bigint, lim integer, after_xid bigint, after_seq bigint, snapshot pg_snapshot) IS 'Log rows after a transaction-id watermark (or snapshot), each with the position to resume from (rule 2).';
+COMMENT ON FUNCTION cache.changes_since(watermark bigint, epoch bigint, lim integer, after_xid bigint, after_seq bigint, snapshot pg_snapshot) IS 'Log rows after a transaction-id watermark (or snapshot), each with the position to resume from.';
 
 CREATE FUNCTION cache.get(key text, refresh_queue text DEFAULT NULL::text) RETURNS TABLE(value jsonb, version bigint, stale boolean, expires_at timestamp with time zone, checksum text)
     LANGUAGE plpgsql SECURITY DEFINER ROWS 1
@@ -1262,13 +1262,35 @@ begin
 end
 $$;
 
+CREATE FUNCTION queue._bound_error(error text) RETURNS text
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    v_limit int;
+begin
+    -- the bound is read only for a long text: the common short error costs no query
+    if error is null or octet_length(error) <= 1024 then
+        return error;
+    end if;
+    v_limit := (queue._limits()).max_error_bytes;
+    if octet_length(error) <= v_limit then
+        return error;
+    end if;
+    error := left(error, v_limit);
+    while octet_length(error) > v_limit loop
+        error := left(error, length(error) - greatest((octet_length(error) - v_limit) / 4, 1));
+    end loop;
+    return error || format(' ... (cut at %s bytes)', v_limit);
+end
+$$;
+
 CREATE FUNCTION queue._bury(job_id bigint, reason text, last_error text, errors jsonb) RETURNS void
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
     v_queue text;
-    v_category text;
     v_watched boolean;
 begin
     with gone as (
@@ -1299,20 +1321,13 @@ begin
         from gone as g
         join queue.queues as q on q.queue = g.queue and q.history_retention is not null
     )
-    select g.queue, g.category, g.watched into v_queue, v_category, v_watched from gone as g;
-    if v_category is not null then
-        delete from queue.worker_locks as w where w.job_id = _bury.job_id;
-    end if;
-    -- no names on a locked-down install (andal.notify_names = off, see queue._lock_down)
-    perform pg_notify('andal_ops',
-        case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
-            then json_build_object('event', 'dead', 'job_id', _bury.job_id, 'queue', v_queue,
-                'reason', _bury.reason)::text
-            else '{"event":"dead"}' end);
+    select g.queue, g.watched into v_queue, v_watched from gone as g;
+    perform queue._notify('andal_ops',
+        json_build_object('event', 'dead', 'job_id', _bury.job_id, 'queue', v_queue,
+            'reason', _bury.reason)::text,
+        '{"event":"dead"}');
     if v_watched then
-        perform pg_notify('andal_done',
-            case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
-                then _bury.job_id::text else '' end);
+        perform queue._notify('andal_done', _bury.job_id::text);
     end if;
 end
 $$;
@@ -1411,6 +1426,8 @@ CREATE FUNCTION queue._check_fence(job_id bigint, token uuid) RETURNS void
     SET search_path TO 'pg_catalog', 'pg_temp'
     SET enable_seqscan TO 'off'
     AS $$
+declare
+    v_now timestamptz := queue._lease_clock();
 begin
     if job_id is null or token is null then
         raise exception 'job_id and token must not be null' using errcode = '22004';
@@ -1418,7 +1435,7 @@ begin
     -- by primary key and token, as complete (a token is set only while a job runs)
     perform from queue.jobs as j
     where j.id = _check_fence.job_id and j.token = _check_fence.token
-      and j.lease_expires_at > now()
+      and j.lease_expires_at > v_now
     for share;
     if not found then
         perform queue._lease_lost(_check_fence.job_id, _check_fence.token);
@@ -2054,9 +2071,7 @@ begin
             update queue.jobs as j set cache_version = v_version where j.id = v_id;
         end if;
         if v_cfg.notify and _enqueue.delay <= interval '0' then
-            perform pg_notify('andal_jobs',
-                case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
-                    then _enqueue.queue else '' end);
+            perform queue._notify_ready(_enqueue.queue, true);
         end if;
     end if;
     return v_id;
@@ -2165,9 +2180,7 @@ begin
     end if;
 
     if v_inserted and v_cfg.notify and _enqueue_many.delay <= interval '0' then
-        perform pg_notify('andal_jobs',
-            case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
-                then _enqueue_many.queue else '' end);
+        perform queue._notify_ready(_enqueue_many.queue, true);
     end if;
 end
 $$;
@@ -2177,9 +2190,74 @@ CREATE FUNCTION queue._error_entry(attempt integer, error text, worker text, ret
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
     select jsonb_strip_nulls(jsonb_build_object(
-        'attempt', attempt, 'error', error, 'worker', worker, 'at', now(),
+        'attempt', attempt, 'error', queue._bound_error(error), 'worker', worker, 'at', now(),
         'retry_in', retry_in::text
     ))
+$$;
+
+CREATE FUNCTION queue._fail(job_id bigint, token uuid, error text, retry_in interval, retryable boolean) RETURNS TABLE(status text, reason text, available_at timestamp with time zone)
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
+    SET jit TO 'off'
+    AS $$
+#variable_conflict use_column
+declare
+    v_job record;  -- not queue.jobs: queue.set_shards may replace the table mid-call
+    v_cfg queue.queues;
+    v_delay interval;
+    v_error text;
+    v_reason text;
+    v_at timestamptz;
+begin
+    if _fail.job_id is null or _fail.token is null then
+        raise exception 'job_id and token must not be null' using errcode = '22004';
+    end if;
+    if _fail.error is null then
+        raise exception 'error must not be null' using errcode = '22004',
+            hint = 'Pass the error message (and traceback) of the failed attempt.';
+    end if;
+    if _fail.retryable is null then
+        raise exception 'retryable must not be null' using errcode = '22004';
+    end if;
+    perform queue._check_interval(_fail.retry_in, 'retry_in', false, false, 'delay');
+    v_error := queue._bound_error(_fail.error);
+
+    select j.* into v_job from queue.jobs as j where j.id = _fail.job_id for update;
+    if v_job.id is null or v_job.status <> 'running' or v_job.token <> _fail.token
+        or v_job.lease_expires_at <= queue._lease_clock() then
+        perform queue._lease_lost(_fail.job_id, _fail.token);
+    end if;
+    v_cfg := queue._config(v_job.queue);
+
+    if v_job.abort_requested_at is not null then
+        perform queue._bury(v_job.id, 'cancelled', v_error, v_job.errors
+            || queue._error_entry(v_job.attempt, v_error, v_job.worker));
+        perform queue._settle(v_job.id, v_job.queue, v_job.category, 'cancelled',
+            v_job.claimed_at, v_job.available_at, v_job.cache_key);
+        return query select 'cancelled'::text, 'cancelled'::text, null::timestamptz;
+        return;
+    end if;
+    if not _fail.retryable or v_job.attempt >= v_job.max_attempts then
+        v_reason := case when _fail.retryable then 'exhausted' else 'non_retryable' end;
+        perform queue._bury(v_job.id, v_reason, v_error, v_job.errors
+            || queue._error_entry(v_job.attempt, v_error, v_job.worker));
+        perform queue._settle(v_job.id, v_job.queue, v_job.category, 'dead',
+            v_job.claimed_at, v_job.available_at, v_job.cache_key);
+        return query select 'dead'::text, v_reason, null::timestamptz;
+        return;
+    end if;
+    v_delay := coalesce(_fail.retry_in, queue._backoff(v_cfg, v_job.attempt));
+    update queue.jobs as j
+    set status = 'pending', token = null, worker = null, claimed_at = null,
+        lease_expires_at = null, available_at = now() + v_delay,
+        errors = j.errors || queue._error_entry(v_job.attempt, v_error, v_job.worker, v_delay)
+    where j.id = v_job.id
+    returning j.available_at into v_at;
+    perform queue._settle(v_job.id, v_job.queue, v_job.category, 'retry',
+        v_job.claimed_at, v_job.available_at, v_job.cache_key, ready_at => v_at);
+    return query select 'pending'::text, 'retry'::text, v_at;
+end
 $$;
 
 CREATE FUNCTION queue._fire(schedule_name text) RETURNS integer
@@ -2321,6 +2399,35 @@ begin
 end
 $$;
 
+CREATE FUNCTION queue._free_slots(job_ids bigint[]) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
+    AS $$
+begin
+    delete from queue.worker_locks as w where w.job_id = any (_free_slots.job_ids);
+end
+$$;
+
+CREATE FUNCTION queue._full_categories(at timestamp with time zone) RETURNS text[]
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    select coalesce(array_agg(f.category), '{}')
+    from (
+        select c.category from queue.categories as c where c.max_running = 0
+        union all
+        select c.category
+        from (select w.category_id, count(*) as n from queue.worker_locks as w group by 1) as r
+        join queue.categories as c on c.id = r.category_id
+        where r.n >= c.max_running and c.max_running > 0
+          and (select count(*) from queue.worker_locks as w
+               join queue.jobs as j on j.id = w.job_id
+               where w.category_id = c.id and j.lease_expires_at > _full_categories.at)
+              >= c.max_running
+    ) as f
+$$;
+
 CREATE FUNCTION queue._gated_scan(queues text[], lim integer, exclude_categories text[], exclude_ids bigint[]) RETURNS TABLE(id bigint, category text, priority integer, available_at timestamp with time zone)
     LANGUAGE plpgsql ROWS 10
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -2388,6 +2495,8 @@ CREATE FUNCTION queue._heartbeat(job_ids bigint[], tokens uuid[], extend interva
     SET jit TO 'off'
     AS $$
 #variable_conflict use_column
+declare
+    v_now timestamptz := queue._lease_clock();
 begin
     perform queue._check_interval(_heartbeat.extend, 'extend', true, false, 'lease');
     return query
@@ -2400,7 +2509,7 @@ begin
         -- while a job runs, so token and unexpired lease say "running" without naming the
         -- status (which would let the planner pick jobs_lease_idx on stale statistics).
         select j.id from queue.jobs as j
-        where j.id = any (_heartbeat.job_ids) and j.lease_expires_at > now()
+        where j.id = any (_heartbeat.job_ids) and j.lease_expires_at > v_now
           and exists (select from input as i where i.id = j.id and i.tok = j.token)
         order by j.id
         for update of j
@@ -2410,10 +2519,10 @@ begin
         set lease_expires_at = case
             when j.abort_requested_at is not null then j.lease_expires_at
             -- never past the attempt's deadline (claim time + the job's timeout)
-            else least(now() + coalesce(
+            else least(v_now + coalesce(
                 _heartbeat.extend,
                 (select q.lease from queue.queues as q where q.queue = j.queue),
-                interval '60 seconds'), j.claimed_at + j.timeout)
+                queue._lease_default()), j.claimed_at + j.timeout)
             end
         from locked as l where j.id = l.id
         returning j.id, j.token, j.lease_expires_at,
@@ -2435,6 +2544,8 @@ CREATE FUNCTION queue._heartbeat_one(job_id bigint, token uuid, extend interval)
     SET jit TO 'off'
     AS $$
 #variable_conflict use_column
+declare
+    v_now timestamptz := queue._lease_clock();
 begin
     perform queue._check_interval(_heartbeat_one.extend, 'extend', true, false, 'lease');
     return query
@@ -2442,16 +2553,16 @@ begin
     set lease_expires_at = case
         when j.abort_requested_at is not null then j.lease_expires_at
         -- never past the attempt's deadline (claim time + the job's timeout)
-        else least(now() + coalesce(
+        else least(v_now + coalesce(
             _heartbeat_one.extend,
             (select q.lease from queue.queues as q where q.queue = j.queue),
-            interval '60 seconds'), j.claimed_at + j.timeout)
+            queue._lease_default()), j.claimed_at + j.timeout)
         end
     -- By primary key, never a scan of the running jobs (as complete): a token is set only
     -- while a job runs, so token and unexpired lease say "running" without naming the
     -- status, which would let the planner read jobs_lease_idx on stale statistics.
     where j.id = _heartbeat_one.job_id and j.token = _heartbeat_one.token
-      and j.lease_expires_at > now()
+      and j.lease_expires_at > v_now
     returning j.lease_expires_at, j.abort_requested_at is not null;
 end
 $$;
@@ -2637,6 +2748,16 @@ begin
 end
 $$;
 
+CREATE FUNCTION queue._lease_clock() RETURNS timestamp with time zone
+    LANGUAGE sql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$ select clock_timestamp() $$;
+
+CREATE FUNCTION queue._lease_default() RETURNS interval
+    LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$ select interval '60 seconds' $$;
+
 CREATE FUNCTION queue._lease_lost(job_id bigint, token uuid) RETURNS void
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -2655,7 +2776,7 @@ begin
     elsif v_job.token is distinct from _lease_lost.token then
         -- not who holds it now: any caller with any job id would learn it
         v_detail := format('job %s was claimed again (attempt %s)', job_id, v_job.attempt);
-    elsif v_job.abort_requested_at is not null and v_job.lease_expires_at > now() then
+    elsif v_job.abort_requested_at is not null and v_job.lease_expires_at > clock_timestamp() then
         v_detail := format('an abort of job %s was requested at %s: end the attempt with '
             'queue.fail, the job ends cancelled', job_id, v_job.abort_requested_at);
     elsif v_job.timeout is not null
@@ -2738,6 +2859,31 @@ begin
 end
 $$;
 
+CREATE FUNCTION queue._notify(channel text, payload text, anonymous text DEFAULT ''::text) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+    perform pg_notify(channel,
+        case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
+            then payload else anonymous end);
+end
+$$;
+
+CREATE FUNCTION queue._notify_ready(queue_name text, enabled boolean DEFAULT NULL::boolean) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+    if enabled is null then
+        select q.notify into enabled from queue.queues as q where q.queue = queue_name;
+    end if;
+    if coalesce(enabled, true) then
+        perform queue._notify('andal_jobs', queue_name);
+    end if;
+end
+$$;
+
 CREATE FUNCTION queue._prom_label(value text) RETURNS text
     LANGUAGE sql IMMUTABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -2778,10 +2924,12 @@ declare
     v_queues text[] := '{}'::text[];
     v_reasons text[] := '{}'::text[];
     v_row record;
+    v_now timestamptz := queue._lease_clock();
+    v_ready timestamptz;
 begin
     for v_job in
         select j.* from queue.jobs as j
-        where j.status = 'running' and j.lease_expires_at <= now()
+        where j.status = 'running' and j.lease_expires_at <= v_now
           and (_reap.queues is null or j.queue = any (_reap.queues))
         order by j.lease_expires_at
         limit lim
@@ -2812,11 +2960,12 @@ begin
         if v_job.abort_requested_at is not null then
             -- aborted and never acknowledged: fenced now, cancelled, not retried
             perform queue._bury(v_job.id, 'cancelled', 'aborted: ' || v_error, v_job.errors);
-            v_count := v_count + 1;
-            continue;
-        end if;
-        if v_job.attempt >= v_job.max_attempts then
+            perform queue._settle(v_job.id, v_job.queue, v_job.category, 'cancelled',
+                v_job.claimed_at, v_job.available_at);
+        elsif v_job.attempt >= v_job.max_attempts then
             perform queue._bury(v_job.id, 'exhausted', v_error, v_job.errors);
+            perform queue._settle(v_job.id, v_job.queue, v_job.category, 'dead',
+                v_job.claimed_at, v_job.available_at);
         else
             update queue.jobs as j
             set status = 'pending', token = null, worker = null, claimed_at = null,
@@ -2824,15 +2973,11 @@ begin
                 available_at = case when v_timeout
                     then now() + queue._backoff(queue._config(v_job.queue), v_job.attempt)
                     else j.available_at end
-            where j.id = v_job.id;
-            if v_job.category is not null then
-                delete from queue.worker_locks as w where w.job_id = v_job.id;
-            end if;
+            where j.id = v_job.id
+            returning j.available_at into v_ready;
+            perform queue._settle(v_job.id, v_job.queue, v_job.category, 'retry',
+                v_job.claimed_at, v_job.available_at, ready_at => v_ready);
         end if;
-        perform queue._record(v_job.queue, v_job.category, 0,
-            (v_job.attempt < v_job.max_attempts)::int, (v_job.attempt >= v_job.max_attempts)::int,
-            array[extract(epoch from now() - v_job.claimed_at) * 1000],
-            array[date_part('epoch', v_job.claimed_at - v_job.available_at) * 1000]);
         v_count := v_count + 1;
     end loop;
     -- The jobs' cache keys are invalidated in key order, like every batch does.
@@ -2851,8 +2996,7 @@ CREATE FUNCTION queue._record(queue_name text, category_name text, completed int
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
-    v_bounds constant double precision[] :=
-        '{1,2,5,10,25,50,100,250,500,1000,2500,5000,10000,30000,60000}'::double precision[];
+    v_bounds constant double precision[] := queue._hist_bounds();
     v_run bigint[] := '{0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0}'::bigint[];
     v_wait bigint[] := '{0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0}'::bigint[];
     v_sum double precision := 0;
@@ -3125,6 +3269,32 @@ $$;
 
 COMMENT ON FUNCTION queue._scan(queues text[], lim integer, exclude_categories text[], exclude_ids bigint[]) IS 'Private: the best ready jobs, locked SKIP LOCKED, by partial index.';
 
+CREATE FUNCTION queue._settle(job_id bigint, queue_name text, category_name text, outcome text, claimed_at timestamp with time zone, available_at timestamp with time zone, cache_key text DEFAULT NULL::text, result jsonb DEFAULT NULL::jsonb, ready_at timestamp with time zone DEFAULT NULL::timestamp with time zone) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+    if category_name is not null then
+        perform queue._free_slots(array[job_id]);
+    end if;
+    if claimed_at is not null and outcome in ('completed', 'retry', 'dead') then
+        perform queue._record(queue_name, category_name, (outcome = 'completed')::int,
+            (outcome = 'retry')::int, (outcome = 'dead')::int,
+            array[date_part('epoch', queue._lease_clock() - claimed_at) * 1000],
+            array[date_part('epoch', claimed_at - available_at) * 1000]);
+    end if;
+    if cache_key is not null and outcome <> 'released' then
+        perform cache._job_done(cache_key, coalesce((queue._config(queue_name)).cache_policy,
+            'invalidate'), result,
+            case outcome when 'completed' then 'completed' when 'retry' then 'retry'
+                else 'dead' end);
+    end if;
+    if ready_at is not null and ready_at <= now() then
+        perform queue._notify_ready(queue_name);
+    end if;
+end
+$$;
+
 CREATE FUNCTION queue._stats_rollup() RETURNS bigint
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -3253,19 +3423,14 @@ begin
     if v_job.status = 'running' then
         if v_job.abort_requested_at is null then
             update queue.jobs as j set abort_requested_at = now() where j.id = v_job.id;
-            -- no names on a locked-down install (see queue._lock_down)
-            perform pg_notify('andal_abort',
-                case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
-                    then json_build_object('job_id', v_job.id, 'worker', v_job.worker)::text
-                    else '{}' end);
+            perform queue._notify('andal_abort',
+                json_build_object('job_id', v_job.id, 'worker', v_job.worker)::text, '{}');
         end if;
         return;
     end if;
     perform queue._bury(v_job.id, 'cancelled', 'cancelled', v_job.errors);
-    if v_job.cache_key is not null then
-        perform cache._job_done(v_job.cache_key, (queue._config(v_job.queue)).cache_policy,
-            null, 'dead');
-    end if;
+    perform queue._settle(v_job.id, v_job.queue, v_job.category, 'cancelled', null, null,
+        v_job.cache_key);
 end
 $$;
 
@@ -3311,6 +3476,7 @@ declare
     v_rated_left int[] := '{}'::int[];
     v_rated_taken int[] := '{}'::int[];
     v_r int;
+    v_now timestamptz := queue._lease_clock();
 begin
     -- Validation inline, in plain expressions (no query): this is the hot path.
     if claim.worker is null or length(claim.worker) not between 1 and 128 then
@@ -3363,11 +3529,11 @@ begin
         with claimed as (
             update queue.jobs as j
             set status = 'running', attempt = j.attempt + 1, token = gen_random_uuid(),
-                worker = claim.worker, claimed_at = now(),
-                lease_expires_at = least(now() + coalesce(
+                worker = claim.worker, claimed_at = v_now,
+                lease_expires_at = least(v_now + coalesce(
                     claim.lease,
                     (select q.lease from queue.queues as q where q.queue = j.queue),
-                    interval '60 seconds'), now() + j.timeout)
+                    queue._lease_default()), v_now + j.timeout)
             where j.id = any (array(
                     select c.id from queue.jobs as c
                     where c.status = 'pending' and c.category is null
@@ -3376,7 +3542,7 @@ begin
                     limit claim.batch
                     for update skip locked))
               and (select x.lease_expires_at from queue.jobs as x
-                   where x.status = 'running' and x.lease_expires_at <= now()
+                   where x.status = 'running' and x.lease_expires_at <= v_now
                    order by x.lease_expires_at limit 1) is null
               and (select g.id from queue.jobs as g
                    where g.status = 'pending' and g.category is not null
@@ -3399,11 +3565,11 @@ begin
         with claimed as (
             update queue.jobs as j
             set status = 'running', attempt = j.attempt + 1, token = gen_random_uuid(),
-                worker = claim.worker, claimed_at = now(),
-                lease_expires_at = least(now() + coalesce(
+                worker = claim.worker, claimed_at = v_now,
+                lease_expires_at = least(v_now + coalesce(
                     claim.lease,
                     (select q.lease from queue.queues as q where q.queue = claim.queues[1]),
-                    interval '60 seconds'), now() + j.timeout)
+                    queue._lease_default()), v_now + j.timeout)
             where j.id = any (array(
                     select c.id from queue.jobs as c
                     where c.queue = claim.queues[1]
@@ -3415,7 +3581,7 @@ begin
               and j.queue = claim.queues[1]
               and (select x.lease_expires_at from queue.jobs as x
                    where x.queue = claim.queues[1]
-                     and x.status = 'running' and x.lease_expires_at <= now()
+                     and x.status = 'running' and x.lease_expires_at <= v_now
                    order by x.lease_expires_at limit 1) is null
               and (select g.id from queue.jobs as g
                    where g.queue = claim.queues[1]
@@ -3454,7 +3620,7 @@ begin
     -- Take back expired leases first (an index probe when there are none).
     if claim.queues is null then
         if (select x.lease_expires_at from queue.jobs as x
-            where x.status = 'running' and x.lease_expires_at <= now()
+            where x.status = 'running' and x.lease_expires_at <= v_now
             order by x.lease_expires_at limit 1) is not null then
             perform queue._reap(100);
         end if;
@@ -3462,22 +3628,15 @@ begin
         select from unnest(claim.queues) as q (name)
         where (select x.lease_expires_at from queue.jobs as x
                where x.queue = q.name
-                 and x.status = 'running' and x.lease_expires_at <= now()
+                 and x.status = 'running' and x.lease_expires_at <= v_now
                order by x.lease_expires_at limit 1) is not null
     ) then
         perform queue._reap(100, claim.queues);
     end if;
 
-    -- Categories that cannot take a job now: paused, or as many live slots as their limit.
-    select coalesce(array_agg(f.category), '{}') into v_exclude
-    from (
-        select c.category from queue.categories as c where c.max_running = 0
-        union all
-        select c.category
-        from (select w.category_id, count(*) as n from queue.worker_locks as w group by 1) as r
-        join queue.categories as c on c.id = r.category_id
-        where r.n >= c.max_running
-    ) as f;
+    -- Categories that cannot take a job now: paused, or as many live slots as their limit
+    -- (a slot whose lease expired is not live, whichever queue its job is in).
+    v_exclude := queue._full_categories(v_now);
 
     -- 1. The best `batch` candidates, locked.
     select array_agg(c.id order by c.priority desc, c.available_at, c.id),
@@ -3543,7 +3702,7 @@ begin
                 from queue.worker_locks as w
                 join queue.jobs as j on j.id = w.job_id
                 where w.category_id = v_cat_id
-                  and (j.lease_expires_at > now() or j.id = any (v_take));
+                  and (j.lease_expires_at > v_now or j.id = any (v_take));
                 -- a rate limit: no more starts than the sliding window has left
                 v_r := array_position(v_rated, v_cat_id);
                 if v_r is not null and v_rated_left[v_r] < v_free then
@@ -3602,11 +3761,11 @@ begin
     with claimed as (
         update queue.jobs as j
         set status = 'running', attempt = j.attempt + 1, token = gen_random_uuid(),
-            worker = claim.worker, claimed_at = now(),
-            lease_expires_at = least(now() + coalesce(
+            worker = claim.worker, claimed_at = v_now,
+            lease_expires_at = least(v_now + coalesce(
                 claim.lease,
                 (select q.lease from queue.queues as q where q.queue = j.queue),
-                interval '60 seconds'), now() + j.timeout)
+                queue._lease_default()), v_now + j.timeout)
         where j.id = any (v_take)
         returning j.id, j.queue, j.category, j.priority, j.payload, j.attempt, j.max_attempts,
             j.token, j.lease_expires_at, j.enqueued_at, j.cache_key, j.cache_version,
@@ -3680,6 +3839,7 @@ declare
     v_policy text;
     v_history interval;
     v_job record;
+    v_now timestamptz := queue._lease_clock();
 begin
     if complete.job_id is null or complete.token is null then
         raise exception 'job_id and token must not be null' using errcode = '22004';
@@ -3690,15 +3850,15 @@ begin
     with gone as (
         delete from queue.jobs as j
         where j.id = complete.job_id and j.token = complete.token
-          and j.lease_expires_at > now() and j.abort_requested_at is null
+          and j.lease_expires_at > v_now and j.abort_requested_at is null
         returning j.id, j.queue, j.category, j.cache_key, j.priority, j.payload, j.attempt,
             j.max_attempts, j.enqueued_at, j.claimed_at, j.worker, j.errors, j.watched,
-            date_part('epoch', now() - j.claimed_at) * 1000 as run_ms,
-            width_bucket(date_part('epoch', now() - j.claimed_at) * 1000,
-                '{1,2,5,10,25,50,100,250,500,1000,2500,5000,10000,30000,60000}'::float8[])
+            date_part('epoch', v_now - j.claimed_at) * 1000 as run_ms,
+            width_bucket(date_part('epoch', v_now - j.claimed_at) * 1000,
+                queue._hist_bounds())
             + 1 as rb,
             width_bucket(date_part('epoch', j.claimed_at - j.available_at) * 1000,
-                '{1,2,5,10,25,50,100,250,500,1000,2500,5000,10000,30000,60000}'::float8[])
+                queue._hist_bounds())
             + 1 as wb
     ),
     counted as (
@@ -3748,12 +3908,10 @@ begin
         );
     end if;
     if v_job.watched then
-        perform pg_notify('andal_done',
-            case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
-                then v_id::text else '' end);
+        perform queue._notify('andal_done', v_id::text);
     end if;
     if v_category is not null then
-        delete from queue.worker_locks as w where w.job_id = v_id;
+        perform queue._free_slots(array[v_id]);
     end if;
     if v_keep then
         insert into queue.results (job_id, queue, result)
@@ -3783,6 +3941,7 @@ declare
     v_key_results jsonb[];
     v_history jsonb;  -- the completed jobs of queues that keep history
     v_watched bigint[];  -- the completed jobs someone watches
+    v_now timestamptz := queue._lease_clock();
 begin
     if complete_many.job_ids is null or complete_many.tokens is null then
         raise exception 'job_ids and tokens must not be null' using errcode = '22004';
@@ -3807,7 +3966,7 @@ begin
         -- stale statistics). A job has one token, so it matches at most one pair.
         select j.id, j.queue, i.n from input as i
         join queue.jobs as j on j.id = i.id and j.token = i.tok
-        where j.lease_expires_at > now() and j.abort_requested_at is null
+        where j.lease_expires_at > v_now and j.abort_requested_at is null
         order by j.id
         for update of j
     ),
@@ -3817,12 +3976,12 @@ begin
         returning j.id, j.token, j.queue, j.category, j.cache_key, l.n, j.priority, j.payload,
             j.attempt, j.max_attempts, j.enqueued_at, j.claimed_at, j.worker, j.errors,
             j.watched,
-            date_part('epoch', now() - j.claimed_at) * 1000 as run_ms,
-            width_bucket(date_part('epoch', now() - j.claimed_at) * 1000,
-                '{1,2,5,10,25,50,100,250,500,1000,2500,5000,10000,30000,60000}'::float8[])
+            date_part('epoch', v_now - j.claimed_at) * 1000 as run_ms,
+            width_bucket(date_part('epoch', v_now - j.claimed_at) * 1000,
+                queue._hist_bounds())
             + 1 as rb,
             width_bucket(date_part('epoch', j.claimed_at - j.available_at) * 1000,
-                '{1,2,5,10,25,50,100,250,500,1000,2500,5000,10000,30000,60000}'::float8[])
+                queue._hist_bounds())
             + 1 as wb
     ),
     slots as (
@@ -3926,9 +4085,7 @@ begin
         );
     end if;
     for v_i in 1 .. coalesce(cardinality(v_watched), 0) loop
-        perform pg_notify('andal_done',
-            case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
-                then v_watched[v_i]::text else '' end);
+        perform queue._notify('andal_done', v_watched[v_i]::text);
     end loop;
 
     for v_i in 1 .. coalesce(cardinality(v_keys), 0) loop
@@ -3949,6 +4106,40 @@ end
 $$;
 
 COMMENT ON FUNCTION queue.complete_many(job_ids bigint[], tokens uuid[], results jsonb[]) IS 'Complete several claimed jobs; returns completed = false where the lease was lost.';
+
+CREATE FUNCTION queue.complete_many_then_claim(job_ids bigint[], tokens uuid[], results jsonb[], worker text, queues text[], batch integer, lease interval) RETURNS TABLE(claimed boolean, job_id bigint, queue text, category text, priority integer, payload jsonb, attempt integer, max_attempts integer, token uuid, lease_expires_at timestamp with time zone, enqueued_at timestamp with time zone, cache_key text, cache_version bigint, completed boolean)
+    LANGUAGE plpgsql SECURITY DEFINER ROWS 20
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+begin
+    -- validated by the two functions; the claim's isolation check comes first, so a call
+    -- at another level changes nothing
+    if current_setting('transaction_isolation') <> 'read committed' then
+        raise exception 'queue.complete_many_then_claim must run at READ COMMITTED isolation '
+            '(not %)', current_setting('transaction_isolation')
+            using errcode = '55000',
+            hint = 'Its claim is queue.claim''s: the category gate recounts running jobs '
+            'after taking its lock.';
+    end if;
+    return query
+    select false, d.job_id, null::text, null::text, null::int, null::jsonb, null::int,
+        null::int, null::uuid, null::timestamptz, null::timestamptz, null::text, null::bigint,
+        d.completed
+    from queue.complete_many(job_ids => complete_many_then_claim.job_ids,
+        tokens => complete_many_then_claim.tokens,
+        results => complete_many_then_claim.results) as d;
+    return query
+    select true, c.job_id, c.queue, c.category, c.priority, c.payload, c.attempt,
+        c.max_attempts, c.token, c.lease_expires_at, c.enqueued_at, c.cache_key,
+        c.cache_version, null::boolean
+    from queue.claim(worker => complete_many_then_claim.worker,
+        queues => complete_many_then_claim.queues, batch => complete_many_then_claim.batch,
+        lease => complete_many_then_claim.lease) as c;
+end
+$$;
+
+COMMENT ON FUNCTION queue.complete_many_then_claim(job_ids bigint[], tokens uuid[], results jsonb[], worker text, queues text[], batch integer, lease interval) IS 'Complete several claimed jobs, then claim the next ones, in one call.';
 
 CREATE FUNCTION queue.configure_history(partition_width interval) RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER
@@ -4045,93 +4236,23 @@ $$;
 COMMENT ON FUNCTION queue.enqueue_many(payloads jsonb[], timeout interval, queue text, category text, priority integer, delay interval, max_attempts integer, dedup_keys text[]) IS 'Add many jobs of one queue with a timeout each; returns their ids in input order.';
 
 CREATE FUNCTION queue.fail(job_id bigint, token uuid, error text, retry_in interval DEFAULT NULL::interval, retryable boolean DEFAULT true) RETURNS text
-    LANGUAGE plpgsql SECURITY DEFINER
+    LANGUAGE sql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
-    SET enable_seqscan TO 'off'
-    SET jit TO 'off'
     AS $$
-#variable_conflict use_column
-declare
-    v_job record;  -- not queue.jobs: queue.set_shards may replace the table mid-call
-    v_cfg queue.queues;
-    v_delay interval;
-    v_status text;
-    v_error text;
-    v_limit int;
-begin
-    if fail.job_id is null or fail.token is null then
-        raise exception 'job_id and token must not be null' using errcode = '22004';
-    end if;
-    if fail.error is null then
-        raise exception 'error must not be null' using errcode = '22004',
-            hint = 'Pass the error message (and traceback) of the failed attempt.';
-    end if;
-    if fail.retryable is null then
-        raise exception 'retryable must not be null' using errcode = '22004';
-    end if;
-    perform queue._check_interval(fail.retry_in, 'retry_in', false, false, 'delay');
-    v_error := fail.error;
-    if octet_length(v_error) > 1024 then
-        v_limit := (queue._limits()).max_error_bytes;
-        if octet_length(v_error) > v_limit then
-            -- cut, never refused: a worker must always be able to record a failure. By
-            -- characters (a byte cut could split one), shortened until it fits.
-            v_error := left(v_error, v_limit);
-            while octet_length(v_error) > v_limit loop
-                v_error := left(v_error,
-                    length(v_error) - greatest((octet_length(v_error) - v_limit) / 4, 1));
-            end loop;
-            v_error := v_error || format(' ... (cut at %s bytes)', v_limit);
-        end if;
-    end if;
-
-    select j.* into v_job from queue.jobs as j where j.id = fail.job_id for update;
-    if v_job.id is null or v_job.status <> 'running' or v_job.token <> fail.token
-        or v_job.lease_expires_at <= now() then
-        perform queue._lease_lost(fail.job_id, fail.token);
-    end if;
-    v_cfg := queue._config(v_job.queue);
-
-    if v_job.abort_requested_at is not null then
-        perform queue._bury(v_job.id, 'cancelled', v_error, v_job.errors
-            || queue._error_entry(v_job.attempt, v_error, v_job.worker));
-        if v_job.cache_key is not null then
-            perform cache._job_done(v_job.cache_key, v_cfg.cache_policy, null, 'dead');
-        end if;
-        return 'cancelled';
-    end if;
-    if not fail.retryable or v_job.attempt >= v_job.max_attempts then
-        v_job.errors := v_job.errors
-            || queue._error_entry(v_job.attempt, v_error, v_job.worker);
-        perform queue._bury(v_job.id,
-            case when fail.retryable then 'exhausted' else 'non_retryable' end, v_error,
-            v_job.errors);
-        v_status := 'dead';
-    else
-        v_delay := coalesce(fail.retry_in, queue._backoff(v_cfg, v_job.attempt));
-        update queue.jobs as j
-        set status = 'pending', token = null, worker = null, claimed_at = null,
-            lease_expires_at = null, available_at = now() + v_delay,
-            errors = j.errors || queue._error_entry(v_job.attempt, v_error, v_job.worker, v_delay)
-        where j.id = v_job.id;
-        if v_job.category is not null then
-            delete from queue.worker_locks as w where w.job_id = v_job.id;
-        end if;
-        v_status := 'pending';
-    end if;
-    perform queue._record(v_job.queue, v_job.category, 0,
-        (v_status = 'pending')::int, (v_status = 'dead')::int,
-        array[extract(epoch from now() - v_job.claimed_at) * 1000],
-        array[date_part('epoch', v_job.claimed_at - v_job.available_at) * 1000]);
-    if v_job.cache_key is not null then
-        perform cache._job_done(v_job.cache_key, v_cfg.cache_policy, null,
-            case v_status when 'dead' then 'dead' else 'retry' end);
-    end if;
-    return v_status;
-end
+    select f.status from queue._fail(job_id, token, error, retry_in, retryable) as f
 $$;
 
 COMMENT ON FUNCTION queue.fail(job_id bigint, token uuid, error text, retry_in interval, retryable boolean) IS 'Record a failed attempt: retry with backoff (pending) or dead-letter (dead).';
+
+CREATE FUNCTION queue.fail_outcome(job_id bigint, token uuid, error text, retry_in interval DEFAULT NULL::interval, retryable boolean DEFAULT true) RETURNS TABLE(status text, reason text, available_at timestamp with time zone)
+    LANGUAGE sql SECURITY DEFINER ROWS 1
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    select f.status, f.reason, f.available_at
+    from queue._fail(job_id, token, error, retry_in, retryable) as f
+$$;
+
+COMMENT ON FUNCTION queue.fail_outcome(job_id bigint, token uuid, error text, retry_in interval, retryable boolean) IS 'Record a failed attempt; returns status, reason and the next availability.';
 
 CREATE FUNCTION queue.heartbeat(job_id bigint, token uuid, extend interval DEFAULT NULL::interval) RETURNS timestamp with time zone
     LANGUAGE plpgsql SECURITY DEFINER
@@ -4614,6 +4735,7 @@ CREATE FUNCTION queue.release(job_id bigint, token uuid, delay interval DEFAULT 
 #variable_conflict use_column
 declare
     v_job record;  -- not queue.jobs: queue.set_shards may replace the table mid-call
+    v_now timestamptz := queue._lease_clock();
 begin
     if release.job_id is null or release.token is null then
         raise exception 'job_id and token must not be null' using errcode = '22004';
@@ -4621,7 +4743,7 @@ begin
     perform queue._check_interval(release.delay, 'delay', bound => 'delay');
     if exists (select from queue.jobs as j
                where j.id = release.job_id and j.token = release.token
-                 and j.lease_expires_at > now() and j.abort_requested_at is not null) then
+                 and j.lease_expires_at > v_now and j.abort_requested_at is not null) then
         perform queue.fail(release.job_id, release.token, 'aborted: released');
         return;
     end if;
@@ -4632,19 +4754,13 @@ begin
     -- while a job runs, so token and unexpired lease say "running" without naming the
     -- status, which would let the planner read jobs_lease_idx on stale statistics.
     where j.id = release.job_id and j.token = release.token
-      and j.lease_expires_at > now()
+      and j.lease_expires_at > v_now
     returning j.* into v_job;
     if v_job.id is null then
         perform queue._lease_lost(release.job_id, release.token);
     end if;
-    if v_job.category is not null then
-        delete from queue.worker_locks as w where w.job_id = v_job.id;
-    end if;
-    if release.delay <= interval '0' and (queue._config(v_job.queue)).notify then
-        perform pg_notify('andal_jobs',
-            case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
-                then v_job.queue else '' end);
-    end if;
+    perform queue._settle(v_job.id, v_job.queue, v_job.category, 'released', null, null,
+        ready_at => v_job.available_at);
 end
 $$;
 
@@ -4685,11 +4801,7 @@ begin
     if v_dead.category is not null then
         perform queue._category_id(v_dead.category);
     end if;
-    if (queue._config(v_dead.queue)).notify then
-        perform pg_notify('andal_jobs',
-            case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
-                then v_dead.queue else '' end);
-    end if;
+    perform queue._notify_ready(v_dead.queue, (queue._config(v_dead.queue)).notify);
     return v_dead.job_id;
 end
 $$;
@@ -4709,7 +4821,7 @@ begin
     where q.queue = resume.queue and q.paused
     returning q.notify into v_notify;
     if v_notify then
-        perform pg_notify('andal_jobs', resume.queue);
+        perform queue._notify('andal_jobs', resume.queue);
     end if;
 end
 $$;
@@ -6010,6 +6122,8 @@ GRANT ALL ON FUNCTION cache.validate(keys text[], versions bigint[], checksums t
 
 REVOKE ALL ON FUNCTION queue._backoff(cfg queue.queues, attempt integer) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION queue._bound_error(error text) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION queue._bury(job_id bigint, reason text, last_error text, errors jsonb) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._caller() FROM PUBLIC;
@@ -6052,11 +6166,17 @@ REVOKE ALL ON FUNCTION queue._enqueue_many(payloads jsonb[], queue text, categor
 
 REVOKE ALL ON FUNCTION queue._error_entry(attempt integer, error text, worker text, retry_in interval) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION queue._fail(job_id bigint, token uuid, error text, retry_in interval, retryable boolean) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION queue._fire(schedule_name text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._fire_due(queues text[], lim integer) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._forget_unused() FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._free_slots(job_ids bigint[]) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._full_categories(at timestamp with time zone) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._gated_scan(queues text[], lim integer, exclude_categories text[], exclude_ids bigint[]) FROM PUBLIC;
 
@@ -6074,6 +6194,10 @@ REVOKE ALL ON FUNCTION queue._history_roll() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._latest_tick(cron text, every interval, tz text, anchor timestamp with time zone, since timestamp with time zone, at timestamp with time zone) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION queue._lease_clock() FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._lease_default() FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION queue._lease_lost(job_id bigint, token uuid) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._limits(OUT max_lease interval, OUT max_delay interval, OUT min_priority integer, OUT max_priority integer, OUT max_error_bytes integer, OUT max_result_bytes integer) FROM PUBLIC;
@@ -6083,6 +6207,10 @@ REVOKE ALL ON FUNCTION queue._live_state(status text, available_at timestamp wit
 REVOKE ALL ON FUNCTION queue._lock_down() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._next_tick(cron text, every interval, tz text, anchor timestamp with time zone, after timestamp with time zone) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._notify(channel text, payload text, anonymous text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._notify_ready(queue_name text, enabled boolean) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._prom_label(value text) FROM PUBLIC;
 
@@ -6099,6 +6227,8 @@ REVOKE ALL ON FUNCTION queue._run_task(task text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION queue._run_tasks() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._scan(queues text[], lim integer, exclude_categories text[], exclude_ids bigint[]) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._settle(job_id bigint, queue_name text, category_name text, outcome text, claimed_at timestamp with time zone, available_at timestamp with time zone, cache_key text, result jsonb, ready_at timestamp with time zone) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._stats_rollup() FROM PUBLIC;
 
@@ -6128,6 +6258,10 @@ REVOKE ALL ON FUNCTION queue.complete_many(job_ids bigint[], tokens uuid[], resu
 GRANT ALL ON FUNCTION queue.complete_many(job_ids bigint[], tokens uuid[], results jsonb[]) TO andal_worker;
 GRANT ALL ON FUNCTION queue.complete_many(job_ids bigint[], tokens uuid[], results jsonb[]) TO andal_admin;
 
+REVOKE ALL ON FUNCTION queue.complete_many_then_claim(job_ids bigint[], tokens uuid[], results jsonb[], worker text, queues text[], batch integer, lease interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION queue.complete_many_then_claim(job_ids bigint[], tokens uuid[], results jsonb[], worker text, queues text[], batch integer, lease interval) TO andal_worker;
+GRANT ALL ON FUNCTION queue.complete_many_then_claim(job_ids bigint[], tokens uuid[], results jsonb[], worker text, queues text[], batch integer, lease interval) TO andal_admin;
+
 REVOKE ALL ON FUNCTION queue.configure_history(partition_width interval) FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.configure_history(partition_width interval) TO andal_admin;
 
@@ -6156,6 +6290,10 @@ GRANT ALL ON FUNCTION queue.enqueue_many(payloads jsonb[], timeout interval, que
 REVOKE ALL ON FUNCTION queue.fail(job_id bigint, token uuid, error text, retry_in interval, retryable boolean) FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.fail(job_id bigint, token uuid, error text, retry_in interval, retryable boolean) TO andal_worker;
 GRANT ALL ON FUNCTION queue.fail(job_id bigint, token uuid, error text, retry_in interval, retryable boolean) TO andal_admin;
+
+REVOKE ALL ON FUNCTION queue.fail_outcome(job_id bigint, token uuid, error text, retry_in interval, retryable boolean) FROM PUBLIC;
+GRANT ALL ON FUNCTION queue.fail_outcome(job_id bigint, token uuid, error text, retry_in interval, retryable boolean) TO andal_worker;
+GRANT ALL ON FUNCTION queue.fail_outcome(job_id bigint, token uuid, error text, retry_in interval, retryable boolean) TO andal_admin;
 
 REVOKE ALL ON FUNCTION queue.heartbeat(job_id bigint, token uuid, extend interval) FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.heartbeat(job_id bigint, token uuid, extend interval) TO andal_worker;

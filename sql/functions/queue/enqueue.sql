@@ -5,7 +5,7 @@
 -- job of the same queue returns that job's id and inserts nothing, also under concurrent
 -- enqueues. One NOTIFY on channel andal_jobs (payload: the queue name) per transaction and
 -- queue, unless the queue's notify is off or the job is delayed. With cache_key and
--- cache_value the value is written through to the shared cache in the same transaction (C7);
+-- cache_value the value is written through to the shared cache in the same transaction;
 -- the job then carries the cache version it needs (cache_version).
 -- Raises: 22004 null payload or queue; 22023 non-object payload, a delay or priority out of
 -- bounds (queue.config), max_attempts < 1, empty or over-long names, JSON null cache_value;

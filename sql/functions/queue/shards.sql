@@ -1,4 +1,4 @@
--- Sharding of the live table (Q14): queue.jobs hash-partitioned by queue.
+-- Sharding of the live table: queue.jobs hash-partitioned by queue.
 --
 -- An install is unsharded (a plain table) until queue.set_shards(shards => n) with n > 1
 -- turns queue.jobs into a table partitioned by hash (queue) into n partitions
