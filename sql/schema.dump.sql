@@ -2370,7 +2370,7 @@ begin
         delete from queue.queues as q
         where q.queue in (
             select d.queue from queue.queues as d
-            where d.max_attempts = 5 and d.lease = interval '60 seconds'
+            where d.max_attempts = 5 and d.lease = queue._lease_default()
               and d.backoff = 'linear' and d.backoff_base = interval '5 seconds'
               and d.backoff_cap = interval '1 hour' and d.jitter = 0 and d.notify
               and d.payload_limit = 1048576 and not d.keep_results
