@@ -37,7 +37,10 @@ class BuildWithSql(build_py):
         target = Path(self.build_lib) / "andal" / "sql"
         shutil.rmtree(target, ignore_errors=True)
         for part in SHIPPED:
-            for src in sorted((ROOT / "sql" / part).rglob("*.sql")):
+            # the SQL files, and the install order of the function files (manifest.txt)
+            for src in sorted((ROOT / "sql" / part).rglob("*.sql")) + sorted(
+                (ROOT / "sql" / part).glob("*.txt")
+            ):
                 dest = target / src.relative_to(ROOT / "sql")
                 dest.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(src, dest)

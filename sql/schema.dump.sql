@@ -567,7 +567,7 @@ begin
 end
 $$;
 
-COMMENT ON FUNCTION cache.changes_since(watermark bigint, epoch bigint, lim integer, after_xid bigint, after_seq bigint, snapshot pg_snapshot) IS 'Log rows after a transaction-id watermark (or snapshot), each with the position to resume from (rule 2).';
+COMMENT ON FUNCTION cache.changes_since(watermark bigint, epoch bigint, lim integer, after_xid bigint, after_seq bigint, snapshot pg_snapshot) IS 'Log rows after a transaction-id watermark (or snapshot), each with the position to resume from.';
 
 CREATE FUNCTION cache.get(key text, refresh_queue text DEFAULT NULL::text) RETURNS TABLE(value jsonb, version bigint, stale boolean, expires_at timestamp with time zone, checksum text)
     LANGUAGE plpgsql SECURITY DEFINER ROWS 1
@@ -615,10 +615,21 @@ begin
     if get_many.refresh_queue is not null then
         perform cache._check_key(get_many.refresh_queue, 'refresh_queue');
         perform cache._check_refresh_queue(get_many.refresh_queue);
+        -- a refresh job is deduplicated against other transactions' (queue.enqueue)
+        if current_setting('transaction_isolation') <> 'read committed' then
+            raise exception 'cache.get_many with a refresh_queue must run at READ COMMITTED '
+                'isolation (not %)', current_setting('transaction_isolation')
+                using errcode = '55000',
+                hint = 'Read without refresh_queue, or in a READ COMMITTED transaction.';
+        end if;
+        -- Refresh jobs are enqueued in one canonical order (each key once, sorted), so two
+        -- readers of overlapping keys in different orders never wait on each other in a
+        -- cycle (no deadlock).
         for v_key in
-            select k.key from unnest(get_many.keys) as k (key)
+            select distinct k.key collate "C" from unnest(get_many.keys) as k (key)
             left join cache.entries as e on e.key = k.key
             where e.key is null or e.stale or e.value is null or e.expires_at <= now()
+            order by 1
         loop
             perform cache._enqueue_refresh(v_key, get_many.refresh_queue);
         end loop;
@@ -1262,13 +1273,35 @@ begin
 end
 $$;
 
+CREATE FUNCTION queue._bound_error(error text) RETURNS text
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    v_limit int;
+begin
+    -- the bound is read only for a long text: the common short error costs no query
+    if error is null or octet_length(error) <= 1024 then
+        return error;
+    end if;
+    v_limit := (queue._limits()).max_error_bytes;
+    if octet_length(error) <= v_limit then
+        return error;
+    end if;
+    error := left(error, v_limit);
+    while octet_length(error) > v_limit loop
+        error := left(error, length(error) - greatest((octet_length(error) - v_limit) / 4, 1));
+    end loop;
+    return error || format(' ... (cut at %s bytes)', v_limit);
+end
+$$;
+
 CREATE FUNCTION queue._bury(job_id bigint, reason text, last_error text, errors jsonb) RETURNS void
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
     v_queue text;
-    v_category text;
     v_watched boolean;
 begin
     with gone as (
@@ -1299,20 +1332,13 @@ begin
         from gone as g
         join queue.queues as q on q.queue = g.queue and q.history_retention is not null
     )
-    select g.queue, g.category, g.watched into v_queue, v_category, v_watched from gone as g;
-    if v_category is not null then
-        delete from queue.worker_locks as w where w.job_id = _bury.job_id;
-    end if;
-    -- no names on a locked-down install (andal.notify_names = off, see queue._lock_down)
-    perform pg_notify('andal_ops',
-        case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
-            then json_build_object('event', 'dead', 'job_id', _bury.job_id, 'queue', v_queue,
-                'reason', _bury.reason)::text
-            else '{"event":"dead"}' end);
+    select g.queue, g.watched into v_queue, v_watched from gone as g;
+    perform queue._notify('andal_ops',
+        json_build_object('event', 'dead', 'job_id', _bury.job_id, 'queue', v_queue,
+            'reason', _bury.reason)::text,
+        '{"event":"dead"}');
     if v_watched then
-        perform pg_notify('andal_done',
-            case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
-                then _bury.job_id::text else '' end);
+        perform queue._notify('andal_done', _bury.job_id::text);
     end if;
 end
 $$;
@@ -1411,6 +1437,8 @@ CREATE FUNCTION queue._check_fence(job_id bigint, token uuid) RETURNS void
     SET search_path TO 'pg_catalog', 'pg_temp'
     SET enable_seqscan TO 'off'
     AS $$
+declare
+    v_now timestamptz := queue._lease_clock();
 begin
     if job_id is null or token is null then
         raise exception 'job_id and token must not be null' using errcode = '22004';
@@ -1418,7 +1446,7 @@ begin
     -- by primary key and token, as complete (a token is set only while a job runs)
     perform from queue.jobs as j
     where j.id = _check_fence.job_id and j.token = _check_fence.token
-      and j.lease_expires_at > now()
+      and j.lease_expires_at > v_now
     for share;
     if not found then
         perform queue._lease_lost(_check_fence.job_id, _check_fence.token);
@@ -2015,14 +2043,17 @@ declare
     v_id bigint;
     v_inserted boolean := false;
     v_version bigint;
+    -- null means the default, as for max_attempts and timeout
+    v_priority int := coalesce(_enqueue.priority, 0);
+    v_delay interval := coalesce(_enqueue.delay, interval '0');
 begin
     perform queue._check_name(_enqueue.queue, 'queue');
     perform queue._check_name(_enqueue.category, 'category', false);
     perform queue._check_name(_enqueue.dedup_key, 'dedup_key', false, 512);
     perform queue._check_name(_enqueue.cache_key, 'cache_key', false, 512);
-    perform queue._check_interval(_enqueue.delay, 'delay', bound => 'delay');
-    if _enqueue.priority is null or _enqueue.priority <> 0 then
-        perform queue._check_priority(_enqueue.priority);  -- 0 is always allowed
+    perform queue._check_interval(v_delay, 'delay', bound => 'delay');
+    if v_priority <> 0 then
+        perform queue._check_priority(v_priority);  -- 0 is always allowed
     end if;
     perform queue._check_interval(_enqueue.timeout, 'timeout', true, false, 'lease');
     if _enqueue.max_attempts is not null and _enqueue.max_attempts < 1 then
@@ -2034,6 +2065,16 @@ begin
     end if;
     if _enqueue.payload is null then
         raise exception 'payload must not be null' using errcode = '22004';
+    end if;
+    -- A dedup key answers with the live job of another transaction, a cache key reads or
+    -- writes the entry others change: both need the newest committed rows, which a
+    -- REPEATABLE READ or SERIALIZABLE snapshot hides (it would fail with 40001 on a race).
+    if (_enqueue.dedup_key is not null or _enqueue.cache_key is not null)
+        and current_setting('transaction_isolation') <> 'read committed' then
+        raise exception 'queue.enqueue with a dedup_key or cache_key must run at READ COMMITTED '
+            'isolation (not %)', current_setting('transaction_isolation')
+            using errcode = '55000',
+            hint = 'Enqueue without dedup_key and cache_key, or in a READ COMMITTED transaction.';
     end if;
     if _enqueue.trace_context is not null then
         perform queue._check_trace_context(_enqueue.trace_context);
@@ -2054,8 +2095,8 @@ begin
             queue, category, priority, payload, max_attempts, available_at, dedup_key,
             cache_key, timeout, trace_context
         ) values (
-            _enqueue.queue, _enqueue.category, _enqueue.priority, _enqueue.payload,
-            coalesce(_enqueue.max_attempts, v_cfg.max_attempts), now() + _enqueue.delay,
+            _enqueue.queue, _enqueue.category, v_priority, _enqueue.payload,
+            coalesce(_enqueue.max_attempts, v_cfg.max_attempts), now() + v_delay,
             _enqueue.dedup_key, _enqueue.cache_key, coalesce(_enqueue.timeout, v_cfg.timeout),
             _enqueue.trace_context
         )
@@ -2080,10 +2121,8 @@ begin
             end if;
             update queue.jobs as j set cache_version = v_version where j.id = v_id;
         end if;
-        if v_cfg.notify and _enqueue.delay <= interval '0' then
-            perform pg_notify('andal_jobs',
-                case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
-                    then _enqueue.queue else '' end);
+        if v_cfg.notify and v_delay <= interval '0' then
+            perform queue._notify_ready(_enqueue.queue, true);
         end if;
     end if;
     return v_id;
@@ -2101,15 +2140,20 @@ declare
     v_id bigint;
     v_ids bigint[] := '{}'::bigint[];
     v_inserted boolean := false;
+    v_seq text;
+    v_i int;
+    -- null means the default, as for max_attempts and timeout
+    v_priority int := coalesce(_enqueue_many.priority, 0);
+    v_delay interval := coalesce(_enqueue_many.delay, interval '0');
 begin
     if _enqueue_many.payloads is null then
         raise exception 'payloads must not be null' using errcode = '22004';
     end if;
     perform queue._check_name(_enqueue_many.queue, 'queue');
     perform queue._check_name(_enqueue_many.category, 'category', false);
-    perform queue._check_interval(_enqueue_many.delay, 'delay', bound => 'delay');
-    if _enqueue_many.priority is null or _enqueue_many.priority <> 0 then
-        perform queue._check_priority(_enqueue_many.priority);  -- 0 is always allowed
+    perform queue._check_interval(v_delay, 'delay', bound => 'delay');
+    if v_priority <> 0 then
+        perform queue._check_priority(v_priority);  -- 0 is always allowed
     end if;
     perform queue._check_interval(_enqueue_many.timeout, 'timeout', true, false, 'lease');
     if _enqueue_many.max_attempts is not null and _enqueue_many.max_attempts < 1 then
@@ -2137,6 +2181,16 @@ begin
             v_n, coalesce(array_length(_enqueue_many.dedup_keys, 1), 0)
             using errcode = '22023';
     end if;
+    -- A dedup key answers with the live job of another transaction: it needs the newest
+    -- committed rows, which a REPEATABLE READ or SERIALIZABLE snapshot hides (it would fail
+    -- with 40001 on a race).
+    if _enqueue_many.dedup_keys is not null
+        and current_setting('transaction_isolation') <> 'read committed' then
+        raise exception 'queue.enqueue_many with dedup_keys must run at READ COMMITTED '
+            'isolation (not %)', current_setting('transaction_isolation')
+            using errcode = '55000',
+            hint = 'Enqueue without dedup_keys, or in a READ COMMITTED transaction.';
+    end if;
     v_cfg := queue._config(_enqueue_many.queue);
     for v_i in 1 .. v_n loop
         perform queue._check_payload(_enqueue_many.payloads[v_i],
@@ -2156,24 +2210,35 @@ begin
         insert into queue.jobs as j (
             queue, category, priority, payload, max_attempts, available_at, timeout
         )
-        select _enqueue_many.queue, _enqueue_many.category, _enqueue_many.priority, p.payload,
-            coalesce(_enqueue_many.max_attempts, v_cfg.max_attempts), now() + _enqueue_many.delay,
+        select _enqueue_many.queue, _enqueue_many.category, v_priority, p.payload,
+            coalesce(_enqueue_many.max_attempts, v_cfg.max_attempts), now() + v_delay,
             coalesce(_enqueue_many.timeout, v_cfg.timeout)
         from unnest(_enqueue_many.payloads) with ordinality as p (payload, n)
         order by p.n
         returning j.id;
         v_inserted := true;
     else
+        -- Keys are inserted in one canonical order (by key, then position), so two calls
+        -- whose keys overlap in different orders wait on each other at most once, never in a
+        -- cycle (no deadlock). The ids are drawn first, in input order, so a batch is still
+        -- claimed in input order (same availability and priority: by id).
+        v_seq := pg_get_serial_sequence('queue.jobs', 'id');
         for v_i in 1 .. v_n loop
+            v_ids := v_ids || nextval(v_seq);
+        end loop;
+        for v_i in
+            select k.n::int from unnest(_enqueue_many.dedup_keys) with ordinality as k (key, n)
+            order by k.key collate "C" nulls last, k.n
+        loop
             loop
                 insert into queue.jobs as j (
-                    queue, category, priority, payload, max_attempts, available_at, dedup_key,
-                    timeout
-                ) values (
-                    _enqueue_many.queue, _enqueue_many.category, _enqueue_many.priority,
+                    id, queue, category, priority, payload, max_attempts, available_at,
+                    dedup_key, timeout
+                ) overriding system value values (
+                    v_ids[v_i], _enqueue_many.queue, _enqueue_many.category, v_priority,
                     _enqueue_many.payloads[v_i],
                     coalesce(_enqueue_many.max_attempts, v_cfg.max_attempts),
-                    now() + _enqueue_many.delay, _enqueue_many.dedup_keys[v_i],
+                    now() + v_delay, _enqueue_many.dedup_keys[v_i],
                     coalesce(_enqueue_many.timeout, v_cfg.timeout)
                 )
                 on conflict (queue, dedup_key) where dedup_key is not null do nothing
@@ -2186,15 +2251,13 @@ begin
                 where j.queue = _enqueue_many.queue and j.dedup_key = _enqueue_many.dedup_keys[v_i];
                 exit when v_id is not null;
             end loop;
-            v_ids := v_ids || v_id;
+            v_ids[v_i] := v_id;
         end loop;
         return query select u.id from unnest(v_ids) with ordinality as u (id, n) order by u.n;
     end if;
 
-    if v_inserted and v_cfg.notify and _enqueue_many.delay <= interval '0' then
-        perform pg_notify('andal_jobs',
-            case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
-                then _enqueue_many.queue else '' end);
+    if v_inserted and v_cfg.notify and v_delay <= interval '0' then
+        perform queue._notify_ready(_enqueue_many.queue, true);
     end if;
 end
 $$;
@@ -2204,9 +2267,74 @@ CREATE FUNCTION queue._error_entry(attempt integer, error text, worker text, ret
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
     select jsonb_strip_nulls(jsonb_build_object(
-        'attempt', attempt, 'error', error, 'worker', worker, 'at', now(),
+        'attempt', attempt, 'error', queue._bound_error(error), 'worker', worker, 'at', now(),
         'retry_in', retry_in::text
     ))
+$$;
+
+CREATE FUNCTION queue._fail(job_id bigint, token uuid, error text, retry_in interval, retryable boolean) RETURNS TABLE(status text, reason text, available_at timestamp with time zone)
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
+    SET jit TO 'off'
+    AS $$
+#variable_conflict use_column
+declare
+    v_job record;  -- not queue.jobs: queue.set_shards may replace the table mid-call
+    v_cfg queue.queues;
+    v_delay interval;
+    v_error text;
+    v_reason text;
+    v_at timestamptz;
+begin
+    if _fail.job_id is null or _fail.token is null then
+        raise exception 'job_id and token must not be null' using errcode = '22004';
+    end if;
+    if _fail.error is null then
+        raise exception 'error must not be null' using errcode = '22004',
+            hint = 'Pass the error message (and traceback) of the failed attempt.';
+    end if;
+    if _fail.retryable is null then
+        raise exception 'retryable must not be null' using errcode = '22004';
+    end if;
+    perform queue._check_interval(_fail.retry_in, 'retry_in', false, false, 'delay');
+    v_error := queue._bound_error(_fail.error);
+
+    select j.* into v_job from queue.jobs as j where j.id = _fail.job_id for update;
+    if v_job.id is null or v_job.status <> 'running' or v_job.token <> _fail.token
+        or v_job.lease_expires_at <= queue._lease_clock() then
+        perform queue._lease_lost(_fail.job_id, _fail.token);
+    end if;
+    v_cfg := queue._config(v_job.queue);
+
+    if v_job.abort_requested_at is not null then
+        perform queue._bury(v_job.id, 'cancelled', v_error, v_job.errors
+            || queue._error_entry(v_job.attempt, v_error, v_job.worker));
+        perform queue._settle(v_job.id, v_job.queue, v_job.category, 'cancelled',
+            v_job.claimed_at, v_job.available_at, v_job.cache_key);
+        return query select 'cancelled'::text, 'cancelled'::text, null::timestamptz;
+        return;
+    end if;
+    if not _fail.retryable or v_job.attempt >= v_job.max_attempts then
+        v_reason := case when _fail.retryable then 'exhausted' else 'non_retryable' end;
+        perform queue._bury(v_job.id, v_reason, v_error, v_job.errors
+            || queue._error_entry(v_job.attempt, v_error, v_job.worker));
+        perform queue._settle(v_job.id, v_job.queue, v_job.category, 'dead',
+            v_job.claimed_at, v_job.available_at, v_job.cache_key);
+        return query select 'dead'::text, v_reason, null::timestamptz;
+        return;
+    end if;
+    v_delay := coalesce(_fail.retry_in, queue._backoff(v_cfg, v_job.attempt));
+    update queue.jobs as j
+    set status = 'pending', token = null, worker = null, claimed_at = null,
+        lease_expires_at = null, available_at = now() + v_delay,
+        errors = j.errors || queue._error_entry(v_job.attempt, v_error, v_job.worker, v_delay)
+    where j.id = v_job.id
+    returning j.available_at into v_at;
+    perform queue._settle(v_job.id, v_job.queue, v_job.category, 'retry',
+        v_job.claimed_at, v_job.available_at, v_job.cache_key, ready_at => v_at);
+    return query select 'pending'::text, 'retry'::text, v_at;
+end
 $$;
 
 CREATE FUNCTION queue._fire(schedule_name text) RETURNS integer
@@ -2319,7 +2447,7 @@ begin
         delete from queue.queues as q
         where q.queue in (
             select d.queue from queue.queues as d
-            where d.max_attempts = 5 and d.lease = interval '60 seconds'
+            where d.max_attempts = 5 and d.lease = queue._lease_default()
               and d.backoff = 'linear' and d.backoff_base = interval '5 seconds'
               and d.backoff_cap = interval '1 hour' and d.jitter = 0 and d.notify
               and d.payload_limit = 1048576 and not d.keep_results
@@ -2345,6 +2473,60 @@ begin
     )
     select count(*) into v_categories from gone;
     return v_queues + v_categories;
+end
+$$;
+
+CREATE FUNCTION queue._free_slots(job_ids bigint[], queues text[]) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
+    AS $$
+declare
+    v_queue text;
+begin
+    for v_queue in
+        with freed as (
+            delete from queue.worker_locks as w where w.job_id = any (_free_slots.job_ids)
+            returning w.job_id, w.category_id
+        )
+        select distinct q.queue
+        from freed as f
+        join unnest(_free_slots.job_ids, _free_slots.queues) as q (job_id, queue)
+            on q.job_id = f.job_id
+        join queue.categories as c on c.id = f.category_id
+        where c.max_running > 0
+            -- full before this free: the statement's snapshot still holds the freed slots
+            and (select count(*) from queue.worker_locks as w
+                 where w.category_id = f.category_id) >= c.max_running
+            and exists (
+                select from queue.jobs as r
+                where array[r.queue, r.category] = array[q.queue, c.category]
+                    and r.status = 'pending' and r.category is not null
+                    and r.available_at <= now())
+    loop
+        perform queue._notify_ready(v_queue);
+    end loop;
+end
+$$;
+
+CREATE FUNCTION queue._full_categories(at timestamp with time zone) RETURNS text[]
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+    return (select coalesce(array_agg(f.category), '{}')
+    from (
+        select c.category from queue.categories as c where c.max_running = 0
+        union all
+        select c.category
+        from (select w.category_id, count(*) as n from queue.worker_locks as w group by 1) as r
+        join queue.categories as c on c.id = r.category_id
+        where r.n >= c.max_running and c.max_running > 0
+          and (select count(*) from queue.worker_locks as w
+               join queue.jobs as j on j.id = w.job_id
+               where w.category_id = c.id and j.lease_expires_at > _full_categories.at)
+              >= c.max_running
+    ) as f);
 end
 $$;
 
@@ -2415,6 +2597,8 @@ CREATE FUNCTION queue._heartbeat(job_ids bigint[], tokens uuid[], extend interva
     SET jit TO 'off'
     AS $$
 #variable_conflict use_column
+declare
+    v_now timestamptz := queue._lease_clock();
 begin
     perform queue._check_interval(_heartbeat.extend, 'extend', true, false, 'lease');
     return query
@@ -2427,7 +2611,7 @@ begin
         -- while a job runs, so token and unexpired lease say "running" without naming the
         -- status (which would let the planner pick jobs_lease_idx on stale statistics).
         select j.id from queue.jobs as j
-        where j.id = any (_heartbeat.job_ids) and j.lease_expires_at > now()
+        where j.id = any (_heartbeat.job_ids) and j.lease_expires_at > v_now
           and exists (select from input as i where i.id = j.id and i.tok = j.token)
         order by j.id
         for update of j
@@ -2437,10 +2621,10 @@ begin
         set lease_expires_at = case
             when j.abort_requested_at is not null then j.lease_expires_at
             -- never past the attempt's deadline (claim time + the job's timeout)
-            else least(now() + coalesce(
+            else least(v_now + coalesce(
                 _heartbeat.extend,
                 (select q.lease from queue.queues as q where q.queue = j.queue),
-                interval '60 seconds'), j.claimed_at + j.timeout)
+                queue._lease_default()), j.claimed_at + j.timeout)
             end
         from locked as l where j.id = l.id
         returning j.id, j.token, j.lease_expires_at,
@@ -2462,6 +2646,8 @@ CREATE FUNCTION queue._heartbeat_one(job_id bigint, token uuid, extend interval)
     SET jit TO 'off'
     AS $$
 #variable_conflict use_column
+declare
+    v_now timestamptz := queue._lease_clock();
 begin
     perform queue._check_interval(_heartbeat_one.extend, 'extend', true, false, 'lease');
     return query
@@ -2469,16 +2655,16 @@ begin
     set lease_expires_at = case
         when j.abort_requested_at is not null then j.lease_expires_at
         -- never past the attempt's deadline (claim time + the job's timeout)
-        else least(now() + coalesce(
+        else least(v_now + coalesce(
             _heartbeat_one.extend,
             (select q.lease from queue.queues as q where q.queue = j.queue),
-            interval '60 seconds'), j.claimed_at + j.timeout)
+            queue._lease_default()), j.claimed_at + j.timeout)
         end
     -- By primary key, never a scan of the running jobs (as complete): a token is set only
     -- while a job runs, so token and unexpired lease say "running" without naming the
     -- status, which would let the planner read jobs_lease_idx on stale statistics.
     where j.id = _heartbeat_one.job_id and j.token = _heartbeat_one.token
-      and j.lease_expires_at > now()
+      and j.lease_expires_at > v_now
     returning j.lease_expires_at, j.abort_requested_at is not null;
 end
 $$;
@@ -2664,6 +2850,16 @@ begin
 end
 $$;
 
+CREATE FUNCTION queue._lease_clock() RETURNS timestamp with time zone
+    LANGUAGE sql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$ select clock_timestamp() $$;
+
+CREATE FUNCTION queue._lease_default() RETURNS interval
+    LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$ select interval '60 seconds' $$;
+
 CREATE FUNCTION queue._lease_lost(job_id bigint, token uuid) RETURNS void
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -2682,7 +2878,7 @@ begin
     elsif v_job.token is distinct from _lease_lost.token then
         -- not who holds it now: any caller with any job id would learn it
         v_detail := format('job %s was claimed again (attempt %s)', job_id, v_job.attempt);
-    elsif v_job.abort_requested_at is not null and v_job.lease_expires_at > now() then
+    elsif v_job.abort_requested_at is not null and v_job.lease_expires_at > clock_timestamp() then
         v_detail := format('an abort of job %s was requested at %s: end the attempt with '
             'queue.fail, the job ends cancelled', job_id, v_job.abort_requested_at);
     elsif v_job.timeout is not null
@@ -2765,6 +2961,31 @@ begin
 end
 $$;
 
+CREATE FUNCTION queue._notify(channel text, payload text, anonymous text DEFAULT ''::text) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+    perform pg_notify(channel,
+        case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
+            then payload else anonymous end);
+end
+$$;
+
+CREATE FUNCTION queue._notify_ready(queue_name text, enabled boolean DEFAULT NULL::boolean) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+    if enabled is null then
+        select q.notify into enabled from queue.queues as q where q.queue = queue_name;
+    end if;
+    if coalesce(enabled, true) then
+        perform queue._notify('andal_jobs', queue_name);
+    end if;
+end
+$$;
+
 CREATE FUNCTION queue._prom_label(value text) RETURNS text
     LANGUAGE sql IMMUTABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -2805,10 +3026,12 @@ declare
     v_queues text[] := '{}'::text[];
     v_reasons text[] := '{}'::text[];
     v_row record;
+    v_now timestamptz := queue._lease_clock();
+    v_ready timestamptz;
 begin
     for v_job in
         select j.* from queue.jobs as j
-        where j.status = 'running' and j.lease_expires_at <= now()
+        where j.status = 'running' and j.lease_expires_at <= v_now
           and (_reap.queues is null or j.queue = any (_reap.queues))
         order by j.lease_expires_at
         limit lim
@@ -2839,11 +3062,12 @@ begin
         if v_job.abort_requested_at is not null then
             -- aborted and never acknowledged: fenced now, cancelled, not retried
             perform queue._bury(v_job.id, 'cancelled', 'aborted: ' || v_error, v_job.errors);
-            v_count := v_count + 1;
-            continue;
-        end if;
-        if v_job.attempt >= v_job.max_attempts then
+            perform queue._settle(v_job.id, v_job.queue, v_job.category, 'cancelled',
+                v_job.claimed_at, v_job.available_at);
+        elsif v_job.attempt >= v_job.max_attempts then
             perform queue._bury(v_job.id, 'exhausted', v_error, v_job.errors);
+            perform queue._settle(v_job.id, v_job.queue, v_job.category, 'dead',
+                v_job.claimed_at, v_job.available_at);
         else
             update queue.jobs as j
             set status = 'pending', token = null, worker = null, claimed_at = null,
@@ -2851,15 +3075,11 @@ begin
                 available_at = case when v_timeout
                     then now() + queue._backoff(queue._config(v_job.queue), v_job.attempt)
                     else j.available_at end
-            where j.id = v_job.id;
-            if v_job.category is not null then
-                delete from queue.worker_locks as w where w.job_id = v_job.id;
-            end if;
+            where j.id = v_job.id
+            returning j.available_at into v_ready;
+            perform queue._settle(v_job.id, v_job.queue, v_job.category, 'retry',
+                v_job.claimed_at, v_job.available_at, ready_at => v_ready);
         end if;
-        perform queue._record(v_job.queue, v_job.category, 0,
-            (v_job.attempt < v_job.max_attempts)::int, (v_job.attempt >= v_job.max_attempts)::int,
-            array[extract(epoch from now() - v_job.claimed_at) * 1000],
-            array[date_part('epoch', v_job.claimed_at - v_job.available_at) * 1000]);
         v_count := v_count + 1;
     end loop;
     -- The jobs' cache keys are invalidated in key order, like every batch does.
@@ -2878,8 +3098,7 @@ CREATE FUNCTION queue._record(queue_name text, category_name text, completed int
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
-    v_bounds constant double precision[] :=
-        '{1,2,5,10,25,50,100,250,500,1000,2500,5000,10000,30000,60000}'::double precision[];
+    v_bounds constant double precision[] := queue._hist_bounds();
     v_run bigint[] := '{0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0}'::bigint[];
     v_wait bigint[] := '{0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0}'::bigint[];
     v_sum double precision := 0;
@@ -3152,6 +3371,32 @@ $$;
 
 COMMENT ON FUNCTION queue._scan(queues text[], lim integer, exclude_categories text[], exclude_ids bigint[]) IS 'Private: the best ready jobs, locked SKIP LOCKED, by partial index.';
 
+CREATE FUNCTION queue._settle(job_id bigint, queue_name text, category_name text, outcome text, claimed_at timestamp with time zone, available_at timestamp with time zone, cache_key text DEFAULT NULL::text, result jsonb DEFAULT NULL::jsonb, ready_at timestamp with time zone DEFAULT NULL::timestamp with time zone) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+    if category_name is not null then
+        perform queue._free_slots(array[job_id], array[queue_name]);
+    end if;
+    if claimed_at is not null and outcome in ('completed', 'retry', 'dead') then
+        perform queue._record(queue_name, category_name, (outcome = 'completed')::int,
+            (outcome = 'retry')::int, (outcome = 'dead')::int,
+            array[date_part('epoch', queue._lease_clock() - claimed_at) * 1000],
+            array[date_part('epoch', claimed_at - available_at) * 1000]);
+    end if;
+    if cache_key is not null and outcome <> 'released' then
+        perform cache._job_done(cache_key, coalesce((queue._config(queue_name)).cache_policy,
+            'invalidate'), result,
+            case outcome when 'completed' then 'completed' when 'retry' then 'retry'
+                else 'dead' end);
+    end if;
+    if ready_at is not null and ready_at <= now() then
+        perform queue._notify_ready(queue_name);
+    end if;
+end
+$$;
+
 CREATE FUNCTION queue._stats_rollup() RETURNS bigint
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -3280,19 +3525,14 @@ begin
     if v_job.status = 'running' then
         if v_job.abort_requested_at is null then
             update queue.jobs as j set abort_requested_at = now() where j.id = v_job.id;
-            -- no names on a locked-down install (see queue._lock_down)
-            perform pg_notify('andal_abort',
-                case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
-                    then json_build_object('job_id', v_job.id, 'worker', v_job.worker)::text
-                    else '{}' end);
+            perform queue._notify('andal_abort',
+                json_build_object('job_id', v_job.id, 'worker', v_job.worker)::text, '{}');
         end if;
         return;
     end if;
     perform queue._bury(v_job.id, 'cancelled', 'cancelled', v_job.errors);
-    if v_job.cache_key is not null then
-        perform cache._job_done(v_job.cache_key, (queue._config(v_job.queue)).cache_policy,
-            null, 'dead');
-    end if;
+    perform queue._settle(v_job.id, v_job.queue, v_job.category, 'cancelled', null, null,
+        v_job.cache_key);
 end
 $$;
 
@@ -3338,6 +3578,7 @@ declare
     v_rated_left int[] := '{}'::int[];
     v_rated_taken int[] := '{}'::int[];
     v_r int;
+    v_now timestamptz := queue._lease_clock();
 begin
     -- Validation inline, in plain expressions (no query): this is the hot path.
     if claim.worker is null or length(claim.worker) not between 1 and 128 then
@@ -3390,11 +3631,11 @@ begin
         with claimed as (
             update queue.jobs as j
             set status = 'running', attempt = j.attempt + 1, token = gen_random_uuid(),
-                worker = claim.worker, claimed_at = now(),
-                lease_expires_at = least(now() + coalesce(
+                worker = claim.worker, claimed_at = v_now,
+                lease_expires_at = least(v_now + coalesce(
                     claim.lease,
                     (select q.lease from queue.queues as q where q.queue = j.queue),
-                    interval '60 seconds'), now() + j.timeout)
+                    queue._lease_default()), v_now + j.timeout)
             where j.id = any (array(
                     select c.id from queue.jobs as c
                     where c.status = 'pending' and c.category is null
@@ -3403,7 +3644,7 @@ begin
                     limit claim.batch
                     for update skip locked))
               and (select x.lease_expires_at from queue.jobs as x
-                   where x.status = 'running' and x.lease_expires_at <= now()
+                   where x.status = 'running' and x.lease_expires_at <= v_now
                    order by x.lease_expires_at limit 1) is null
               and (select g.id from queue.jobs as g
                    where g.status = 'pending' and g.category is not null
@@ -3426,11 +3667,11 @@ begin
         with claimed as (
             update queue.jobs as j
             set status = 'running', attempt = j.attempt + 1, token = gen_random_uuid(),
-                worker = claim.worker, claimed_at = now(),
-                lease_expires_at = least(now() + coalesce(
+                worker = claim.worker, claimed_at = v_now,
+                lease_expires_at = least(v_now + coalesce(
                     claim.lease,
                     (select q.lease from queue.queues as q where q.queue = claim.queues[1]),
-                    interval '60 seconds'), now() + j.timeout)
+                    queue._lease_default()), v_now + j.timeout)
             where j.id = any (array(
                     select c.id from queue.jobs as c
                     where c.queue = claim.queues[1]
@@ -3442,7 +3683,7 @@ begin
               and j.queue = claim.queues[1]
               and (select x.lease_expires_at from queue.jobs as x
                    where x.queue = claim.queues[1]
-                     and x.status = 'running' and x.lease_expires_at <= now()
+                     and x.status = 'running' and x.lease_expires_at <= v_now
                    order by x.lease_expires_at limit 1) is null
               and (select g.id from queue.jobs as g
                    where g.queue = claim.queues[1]
@@ -3481,7 +3722,7 @@ begin
     -- Take back expired leases first (an index probe when there are none).
     if claim.queues is null then
         if (select x.lease_expires_at from queue.jobs as x
-            where x.status = 'running' and x.lease_expires_at <= now()
+            where x.status = 'running' and x.lease_expires_at <= v_now
             order by x.lease_expires_at limit 1) is not null then
             perform queue._reap(100);
         end if;
@@ -3489,22 +3730,15 @@ begin
         select from unnest(claim.queues) as q (name)
         where (select x.lease_expires_at from queue.jobs as x
                where x.queue = q.name
-                 and x.status = 'running' and x.lease_expires_at <= now()
+                 and x.status = 'running' and x.lease_expires_at <= v_now
                order by x.lease_expires_at limit 1) is not null
     ) then
         perform queue._reap(100, claim.queues);
     end if;
 
-    -- Categories that cannot take a job now: paused, or as many live slots as their limit.
-    select coalesce(array_agg(f.category), '{}') into v_exclude
-    from (
-        select c.category from queue.categories as c where c.max_running = 0
-        union all
-        select c.category
-        from (select w.category_id, count(*) as n from queue.worker_locks as w group by 1) as r
-        join queue.categories as c on c.id = r.category_id
-        where r.n >= c.max_running
-    ) as f;
+    -- Categories that cannot take a job now: paused, or as many live slots as their limit
+    -- (a slot whose lease expired is not live, whichever queue its job is in).
+    v_exclude := queue._full_categories(v_now);
 
     -- 1. The best `batch` candidates, locked.
     select array_agg(c.id order by c.priority desc, c.available_at, c.id),
@@ -3570,7 +3804,7 @@ begin
                 from queue.worker_locks as w
                 join queue.jobs as j on j.id = w.job_id
                 where w.category_id = v_cat_id
-                  and (j.lease_expires_at > now() or j.id = any (v_take));
+                  and (j.lease_expires_at > v_now or j.id = any (v_take));
                 -- a rate limit: no more starts than the sliding window has left
                 v_r := array_position(v_rated, v_cat_id);
                 if v_r is not null and v_rated_left[v_r] < v_free then
@@ -3629,11 +3863,11 @@ begin
     with claimed as (
         update queue.jobs as j
         set status = 'running', attempt = j.attempt + 1, token = gen_random_uuid(),
-            worker = claim.worker, claimed_at = now(),
-            lease_expires_at = least(now() + coalesce(
+            worker = claim.worker, claimed_at = v_now,
+            lease_expires_at = least(v_now + coalesce(
                 claim.lease,
                 (select q.lease from queue.queues as q where q.queue = j.queue),
-                interval '60 seconds'), now() + j.timeout)
+                queue._lease_default()), v_now + j.timeout)
         where j.id = any (v_take)
         returning j.id, j.queue, j.category, j.priority, j.payload, j.attempt, j.max_attempts,
             j.token, j.lease_expires_at, j.enqueued_at, j.cache_key, j.cache_version,
@@ -3707,6 +3941,7 @@ declare
     v_policy text;
     v_history interval;
     v_job record;
+    v_now timestamptz := queue._lease_clock();
 begin
     if complete.job_id is null or complete.token is null then
         raise exception 'job_id and token must not be null' using errcode = '22004';
@@ -3717,15 +3952,15 @@ begin
     with gone as (
         delete from queue.jobs as j
         where j.id = complete.job_id and j.token = complete.token
-          and j.lease_expires_at > now() and j.abort_requested_at is null
+          and j.lease_expires_at > v_now and j.abort_requested_at is null
         returning j.id, j.queue, j.category, j.cache_key, j.priority, j.payload, j.attempt,
             j.max_attempts, j.enqueued_at, j.claimed_at, j.worker, j.errors, j.watched,
-            date_part('epoch', now() - j.claimed_at) * 1000 as run_ms,
-            width_bucket(date_part('epoch', now() - j.claimed_at) * 1000,
-                '{1,2,5,10,25,50,100,250,500,1000,2500,5000,10000,30000,60000}'::float8[])
+            date_part('epoch', v_now - j.claimed_at) * 1000 as run_ms,
+            width_bucket(date_part('epoch', v_now - j.claimed_at) * 1000,
+                queue._hist_bounds())
             + 1 as rb,
             width_bucket(date_part('epoch', j.claimed_at - j.available_at) * 1000,
-                '{1,2,5,10,25,50,100,250,500,1000,2500,5000,10000,30000,60000}'::float8[])
+                queue._hist_bounds())
             + 1 as wb
     ),
     counted as (
@@ -3775,12 +4010,10 @@ begin
         );
     end if;
     if v_job.watched then
-        perform pg_notify('andal_done',
-            case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
-                then v_id::text else '' end);
+        perform queue._notify('andal_done', v_id::text);
     end if;
     if v_category is not null then
-        delete from queue.worker_locks as w where w.job_id = v_id;
+        perform queue._free_slots(array[v_id], array[v_queue]);
     end if;
     if v_keep then
         insert into queue.results (job_id, queue, result)
@@ -3810,6 +4043,9 @@ declare
     v_key_results jsonb[];
     v_history jsonb;  -- the completed jobs of queues that keep history
     v_watched bigint[];  -- the completed jobs someone watches
+    v_gated bigint[];  -- the completed jobs that held a category slot, and their queues
+    v_gated_queues text[];
+    v_now timestamptz := queue._lease_clock();
 begin
     if complete_many.job_ids is null or complete_many.tokens is null then
         raise exception 'job_ids and tokens must not be null' using errcode = '22004';
@@ -3834,7 +4070,7 @@ begin
         -- stale statistics). A job has one token, so it matches at most one pair.
         select j.id, j.queue, i.n from input as i
         join queue.jobs as j on j.id = i.id and j.token = i.tok
-        where j.lease_expires_at > now() and j.abort_requested_at is null
+        where j.lease_expires_at > v_now and j.abort_requested_at is null
         order by j.id
         for update of j
     ),
@@ -3844,18 +4080,13 @@ begin
         returning j.id, j.token, j.queue, j.category, j.cache_key, l.n, j.priority, j.payload,
             j.attempt, j.max_attempts, j.enqueued_at, j.claimed_at, j.worker, j.errors,
             j.watched,
-            date_part('epoch', now() - j.claimed_at) * 1000 as run_ms,
-            width_bucket(date_part('epoch', now() - j.claimed_at) * 1000,
-                '{1,2,5,10,25,50,100,250,500,1000,2500,5000,10000,30000,60000}'::float8[])
+            date_part('epoch', v_now - j.claimed_at) * 1000 as run_ms,
+            width_bucket(date_part('epoch', v_now - j.claimed_at) * 1000,
+                queue._hist_bounds())
             + 1 as rb,
             width_bucket(date_part('epoch', j.claimed_at - j.available_at) * 1000,
-                '{1,2,5,10,25,50,100,250,500,1000,2500,5000,10000,30000,60000}'::float8[])
+                queue._hist_bounds())
             + 1 as wb
-    ),
-    slots as (
-        -- by primary key, for the gated jobs only
-        delete from queue.worker_locks as w
-        where w.job_id = any (array(select g.id from gone as g where g.category is not null))
     ),
     kept as (
         -- the queues that keep results are read once (usually none), not once per job; in
@@ -3934,9 +4165,16 @@ begin
         filter (where g.queue = any (array(
             select q.queue from queue.queues as q where q.history_retention is not null
             order by q.queue))),
-        array_agg(g.id) filter (where g.watched)
-    into v_ids, v_toks, v_keys, v_key_queues, v_key_results, v_history, v_watched
+        array_agg(g.id) filter (where g.watched),
+        array_agg(g.id) filter (where g.category is not null),
+        array_agg(g.queue) filter (where g.category is not null)
+    into v_ids, v_toks, v_keys, v_key_queues, v_key_results, v_history, v_watched,
+        v_gated, v_gated_queues
     from gone as g;
+
+    if v_gated is not null then
+        perform queue._free_slots(v_gated, v_gated_queues);
+    end if;
 
     if v_history is not null then
         insert into queue.history (
@@ -3953,9 +4191,7 @@ begin
         );
     end if;
     for v_i in 1 .. coalesce(cardinality(v_watched), 0) loop
-        perform pg_notify('andal_done',
-            case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
-                then v_watched[v_i]::text else '' end);
+        perform queue._notify('andal_done', v_watched[v_i]::text);
     end loop;
 
     for v_i in 1 .. coalesce(cardinality(v_keys), 0) loop
@@ -3976,6 +4212,40 @@ end
 $$;
 
 COMMENT ON FUNCTION queue.complete_many(job_ids bigint[], tokens uuid[], results jsonb[]) IS 'Complete several claimed jobs; returns completed = false where the lease was lost.';
+
+CREATE FUNCTION queue.complete_many_then_claim(job_ids bigint[], tokens uuid[], results jsonb[], worker text, queues text[], batch integer, lease interval) RETURNS TABLE(claimed boolean, job_id bigint, queue text, category text, priority integer, payload jsonb, attempt integer, max_attempts integer, token uuid, lease_expires_at timestamp with time zone, enqueued_at timestamp with time zone, cache_key text, cache_version bigint, completed boolean)
+    LANGUAGE plpgsql SECURITY DEFINER ROWS 20
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+begin
+    -- validated by the two functions; the claim's isolation check comes first, so a call
+    -- at another level changes nothing
+    if current_setting('transaction_isolation') <> 'read committed' then
+        raise exception 'queue.complete_many_then_claim must run at READ COMMITTED isolation '
+            '(not %)', current_setting('transaction_isolation')
+            using errcode = '55000',
+            hint = 'Its claim is queue.claim''s: the category gate recounts running jobs '
+            'after taking its lock.';
+    end if;
+    return query
+    select false, d.job_id, null::text, null::text, null::int, null::jsonb, null::int,
+        null::int, null::uuid, null::timestamptz, null::timestamptz, null::text, null::bigint,
+        d.completed
+    from queue.complete_many(job_ids => complete_many_then_claim.job_ids,
+        tokens => complete_many_then_claim.tokens,
+        results => complete_many_then_claim.results) as d;
+    return query
+    select true, c.job_id, c.queue, c.category, c.priority, c.payload, c.attempt,
+        c.max_attempts, c.token, c.lease_expires_at, c.enqueued_at, c.cache_key,
+        c.cache_version, null::boolean
+    from queue.claim(worker => complete_many_then_claim.worker,
+        queues => complete_many_then_claim.queues, batch => complete_many_then_claim.batch,
+        lease => complete_many_then_claim.lease) as c;
+end
+$$;
+
+COMMENT ON FUNCTION queue.complete_many_then_claim(job_ids bigint[], tokens uuid[], results jsonb[], worker text, queues text[], batch integer, lease interval) IS 'Complete several claimed jobs, then claim the next ones, in one call.';
 
 CREATE FUNCTION queue.configure_history(partition_width interval) RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER
@@ -4084,93 +4354,23 @@ $$;
 COMMENT ON FUNCTION queue.enqueue_many(payloads jsonb[], timeout interval, queue text, category text, priority integer, delay interval, max_attempts integer, dedup_keys text[]) IS 'Add many jobs of one queue with a timeout each; returns their ids in input order.';
 
 CREATE FUNCTION queue.fail(job_id bigint, token uuid, error text, retry_in interval DEFAULT NULL::interval, retryable boolean DEFAULT true) RETURNS text
-    LANGUAGE plpgsql SECURITY DEFINER
+    LANGUAGE sql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
-    SET enable_seqscan TO 'off'
-    SET jit TO 'off'
     AS $$
-#variable_conflict use_column
-declare
-    v_job record;  -- not queue.jobs: queue.set_shards may replace the table mid-call
-    v_cfg queue.queues;
-    v_delay interval;
-    v_status text;
-    v_error text;
-    v_limit int;
-begin
-    if fail.job_id is null or fail.token is null then
-        raise exception 'job_id and token must not be null' using errcode = '22004';
-    end if;
-    if fail.error is null then
-        raise exception 'error must not be null' using errcode = '22004',
-            hint = 'Pass the error message (and traceback) of the failed attempt.';
-    end if;
-    if fail.retryable is null then
-        raise exception 'retryable must not be null' using errcode = '22004';
-    end if;
-    perform queue._check_interval(fail.retry_in, 'retry_in', false, false, 'delay');
-    v_error := fail.error;
-    if octet_length(v_error) > 1024 then
-        v_limit := (queue._limits()).max_error_bytes;
-        if octet_length(v_error) > v_limit then
-            -- cut, never refused: a worker must always be able to record a failure. By
-            -- characters (a byte cut could split one), shortened until it fits.
-            v_error := left(v_error, v_limit);
-            while octet_length(v_error) > v_limit loop
-                v_error := left(v_error,
-                    length(v_error) - greatest((octet_length(v_error) - v_limit) / 4, 1));
-            end loop;
-            v_error := v_error || format(' ... (cut at %s bytes)', v_limit);
-        end if;
-    end if;
-
-    select j.* into v_job from queue.jobs as j where j.id = fail.job_id for update;
-    if v_job.id is null or v_job.status <> 'running' or v_job.token <> fail.token
-        or v_job.lease_expires_at <= now() then
-        perform queue._lease_lost(fail.job_id, fail.token);
-    end if;
-    v_cfg := queue._config(v_job.queue);
-
-    if v_job.abort_requested_at is not null then
-        perform queue._bury(v_job.id, 'cancelled', v_error, v_job.errors
-            || queue._error_entry(v_job.attempt, v_error, v_job.worker));
-        if v_job.cache_key is not null then
-            perform cache._job_done(v_job.cache_key, v_cfg.cache_policy, null, 'dead');
-        end if;
-        return 'cancelled';
-    end if;
-    if not fail.retryable or v_job.attempt >= v_job.max_attempts then
-        v_job.errors := v_job.errors
-            || queue._error_entry(v_job.attempt, v_error, v_job.worker);
-        perform queue._bury(v_job.id,
-            case when fail.retryable then 'exhausted' else 'non_retryable' end, v_error,
-            v_job.errors);
-        v_status := 'dead';
-    else
-        v_delay := coalesce(fail.retry_in, queue._backoff(v_cfg, v_job.attempt));
-        update queue.jobs as j
-        set status = 'pending', token = null, worker = null, claimed_at = null,
-            lease_expires_at = null, available_at = now() + v_delay,
-            errors = j.errors || queue._error_entry(v_job.attempt, v_error, v_job.worker, v_delay)
-        where j.id = v_job.id;
-        if v_job.category is not null then
-            delete from queue.worker_locks as w where w.job_id = v_job.id;
-        end if;
-        v_status := 'pending';
-    end if;
-    perform queue._record(v_job.queue, v_job.category, 0,
-        (v_status = 'pending')::int, (v_status = 'dead')::int,
-        array[extract(epoch from now() - v_job.claimed_at) * 1000],
-        array[date_part('epoch', v_job.claimed_at - v_job.available_at) * 1000]);
-    if v_job.cache_key is not null then
-        perform cache._job_done(v_job.cache_key, v_cfg.cache_policy, null,
-            case v_status when 'dead' then 'dead' else 'retry' end);
-    end if;
-    return v_status;
-end
+    select f.status from queue._fail(job_id, token, error, retry_in, retryable) as f
 $$;
 
 COMMENT ON FUNCTION queue.fail(job_id bigint, token uuid, error text, retry_in interval, retryable boolean) IS 'Record a failed attempt: retry with backoff (pending) or dead-letter (dead).';
+
+CREATE FUNCTION queue.fail_outcome(job_id bigint, token uuid, error text, retry_in interval DEFAULT NULL::interval, retryable boolean DEFAULT true) RETURNS TABLE(status text, reason text, available_at timestamp with time zone)
+    LANGUAGE sql SECURITY DEFINER ROWS 1
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    select f.status, f.reason, f.available_at
+    from queue._fail(job_id, token, error, retry_in, retryable) as f
+$$;
+
+COMMENT ON FUNCTION queue.fail_outcome(job_id bigint, token uuid, error text, retry_in interval, retryable boolean) IS 'Record a failed attempt; returns status, reason and the next availability.';
 
 CREATE FUNCTION queue.heartbeat(job_id bigint, token uuid, extend interval DEFAULT NULL::interval) RETURNS timestamp with time zone
     LANGUAGE plpgsql SECURITY DEFINER
@@ -4587,6 +4787,60 @@ $$;
 
 COMMENT ON FUNCTION queue.metrics() IS 'Every queue statistic as Prometheus exposition text.';
 
+CREATE FUNCTION queue.next_available(queues text[] DEFAULT NULL::text[]) RETURNS timestamp with time zone
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+declare
+    v_name text;
+    v_jobs timestamptz;
+    v_ticks timestamptz;
+    -- paused categories and those whose unexpired slots are all taken: the gate's own rule
+    v_full text[] := queue._full_categories(queue._lease_clock());
+begin
+    if next_available.queues is not null then
+        foreach v_name in array next_available.queues loop
+            if v_name is null or length(v_name) not between 1 and 128 then
+                raise exception 'queues must hold queue names (1 to 128 characters, no nulls)'
+                    using errcode = '22023';
+            end if;
+        end loop;
+    end if;
+
+    with cats as (
+        select c.category,
+            -- the window holds rate_starts starts: the next start is when the oldest of the
+            -- newest rate_starts leaves it
+            case when c.rate_starts is not null then (
+                select t.at + c.rate_per from unnest(c.rate_log) as t (at)
+                where t.at > now() - c.rate_per
+                order by t.at desc offset c.rate_starts - 1 limit 1
+            ) end as rate_free_at
+        from queue.categories as c
+    )
+    select min(case when j.category is null then j.available_at
+        else greatest(j.available_at, k.rate_free_at) end)
+    into v_jobs
+    from queue.jobs as j
+    left join cats as k on k.category = j.category
+    where j.status = 'pending'
+        and (next_available.queues is null or j.queue = any (next_available.queues))
+        and not exists (select from queue.queues as q where q.queue = j.queue and q.paused)
+        and (j.category is null or not j.category = any (v_full));
+
+    select min(s.next_at) into v_ticks
+    from queue.schedules as s
+    where s.task is null and s.next_at is not null
+        and (next_available.queues is null or s.queue = any (next_available.queues))
+        and not exists (select from queue.queues as q where q.queue = s.queue and q.paused);
+
+    return least(v_jobs, v_ticks);
+end
+$$;
+
+COMMENT ON FUNCTION queue.next_available(queues text[]) IS 'When the next job of the queues becomes claimable (null: nothing scheduled).';
+
 CREATE FUNCTION queue.pause(queue text) RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -4644,6 +4898,83 @@ $$;
 
 COMMENT ON FUNCTION queue.purge_dead_jobs(job_ids bigint[]) IS 'Delete the dead letters with the given ids; returns how many.';
 
+CREATE FUNCTION queue.register_worker(worker text, host text, pid integer, queues text[] DEFAULT '{}'::text[], slots integer DEFAULT 0, version text DEFAULT NULL::text, expire_after interval DEFAULT '00:01:00'::interval) RETURNS timestamp with time zone
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+declare
+    v_queues text[] := coalesce(register_worker.queues, '{}'::text[]);
+    v_slots int := coalesce(register_worker.slots, 0);
+    v_expire interval := coalesce(register_worker.expire_after, interval '1 minute');
+    v_name text;
+begin
+    perform queue._check_name(register_worker.worker, 'worker');
+    perform queue._check_name(register_worker.host, 'host', true, 255);
+    perform queue._check_name(register_worker.version, 'version', false, 64);
+    if register_worker.pid is null then
+        raise exception 'pid must not be null' using errcode = '22004';
+    end if;
+    if register_worker.pid < 0 then
+        raise exception 'pid must not be negative (got %)', register_worker.pid
+            using errcode = '22023';
+    end if;
+    if v_slots not between 0 and 100000 then
+        raise exception 'slots must be between 0 and 100000 (got %)', v_slots
+            using errcode = '22023';
+    end if;
+    if array_ndims(v_queues) > 1 or array_lower(v_queues, 1) <> 1
+        or cardinality(v_queues) > 1000 then
+        raise exception 'queues must be a one-dimensional array of at most 1000 names'
+            using errcode = '22023';
+    end if;
+    foreach v_name in array v_queues loop
+        if v_name is null or length(v_name) not between 1 and 128 then
+            raise exception 'queues must hold queue names (1 to 128 characters, no nulls)'
+                using errcode = '22023';
+        end if;
+    end loop;
+    perform queue._check_interval(v_expire, 'expire_after', true, true, 'lease');
+
+    delete from queue.worker_registrations as r
+    where r.last_seen_at + r.expire_after < now() and r.worker <> register_worker.worker;
+    insert into queue.worker_registrations as r (
+        worker, host, pid, queues, slots, version, started_at, last_seen_at, expire_after
+    ) values (
+        register_worker.worker, register_worker.host, register_worker.pid, v_queues, v_slots,
+        register_worker.version, now(), now(), v_expire
+    )
+    on conflict (worker) do update set
+        host = excluded.host, pid = excluded.pid, queues = excluded.queues,
+        slots = excluded.slots, version = excluded.version,
+        started_at = case when (r.host, r.pid) = (excluded.host, excluded.pid)
+            and r.last_seen_at + r.expire_after >= now()
+            then r.started_at else excluded.started_at end,
+        last_seen_at = excluded.last_seen_at, expire_after = excluded.expire_after;
+    return now() + v_expire;
+end
+$$;
+
+COMMENT ON FUNCTION queue.register_worker(worker text, host text, pid integer, queues text[], slots integer, version text, expire_after interval) IS 'Register a worker, or refresh its registration; returns when it expires.';
+
+CREATE FUNCTION queue.registered_workers() RETURNS TABLE(worker text, host text, pid integer, queues text[], slots integer, busy bigint, version text, started_at timestamp with time zone, last_seen_at timestamp with time zone)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+    return query
+    select r.worker, r.host, r.pid, r.queues, r.slots,
+        (select count(*) from queue.jobs as j
+         where j.worker = r.worker and j.status = 'running'),
+        r.version, r.started_at, r.last_seen_at
+    from queue.worker_registrations as r
+    where r.last_seen_at + r.expire_after >= now()
+    order by r.worker;
+end
+$$;
+
+COMMENT ON FUNCTION queue.registered_workers() IS 'Live worker registrations: host, pid, queues, slots, busy, version, start, last refresh.';
+
 CREATE FUNCTION queue.release(job_id bigint, token uuid, delay interval DEFAULT '00:00:00'::interval) RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -4653,6 +4984,7 @@ CREATE FUNCTION queue.release(job_id bigint, token uuid, delay interval DEFAULT 
 #variable_conflict use_column
 declare
     v_job record;  -- not queue.jobs: queue.set_shards may replace the table mid-call
+    v_now timestamptz := queue._lease_clock();
 begin
     if release.job_id is null or release.token is null then
         raise exception 'job_id and token must not be null' using errcode = '22004';
@@ -4660,7 +4992,7 @@ begin
     perform queue._check_interval(release.delay, 'delay', bound => 'delay');
     if exists (select from queue.jobs as j
                where j.id = release.job_id and j.token = release.token
-                 and j.lease_expires_at > now() and j.abort_requested_at is not null) then
+                 and j.lease_expires_at > v_now and j.abort_requested_at is not null) then
         perform queue.fail(release.job_id, release.token, 'aborted: released');
         return;
     end if;
@@ -4671,19 +5003,13 @@ begin
     -- while a job runs, so token and unexpired lease say "running" without naming the
     -- status, which would let the planner read jobs_lease_idx on stale statistics.
     where j.id = release.job_id and j.token = release.token
-      and j.lease_expires_at > now()
+      and j.lease_expires_at > v_now
     returning j.* into v_job;
     if v_job.id is null then
         perform queue._lease_lost(release.job_id, release.token);
     end if;
-    if v_job.category is not null then
-        delete from queue.worker_locks as w where w.job_id = v_job.id;
-    end if;
-    if release.delay <= interval '0' and (queue._config(v_job.queue)).notify then
-        perform pg_notify('andal_jobs',
-            case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
-                then v_job.queue else '' end);
-    end if;
+    perform queue._settle(v_job.id, v_job.queue, v_job.category, 'released', null, null,
+        ready_at => v_job.available_at);
 end
 $$;
 
@@ -4713,22 +5039,25 @@ begin
         raise exception 'a live job of queue % already holds dedup_key %',
             v_dead.queue, v_dead.dedup_key using errcode = '55000';
     end if;
-    insert into queue.jobs (
+    -- The check above cannot see an enqueue of the same key that has not committed yet: the
+    -- insert waits for it and, when it commits, finds the key held (55000, not 23505).
+    insert into queue.jobs as j (
         id, queue, category, priority, payload, attempt, max_attempts, enqueued_at,
         dedup_key, errors, cache_key
     ) overriding system value values (
         v_dead.job_id, v_dead.queue, v_dead.category, v_dead.priority, v_dead.payload, 0,
         v_dead.max_attempts, v_dead.enqueued_at, v_dead.dedup_key, v_dead.errors,
         v_dead.cache_key
-    );
+    )
+    on conflict (queue, dedup_key) where dedup_key is not null do nothing;
+    if not found then
+        raise exception 'a live job of queue % already holds dedup_key %',
+            v_dead.queue, v_dead.dedup_key using errcode = '55000';
+    end if;
     if v_dead.category is not null then
         perform queue._category_id(v_dead.category);
     end if;
-    if (queue._config(v_dead.queue)).notify then
-        perform pg_notify('andal_jobs',
-            case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
-                then v_dead.queue else '' end);
-    end if;
+    perform queue._notify_ready(v_dead.queue, (queue._config(v_dead.queue)).notify);
     return v_dead.job_id;
 end
 $$;
@@ -4748,7 +5077,7 @@ begin
     where q.queue = resume.queue and q.paused
     returning q.notify into v_notify;
     if v_notify then
-        perform pg_notify('andal_jobs', resume.queue);
+        perform queue._notify('andal_jobs', resume.queue);
     end if;
 end
 $$;
@@ -4961,15 +5290,10 @@ CREATE FUNCTION queue.set_shards(shards integer) RETURNS bigint
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
-    v_old oid;
     v_current int;
-    v_seq text;
-    v_next bigint;
+    v_options text;
+    v_part text;
     v_moved bigint;
-    v_idx record;
-    v_names text[] := '{}'::text[];
-    v_fn regprocedure;
-    v_opts text;
 begin
     if set_shards.shards is null then
         raise exception 'shards must not be null' using errcode = '22004';
@@ -4979,105 +5303,45 @@ begin
             using errcode = '22023';
     end if;
     lock table queue.jobs in access exclusive mode;
-    v_old := 'queue.jobs'::regclass;
-    select greatest(count(*), 1) into v_current from pg_inherits where inhparent = v_old;
+    select count(*) into v_current from pg_inherits where inhparent = 'queue.jobs'::regclass;
     if v_current = set_shards.shards then
         return 0;
     end if;
-    if exists (
-        select from pg_index as x
-        where x.indrelid = v_old and x.indisunique and not x.indisprimary
-          and not exists (
-              select from pg_attribute as a
-              where a.attrelid = v_old and a.attname = 'queue' and a.attnum = any (x.indkey)
-          )
-    ) then
-        raise exception 'a unique index of queue.jobs does not include the queue column'
-            using errcode = '55000',
-            hint = 'Each shard enforces unique indexes on its own; include queue in the index.';
-    end if;
+    -- the storage options migration 0011 gave the partitions, for the new ones
+    select array_to_string(c.reloptions, ', ') into v_options
+    from pg_inherits as i
+    join pg_class as c on c.oid = i.inhrelid
+    where i.inhparent = 'queue.jobs'::regclass
+    order by c.relname
+    limit 1;
 
-    -- The new table: same columns, defaults, checks and identity (a new sequence).
-    -- (Statements naming queue.jobs_next are dynamic: the table exists only during the call.)
-    execute 'create table queue.jobs_next (like queue.jobs including all excluding indexes)'
-        || case when set_shards.shards > 1 then ' partition by hash (queue)' else '' end;
-    select array_to_string(c.reloptions, ', ') into v_opts
-    from pg_class as c
-    where c.oid = coalesce(
-        (select i.inhrelid from pg_inherits as i where i.inhparent = v_old limit 1), v_old);
-    if set_shards.shards = 1 then
-        if v_opts is not null then
-            execute format('alter table queue.jobs_next set (%s)', v_opts);
-        end if;
-    else
-        for v_r in 0 .. set_shards.shards - 1 loop
-            execute format(
-                'create table queue.%I partition of queue.jobs_next'
-                ' for values with (modulus %s, remainder %s)%s',
-                'jobs_next_p' || v_r, set_shards.shards, v_r,
-                case when v_opts is not null then format(' with (%s)', v_opts) else '' end);
-        end loop;
-    end if;
-
-    -- The same indexes, under temporary names; the primary key gains the partition key.
-    execute 'alter table queue.jobs_next add constraint jobs_next_pkey primary key '
-        || case when set_shards.shards > 1 then '(id, queue)' else '(id)' end;
-    for v_idx in
-        select c.relname, pg_get_indexdef(x.indexrelid) as def
-        from pg_index as x
-        join pg_class as c on c.oid = x.indexrelid
-        where x.indrelid = v_old and not x.indisprimary
-        order by c.relname
-    loop
-        execute regexp_replace(
-            v_idx.def,
-            '^CREATE (UNIQUE )?INDEX \S+ ON (ONLY )?queue\.jobs ',
-            format('CREATE \1INDEX %I ON queue.jobs_next ', v_idx.relname || '_next'));
-        v_names := array_append(v_names, v_idx.relname::text);
-    end loop;
-
-    -- Move the live jobs, keeping their ids; the new sequence continues the old one.
-    execute format('insert into queue.%I overriding system value select * from queue.jobs',
-        'jobs_next');
+    -- The live jobs aside, the old partitions dropped, the new ones created (with the
+    -- indexes of queue.jobs), the jobs back with their ids.
+    -- (statements naming queue.jobs_resharding are dynamic: it exists only during the call)
+    execute format('create unlogged table queue.%I as select * from queue.jobs', 'jobs_resharding');
     get diagnostics v_moved = row_count;
-    v_seq := pg_get_serial_sequence('queue.jobs', 'id');
-    execute format('select last_value + 1 from %s', v_seq) into v_next;
-    perform setval(pg_get_serial_sequence('queue.jobs_next', 'id'),
-        greatest(v_next, (select coalesce(max(j.id), 0) + 1 from queue.jobs as j)), false);
-
-    -- Swap, and give the new objects the old names.
-    drop table queue.jobs;
-    execute format('alter table queue.%I rename to jobs', 'jobs_next');
-    alter table queue.jobs rename constraint jobs_next_pkey to jobs_pkey;
-    execute format('alter sequence %s rename to jobs_id_seq',
-        pg_get_serial_sequence('queue.jobs', 'id'));
-    for i in 1 .. coalesce(cardinality(v_names), 0) loop
-        execute format('alter index queue.%I rename to %I', v_names[i] || '_next', v_names[i]);
+    for v_part in
+        select i.inhrelid::regclass::text from pg_inherits as i
+        where i.inhparent = 'queue.jobs'::regclass
+    loop
+        execute format('drop table %s', v_part);
     end loop;
     for v_r in 0 .. set_shards.shards - 1 loop
-        exit when set_shards.shards = 1;
-        execute format('alter table queue.%I rename to %I', 'jobs_next_p' || v_r, 'jobs_p' || v_r);
+        execute format(
+            'create table queue.%I partition of queue.jobs'
+            ' for values with (modulus %s, remainder %s)%s',
+            'jobs_p' || v_r, set_shards.shards, v_r,
+            case when v_options is not null then format(' with (%s)', v_options) else '' end);
     end loop;
-    revoke all on queue.jobs from public;
-    comment on table queue.jobs is
-    'Live jobs (pending and running); partitioned by hash (queue) when sharded.';
-
-    -- Compiled PL/pgSQL functions in other sessions hold the old table's row type: rewrite
-    -- each function's catalog row (same cost) so every session recompiles it on next call.
-    for v_fn in
-        select p.oid::regprocedure from pg_proc as p
-        where p.pronamespace in ('queue'::regnamespace, 'cache'::regnamespace)
-          and p.prokind = 'f'
-    loop
-        execute format('alter function %s cost %s', v_fn,
-            (select p.procost from pg_proc as p where p.oid = v_fn));
-    end loop;
+    execute format('insert into queue.jobs overriding system value select * from queue.%I',
+        'jobs_resharding');
+    execute format('drop table queue.%I', 'jobs_resharding');
     analyze queue.jobs;
     return v_moved;
 end
 $$;
 
-COMMENT ON FUNCTION queue.set_shards(shards integer) IS 'Partition queue.jobs by hash (queue) into n shards (1: unsharded), in place, keeping every job.';
+COMMENT ON FUNCTION queue.set_shards(shards integer) IS 'Spread queue.jobs over n hash partitions by queue (1: unsharded), in place, keeping every job.';
 
 CREATE FUNCTION queue.shard_of(queue text) RETURNS integer
     LANGUAGE plpgsql STABLE SECURITY DEFINER
@@ -5110,18 +5374,14 @@ declare
     v_part record;
     v_n bigint;
 begin
-    if not exists (select from pg_partitioned_table where partrelid = 'queue.jobs'::regclass) then
-        return query select 0, 'queue.jobs'::text, (select count(*) from queue.jobs);
-        return;
-    end if;
     for v_part in
-        select c.oid, format('%I.%I', n.nspname, c.relname) as name,
+        select format('%I.%I', n.nspname, c.relname) as name,
             (regexp_match(pg_get_expr(c.relpartbound, c.oid), 'remainder (\d+)'))[1]::int as r
         from pg_inherits as i
         join pg_class as c on c.oid = i.inhrelid
         join pg_namespace as n on n.oid = c.relnamespace
         where i.inhparent = 'queue.jobs'::regclass
-        order by 3
+        order by 2
     loop
         execute format('select count(*) from %s', v_part.name) into v_n;
         shard := v_part.r;
@@ -5420,6 +5680,20 @@ $$;
 
 COMMENT ON FUNCTION queue.trace_contexts(job_ids bigint[]) IS 'The producers'' trace contexts of live jobs (for a worker that traces).';
 
+CREATE FUNCTION queue.unregister_worker(worker text) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+begin
+    perform queue._check_name(unregister_worker.worker, 'worker');
+    delete from queue.worker_registrations as r where r.worker = unregister_worker.worker;
+    return found;
+end
+$$;
+
+COMMENT ON FUNCTION queue.unregister_worker(worker text) IS 'Remove a worker''s registration.';
+
 CREATE FUNCTION queue.unschedule(name text) RETURNS boolean
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -5475,9 +5749,11 @@ $$;
 COMMENT ON FUNCTION queue.watch(job_id bigint) IS 'Ask for a NOTIFY andal_done when a job ends; true when it is still live.';
 
 CREATE FUNCTION queue.workers() RETURNS TABLE(worker text, running bigint, queues text[], oldest_claim_age interval, next_lease_expiry interval, connections bigint)
-    LANGUAGE sql STABLE SECURITY DEFINER
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $_$
+    AS $$
+begin
+    return query
     with held as (
         select j.worker, count(*) as running, array_agg(distinct j.queue) as queues,
             now() - min(j.claimed_at) as oldest_claim_age,
@@ -5486,18 +5762,26 @@ CREATE FUNCTION queue.workers() RETURNS TABLE(worker text, running bigint, queue
         where j.status = 'running' and j.worker is not null
         group by j.worker
     ),
+    live as (
+        select r.worker,
+            array[left('andal ' || r.worker, 63), left('andal ' || r.worker || ' listen', 63),
+                left('andal ' || r.worker || ' vacuum', 63)] as names
+        from queue.worker_registrations as r
+        where r.last_seen_at + r.expire_after >= now()
+    ),
     sessions as (
-        select regexp_replace(substr(a.application_name, 7), ' (listen|vacuum)$', '') as worker,
-            count(*) as connections
-        from pg_catalog.pg_stat_activity as a
-        where a.datname = pg_catalog.current_database() and a.application_name like 'andal %'
-        group by 1
+        select l.worker, count(a.pid) as connections
+        from live as l
+        left join pg_catalog.pg_stat_activity as a
+            on a.datname = pg_catalog.current_database() and a.application_name = any (l.names)
+        group by l.worker
     )
     select coalesce(h.worker, s.worker), coalesce(h.running, 0), coalesce(h.queues, '{}'),
         h.oldest_claim_age, h.next_lease_expiry, coalesce(s.connections, 0)
     from held as h full join sessions as s on s.worker = h.worker
-    order by 1
-$_$;
+    order by 1;
+end
+$$;
 
 COMMENT ON FUNCTION queue.workers() IS 'Per worker: running jobs, their queues, oldest claim, nearest lease expiry, open sessions.';
 
@@ -5733,7 +6017,9 @@ CREATE TABLE queue.jobs (
     CONSTRAINT jobs_running_check CHECK (((status = 'pending'::text) OR ((token IS NOT NULL) AND (lease_expires_at IS NOT NULL)))),
     CONSTRAINT jobs_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'running'::text])))
 )
-WITH (fillfactor='70', autovacuum_vacuum_scale_factor='0.01', autovacuum_vacuum_threshold='1000', autovacuum_analyze_scale_factor='0.02', autovacuum_vacuum_cost_delay='0');
+PARTITION BY HASH (queue);
+
+COMMENT ON TABLE queue.jobs IS 'Live jobs (scheduled, pending, failed awaiting retry, running), partitioned by hash (queue) into its shards (one when unsharded): see queue.set_shards.';
 
 ALTER TABLE queue.jobs ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
     SEQUENCE NAME queue.jobs_id_seq
@@ -5743,6 +6029,34 @@ ALTER TABLE queue.jobs ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
     NO MAXVALUE
     CACHE 1
 );
+
+CREATE TABLE queue.jobs_p0 (
+    id bigint NOT NULL,
+    queue text NOT NULL,
+    category text,
+    priority integer DEFAULT 0 NOT NULL,
+    status text DEFAULT 'pending'::text NOT NULL,
+    payload jsonb NOT NULL,
+    attempt integer DEFAULT 0 NOT NULL,
+    max_attempts integer NOT NULL,
+    available_at timestamp with time zone DEFAULT now() NOT NULL,
+    enqueued_at timestamp with time zone DEFAULT now() NOT NULL,
+    dedup_key text,
+    token uuid,
+    worker text,
+    claimed_at timestamp with time zone,
+    lease_expires_at timestamp with time zone,
+    errors jsonb DEFAULT '[]'::jsonb NOT NULL,
+    cache_key text,
+    cache_version bigint,
+    abort_requested_at timestamp with time zone,
+    watched boolean DEFAULT false NOT NULL,
+    timeout interval,
+    trace_context jsonb,
+    CONSTRAINT jobs_running_check CHECK (((status = 'pending'::text) OR ((token IS NOT NULL) AND (lease_expires_at IS NOT NULL)))),
+    CONSTRAINT jobs_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'running'::text])))
+)
+WITH (fillfactor='70', autovacuum_vacuum_scale_factor='0.01', autovacuum_vacuum_threshold='1000', autovacuum_analyze_scale_factor='0.02', autovacuum_vacuum_cost_delay='0');
 
 CREATE TABLE queue.lock_stats (
     minute timestamp with time zone NOT NULL,
@@ -5829,7 +6143,24 @@ CREATE TABLE queue.worker_locks (
 )
 WITH (fillfactor='70', autovacuum_vacuum_scale_factor='0.01');
 
+CREATE TABLE queue.worker_registrations (
+    worker text NOT NULL,
+    host text NOT NULL,
+    pid integer NOT NULL,
+    queues text[] DEFAULT '{}'::text[] NOT NULL,
+    slots integer NOT NULL,
+    version text,
+    started_at timestamp with time zone DEFAULT now() NOT NULL,
+    last_seen_at timestamp with time zone DEFAULT now() NOT NULL,
+    expire_after interval DEFAULT '00:01:00'::interval NOT NULL,
+    CONSTRAINT worker_registrations_expire_after_check CHECK ((expire_after > '00:00:00'::interval)),
+    CONSTRAINT worker_registrations_pid_check CHECK ((pid >= 0)),
+    CONSTRAINT worker_registrations_slots_check CHECK ((slots >= 0))
+);
+
 ALTER TABLE ONLY queue.history ATTACH PARTITION queue.history_default DEFAULT;
+
+ALTER TABLE ONLY queue.jobs ATTACH PARTITION queue.jobs_p0 FOR VALUES WITH (modulus 1, remainder 0);
 
 ALTER TABLE ONLY cache.config
     ADD CONSTRAINT config_pkey PRIMARY KEY (id);
@@ -5877,7 +6208,10 @@ ALTER TABLE ONLY queue.install_state
     ADD CONSTRAINT install_state_pkey PRIMARY KEY (id);
 
 ALTER TABLE ONLY queue.jobs
-    ADD CONSTRAINT jobs_pkey PRIMARY KEY (id);
+    ADD CONSTRAINT jobs_pkey PRIMARY KEY (id, queue);
+
+ALTER TABLE ONLY queue.jobs_p0
+    ADD CONSTRAINT jobs_p0_pkey PRIMARY KEY (id, queue);
 
 ALTER TABLE ONLY queue.lock_stats
     ADD CONSTRAINT lock_stats_pkey PRIMARY KEY (minute, backend, category_id);
@@ -5906,6 +6240,9 @@ ALTER TABLE ONLY queue.wal_samples
 ALTER TABLE ONLY queue.worker_locks
     ADD CONSTRAINT worker_locks_pkey PRIMARY KEY (job_id);
 
+ALTER TABLE ONLY queue.worker_registrations
+    ADD CONSTRAINT worker_registrations_pkey PRIMARY KEY (worker);
+
 CREATE INDEX log_at_idx ON cache.log USING brin (at);
 
 CREATE INDEX read_stats_minute_idx ON cache.read_stats USING btree (minute);
@@ -5926,19 +6263,19 @@ CREATE INDEX history_queue_idx ON ONLY queue.history USING btree (queue, job_id)
 
 CREATE INDEX history_default_queue_job_id_idx ON queue.history_default USING btree (queue, job_id);
 
-CREATE UNIQUE INDEX jobs_dedup_idx ON queue.jobs USING btree (queue, dedup_key) WHERE (dedup_key IS NOT NULL);
+CREATE UNIQUE INDEX jobs_dedup_idx ON ONLY queue.jobs USING btree (queue, dedup_key) WHERE (dedup_key IS NOT NULL);
 
-CREATE INDEX jobs_gated_idx ON queue.jobs USING btree (priority DESC, available_at, id) WHERE ((status = 'pending'::text) AND (category IS NOT NULL));
+CREATE INDEX jobs_gated_idx ON ONLY queue.jobs USING btree (priority DESC, available_at, id) WHERE ((status = 'pending'::text) AND (category IS NOT NULL));
 
-CREATE INDEX jobs_gated_pair_idx ON queue.jobs USING btree ((ARRAY[queue, category]), priority DESC, available_at, id) WHERE ((status = 'pending'::text) AND (category IS NOT NULL));
+CREATE INDEX jobs_gated_pair_idx ON ONLY queue.jobs USING btree ((ARRAY[queue, category]), priority DESC, available_at, id) WHERE ((status = 'pending'::text) AND (category IS NOT NULL));
 
-CREATE INDEX jobs_gated_queue_idx ON queue.jobs USING btree (queue, priority DESC, available_at, id) WHERE ((status = 'pending'::text) AND (category IS NOT NULL));
+CREATE INDEX jobs_gated_queue_idx ON ONLY queue.jobs USING btree (queue, priority DESC, available_at, id) WHERE ((status = 'pending'::text) AND (category IS NOT NULL));
 
-CREATE INDEX jobs_lease_idx ON queue.jobs USING btree (lease_expires_at) WHERE (status = 'running'::text);
+CREATE INDEX jobs_lease_idx ON ONLY queue.jobs USING btree (lease_expires_at) WHERE (status = 'running'::text);
 
-CREATE INDEX jobs_ready_idx ON queue.jobs USING btree (priority DESC, available_at, id) WHERE ((status = 'pending'::text) AND (category IS NULL));
+CREATE INDEX jobs_ready_idx ON ONLY queue.jobs USING btree (priority DESC, available_at, id) WHERE ((status = 'pending'::text) AND (category IS NULL));
 
-CREATE INDEX jobs_ready_queue_idx ON queue.jobs USING btree (queue, priority DESC, available_at, id) WHERE ((status = 'pending'::text) AND (category IS NULL));
+CREATE INDEX jobs_ready_queue_idx ON ONLY queue.jobs USING btree (queue, priority DESC, available_at, id) WHERE ((status = 'pending'::text) AND (category IS NULL));
 
 CREATE INDEX queues_paused_idx ON queue.queues USING btree (queue) WHERE paused;
 
@@ -6075,6 +6412,8 @@ GRANT ALL ON FUNCTION cache.validate(keys text[], versions bigint[], checksums t
 
 REVOKE ALL ON FUNCTION queue._backoff(cfg queue.queues, attempt integer) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION queue._bound_error(error text) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION queue._bury(job_id bigint, reason text, last_error text, errors jsonb) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._caller() FROM PUBLIC;
@@ -6119,11 +6458,17 @@ REVOKE ALL ON FUNCTION queue._enqueue_many(payloads jsonb[], queue text, categor
 
 REVOKE ALL ON FUNCTION queue._error_entry(attempt integer, error text, worker text, retry_in interval) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION queue._fail(job_id bigint, token uuid, error text, retry_in interval, retryable boolean) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION queue._fire(schedule_name text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._fire_due(queues text[], lim integer) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._forget_unused() FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._free_slots(job_ids bigint[], queues text[]) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._full_categories(at timestamp with time zone) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._gated_scan(queues text[], lim integer, exclude_categories text[], exclude_ids bigint[]) FROM PUBLIC;
 
@@ -6141,6 +6486,10 @@ REVOKE ALL ON FUNCTION queue._history_roll() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._latest_tick(cron text, every interval, tz text, anchor timestamp with time zone, since timestamp with time zone, at timestamp with time zone) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION queue._lease_clock() FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._lease_default() FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION queue._lease_lost(job_id bigint, token uuid) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._limits(OUT max_lease interval, OUT max_delay interval, OUT min_priority integer, OUT max_priority integer, OUT max_error_bytes integer, OUT max_result_bytes integer) FROM PUBLIC;
@@ -6150,6 +6499,10 @@ REVOKE ALL ON FUNCTION queue._live_state(status text, available_at timestamp wit
 REVOKE ALL ON FUNCTION queue._lock_down() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._next_tick(cron text, every interval, tz text, anchor timestamp with time zone, after timestamp with time zone) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._notify(channel text, payload text, anonymous text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._notify_ready(queue_name text, enabled boolean) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._prom_label(value text) FROM PUBLIC;
 
@@ -6166,6 +6519,8 @@ REVOKE ALL ON FUNCTION queue._run_task(task text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION queue._run_tasks() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._scan(queues text[], lim integer, exclude_categories text[], exclude_ids bigint[]) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._settle(job_id bigint, queue_name text, category_name text, outcome text, claimed_at timestamp with time zone, available_at timestamp with time zone, cache_key text, result jsonb, ready_at timestamp with time zone) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._stats_rollup() FROM PUBLIC;
 
@@ -6194,6 +6549,10 @@ GRANT ALL ON FUNCTION queue.complete(job_id bigint, token uuid, result jsonb) TO
 REVOKE ALL ON FUNCTION queue.complete_many(job_ids bigint[], tokens uuid[], results jsonb[]) FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.complete_many(job_ids bigint[], tokens uuid[], results jsonb[]) TO andal_worker;
 GRANT ALL ON FUNCTION queue.complete_many(job_ids bigint[], tokens uuid[], results jsonb[]) TO andal_admin;
+
+REVOKE ALL ON FUNCTION queue.complete_many_then_claim(job_ids bigint[], tokens uuid[], results jsonb[], worker text, queues text[], batch integer, lease interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION queue.complete_many_then_claim(job_ids bigint[], tokens uuid[], results jsonb[], worker text, queues text[], batch integer, lease interval) TO andal_worker;
+GRANT ALL ON FUNCTION queue.complete_many_then_claim(job_ids bigint[], tokens uuid[], results jsonb[], worker text, queues text[], batch integer, lease interval) TO andal_admin;
 
 REVOKE ALL ON FUNCTION queue.configure_history(partition_width interval) FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.configure_history(partition_width interval) TO andal_admin;
@@ -6227,6 +6586,10 @@ GRANT ALL ON FUNCTION queue.enqueue_many(payloads jsonb[], timeout interval, que
 REVOKE ALL ON FUNCTION queue.fail(job_id bigint, token uuid, error text, retry_in interval, retryable boolean) FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.fail(job_id bigint, token uuid, error text, retry_in interval, retryable boolean) TO andal_worker;
 GRANT ALL ON FUNCTION queue.fail(job_id bigint, token uuid, error text, retry_in interval, retryable boolean) TO andal_admin;
+
+REVOKE ALL ON FUNCTION queue.fail_outcome(job_id bigint, token uuid, error text, retry_in interval, retryable boolean) FROM PUBLIC;
+GRANT ALL ON FUNCTION queue.fail_outcome(job_id bigint, token uuid, error text, retry_in interval, retryable boolean) TO andal_worker;
+GRANT ALL ON FUNCTION queue.fail_outcome(job_id bigint, token uuid, error text, retry_in interval, retryable boolean) TO andal_admin;
 
 REVOKE ALL ON FUNCTION queue.heartbeat(job_id bigint, token uuid, extend interval) FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.heartbeat(job_id bigint, token uuid, extend interval) TO andal_worker;
@@ -6271,6 +6634,11 @@ GRANT ALL ON FUNCTION queue.metrics() TO andal_admin;
 GRANT ALL ON FUNCTION queue.metrics() TO andal_worker;
 GRANT ALL ON FUNCTION queue.metrics() TO andal_monitor;
 
+REVOKE ALL ON FUNCTION queue.next_available(queues text[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION queue.next_available(queues text[]) TO andal_worker;
+GRANT ALL ON FUNCTION queue.next_available(queues text[]) TO andal_admin;
+GRANT ALL ON FUNCTION queue.next_available(queues text[]) TO andal_monitor;
+
 REVOKE ALL ON FUNCTION queue.pause(queue text) FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.pause(queue text) TO andal_admin;
 
@@ -6279,6 +6647,15 @@ GRANT ALL ON FUNCTION queue.purge_dead(older_than interval) TO andal_admin;
 
 REVOKE ALL ON FUNCTION queue.purge_dead_jobs(job_ids bigint[]) FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.purge_dead_jobs(job_ids bigint[]) TO andal_admin;
+
+REVOKE ALL ON FUNCTION queue.register_worker(worker text, host text, pid integer, queues text[], slots integer, version text, expire_after interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION queue.register_worker(worker text, host text, pid integer, queues text[], slots integer, version text, expire_after interval) TO andal_worker;
+GRANT ALL ON FUNCTION queue.register_worker(worker text, host text, pid integer, queues text[], slots integer, version text, expire_after interval) TO andal_admin;
+
+REVOKE ALL ON FUNCTION queue.registered_workers() FROM PUBLIC;
+GRANT ALL ON FUNCTION queue.registered_workers() TO andal_worker;
+GRANT ALL ON FUNCTION queue.registered_workers() TO andal_admin;
+GRANT ALL ON FUNCTION queue.registered_workers() TO andal_monitor;
 
 REVOKE ALL ON FUNCTION queue.release(job_id bigint, token uuid, delay interval) FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.release(job_id bigint, token uuid, delay interval) TO andal_worker;
@@ -6336,6 +6713,10 @@ GRANT ALL ON FUNCTION queue.status() TO andal_monitor;
 REVOKE ALL ON FUNCTION queue.trace_contexts(job_ids bigint[]) FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.trace_contexts(job_ids bigint[]) TO andal_worker;
 GRANT ALL ON FUNCTION queue.trace_contexts(job_ids bigint[]) TO andal_admin;
+
+REVOKE ALL ON FUNCTION queue.unregister_worker(worker text) FROM PUBLIC;
+GRANT ALL ON FUNCTION queue.unregister_worker(worker text) TO andal_worker;
+GRANT ALL ON FUNCTION queue.unregister_worker(worker text) TO andal_admin;
 
 REVOKE ALL ON FUNCTION queue.unschedule(name text) FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.unschedule(name text) TO andal_admin;

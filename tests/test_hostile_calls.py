@@ -224,6 +224,26 @@ def queue_calls(job: int, dead: int) -> list[Call]:
     out += over("queue.complete_many", cm, "tokens", [("null", "22004"),
                 (f"array[{TOKEN}, {TOKEN}]", "22023")])  # fmt: skip
     out += over("queue.complete_many", cm, "results", [("array['{}'::jsonb, '{}']", "22023")])
+    for fn in ("queue.fail", "queue.fail_outcome"):
+        out.append(Call(call(fn, fail, error="repeat('x', 1048576)"), "AN001"))
+    fo = {**lease, "error": "'e'"}
+    out += over("queue.fail_outcome", fo, "job_id", [("null", "22004"), ("0", "AN001")])
+    out += over("queue.fail_outcome", fo, "token", [("null", "22004"), (TOKEN, "AN001")])
+    out += over("queue.fail_outcome", fo, "error", [("null", "22004")])
+    out += over("queue.fail_outcome", fo, "retryable", [("null", "22004")])
+    out += intervals("queue.fail_outcome", fo, "retry_in", False, BOUNDED_DELAY)
+    cc = {**cm, "results": "null", "worker": "'w'", "queues": "'{h}'", "batch": "1",
+          "lease": "null"}  # fmt: skip
+    out += over("queue.complete_many_then_claim", cc, "job_ids", [("null", "22004"),
+                ("'{}'::bigint[]", "22023")])  # fmt: skip
+    out += over("queue.complete_many_then_claim", cc, "tokens", [("null", "22004")])
+    out += over("queue.complete_many_then_claim", cc, "worker", NAME_BAD)
+    out += over("queue.complete_many_then_claim", cc, "batch", each(["0", "1001", "null"], "22023"))
+    out += over("queue.complete_many_then_claim", cc, "queues", each(["'{null}'"], "22023"))
+    out += intervals("queue.complete_many_then_claim", cc, "lease", True, BOUNDED)
+    for level in ("repeatable read", "serializable"):
+        out.append(Call(call("queue.complete_many_then_claim", cc), "55000",
+                        (f"set transaction isolation level {level}",)))  # fmt: skip
     hm = {"job_ids": f"array[{job}]::bigint[]", "tokens": f"array[{TOKEN}]"}
     out += over("queue.heartbeat_many", hm, "job_ids", [("null", "22004"),
                 (f"array[{job}, {job}]::bigint[]", "22023")])  # fmt: skip

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -13,9 +14,10 @@ from importlib import metadata
 from pathlib import Path
 
 import psycopg
+import pytest
 
 import andal
-from andal.install import sql_dir, sql_version
+from andal.install import ManifestError, function_files, manifest, sql_dir, sql_version
 
 ROOT = Path(__file__).resolve().parent.parent
 ANDAL = str(Path(sys.executable).parent / "andal")
@@ -46,7 +48,7 @@ def test_the_wheel_ships_every_sql_file(tmp_path: Path) -> None:
         "andal/sql/" + p.relative_to(ROOT / "sql").as_posix()
         for part in ("schema", "functions")
         for p in (ROOT / "sql" / part).rglob("*.sql")
-    )
+    ) + ["andal/sql/functions/manifest.txt"]
     assert len(sources) > 40
     assert [s for s in sources if s not in shipped] == []
     assert not [n for n in shipped if n.startswith("andal/sql/tests")]
@@ -72,7 +74,7 @@ def test_the_sdist_carries_the_sql_and_builds_a_wheel_with_it(tmp_path: Path) ->
         p.relative_to(ROOT).as_posix()
         for part in ("schema", "functions")
         for p in (ROOT / "sql" / part).rglob("*.sql")
-    )
+    ) + ["sql/functions/manifest.txt"]
     assert [s for s in sources if s not in names] == []
     assert {"LICENSE", "CHANGELOG.md", "setup.py"} <= names
     wheel_dir = tmp_path / "wheel"
@@ -112,3 +114,33 @@ def test_the_docs_name_the_distribution_andal_pg() -> None:
     ]
     assert found == []
     assert "pip install andal-pg" in (ROOT / "README.md").read_text()
+
+
+def test_the_manifest_lists_every_function_file_once_and_the_public_revoke_last() -> None:
+    files = function_files(ROOT / "sql")
+    assert sorted(files) == sorted((ROOT / "sql" / "functions").rglob("*.sql"))
+    assert files[-1].name == "revoke_public.sql"
+
+
+@pytest.mark.parametrize("change", ["unlisted", "missing", "twice"])
+def test_an_install_refuses_a_manifest_out_of_date(tmp_path: Path, change: str) -> None:
+    """A .sql file the manifest does not list (or a listed one that is gone, or one listed
+    twice) stops the install before any database is touched: never a silently skipped file."""
+    root = tmp_path / "sql"
+    shutil.copytree(ROOT / "sql" / "functions", root / "functions")
+    listing = root / "functions" / "manifest.txt"
+    if change == "unlisted":
+        (root / "functions" / "queue" / "forgotten.sql").write_text("select 1;\n")
+    elif change == "missing":
+        (root / "functions" / manifest(root)[3]).unlink()
+    else:
+        listing.write_text(listing.read_text() + manifest(root)[3] + "\n")
+    with pytest.raises(
+        ManifestError,
+        match={
+            "unlisted": "not listed: queue/forgotten.sql",
+            "missing": "listed but missing",
+            "twice": "listed twice",
+        }[change],
+    ):
+        function_files(root)

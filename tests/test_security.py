@@ -273,6 +273,11 @@ CALLS = {
     "complete": "select queue.complete(0, gen_random_uuid())",
     "complete_many": "select * from queue.complete_many('{0}', array[gen_random_uuid()])",
     "fail": "select queue.fail(0, gen_random_uuid(), 'e')",
+    "fail_outcome": "select * from queue.fail_outcome(0, gen_random_uuid(), 'e')",
+    "complete_many_then_claim": (
+        "select * from queue.complete_many_then_claim('{0}', array[gen_random_uuid()], null,"
+        " 'w', '{rm-empty}', 1, null)"
+    ),
     "heartbeat": "select queue.heartbeat(0, gen_random_uuid())",
     "heartbeat_many": "select * from queue.heartbeat_many('{0}', array[gen_random_uuid()])",
     "heartbeat:report_abort": (
@@ -326,7 +331,9 @@ WORKER = {
     "claim",
     "complete",
     "complete_many",
+    "complete_many_then_claim",
     "fail",
+    "fail_outcome",
     "heartbeat",
     "heartbeat_many",
     "heartbeat:report_abort",
@@ -442,6 +449,11 @@ def sql_copy_with_unguarded_function(tmp_path: Path) -> Path:
     (root / "functions" / "queue" / "zz_unguarded_probe.sql").write_text(
         "create or replace function queue.unguarded_probe() returns int\n"
         "language sql set search_path = pg_catalog, pg_temp as $$ select 1 $$;\n"
+    )
+    # listed in the install order as a contributor would, before the last file
+    listing = (src / "functions" / "manifest.txt").read_text()
+    (root / "functions" / "manifest.txt").write_text(
+        listing.replace("\nrevoke_public.sql", "\nqueue/zz_unguarded_probe.sql\nrevoke_public.sql")
     )
     return root
 

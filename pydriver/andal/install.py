@@ -2,9 +2,9 @@
 
 Run-once migrations (``sql/schema/NNNN_*.sql``) are applied in order, each in its own
 transaction, and recorded in ``queue.schema_migrations``. The re-runnable function definitions
-(``sql/functions/**.sql``) are then re-applied in one transaction when their content changed
-since the last install. Concurrent installs are serialised by a session advisory lock, so a
-second run changes nothing.
+(``sql/functions/**.sql``, in the order ``sql/functions/manifest.txt`` lists them) are then
+re-applied in one transaction when their content changed since the last install. Concurrent
+installs are serialised by a session advisory lock, so a second run changes nothing.
 
 ``shards`` (optional) then spreads the live table ``queue.jobs`` (partitioned by hash of the
 queue, see migration 0011) over that many shards, in place (``queue.set_shards``; 1:
@@ -40,9 +40,44 @@ def migrations(root: Path | None = None) -> list[tuple[str, Path]]:
     return [(p.name.split("_", 1)[0], p) for p in sorted((root / "schema").glob("*.sql"))]
 
 
+#: The ordered list of the function files, relative to ``sql/functions``.
+MANIFEST = "manifest.txt"
+
+
+class ManifestError(SqlNotFound):
+    """``sql/functions/manifest.txt`` does not list exactly the function files there are."""
+
+
+def manifest(root: Path | None = None) -> list[str]:
+    """The paths ``sql/functions/manifest.txt`` lists, in order (comments and blank lines
+    left out)."""
+    text = ((root or sql_dir()) / "functions" / MANIFEST).read_text()
+    lines = (line.split("#", 1)[0].strip() for line in text.splitlines())
+    return [line for line in lines if line]
+
+
 def function_files(root: Path | None = None) -> list[Path]:
-    root = root or sql_dir()
-    return sorted((root / "functions").rglob("*.sql"))
+    """The function files in the order the manifest gives. Raises ``ManifestError`` when a
+    ``.sql`` file is not listed, a listed file is missing, or one is listed twice: an
+    install never silently skips or reorders a file."""
+    base = (root or sql_dir()) / "functions"
+    listed = manifest(root)
+    present = {p.relative_to(base).as_posix() for p in base.rglob("*.sql")}
+    unlisted = sorted(present - set(listed))
+    missing = [name for name in listed if name not in present]
+    twice = sorted({name for name in listed if listed.count(name) > 1})
+    if unlisted or missing or twice:
+        problems = [
+            f"{label}: {', '.join(names)}"
+            for label, names in (
+                ("not listed", unlisted),
+                ("listed but missing", missing),
+                ("listed twice", twice),
+            )
+            if names
+        ]
+        raise ManifestError(f"{base / MANIFEST} is out of date ({'; '.join(problems)})")
+    return [base / name for name in listed]
 
 
 def functions_digest(files: list[Path]) -> str:

@@ -73,32 +73,29 @@ COMPLETE_MANY = (
     " results => %(results)s::jsonb[]) as c"
 )
 
-#: ``COMPLETE_MANY``, then ``CLAIM``, in one statement: one round trip and one transaction
-#: (one commit) for the outcomes of the jobs that ran and the next jobs for the slots they left.
-#: The completions run first (the claim's one-time filter reads the materialized ``done``), so
-#: the claim sees their effects (a category slot they free, say); an error in either rolls both
-#: back. A row per completion (``claimed`` false: ``job_id`` and ``completed``, as
-#: ``COMPLETE_MANY``), then a row per claimed job (``claimed`` true: the columns of ``CLAIM``
-#: in its order, from ``job_id`` to ``db_now``).
+#: ``queue.complete_many_then_claim``: ``COMPLETE_MANY``, then ``CLAIM``, in one call: one
+#: round trip and one transaction (one commit) for the outcomes of the jobs that ran and the
+#: next jobs for the slots they left. The completions run first, so the claim sees their
+#: effects (a category slot they free, say); an error in either rolls both back. A row per
+#: completion (``claimed`` false: ``job_id`` and ``completed``, as ``COMPLETE_MANY``), then a
+#: row per claimed job (``claimed`` true: the columns of ``CLAIM`` in its order, from
+#: ``job_id`` to ``db_now``).
 COMPLETE_MANY_THEN_CLAIM = (
-    "with done as materialized (select d.job_id, d.completed from queue.complete_many("
-    "job_ids => %(job_ids)s::bigint[], tokens => %(tokens)s::uuid[],"
-    " results => %(results)s::jsonb[]) as d)"
-    " select false as claimed, d.job_id, null, null, null, null, null, null, null, null, null,"
-    " null, null, null, d.completed from done as d"
-    " union all"
-    " select true, c.job_id, c.queue, c.category, c.priority, c.payload::text, c.attempt,"
-    " c.max_attempts, c.token, c.lease_expires_at, c.enqueued_at, c.cache_key, c.cache_version,"
-    " now(), null"
-    " from queue.claim(worker => %(worker)s::text, queues => %(queues)s::text[],"
-    " batch => %(batch)s::int, lease => %(lease)s::interval) as c"
-    " where (select count(*) from done) >= 0"
+    "select d.claimed, d.job_id, d.queue, d.category, d.priority, d.payload::text, d.attempt,"
+    " d.max_attempts, d.token, d.lease_expires_at, d.enqueued_at, d.cache_key, d.cache_version,"
+    " case when d.claimed then now() end, d.completed"
+    " from queue.complete_many_then_claim(job_ids => %(job_ids)s::bigint[],"
+    " tokens => %(tokens)s::uuid[], results => %(results)s::jsonb[],"
+    " worker => %(worker)s::text, queues => %(queues)s::text[], batch => %(batch)s::int,"
+    " lease => %(lease)s::interval) as d"
 )
 
+#: status, reason (the dead letter's, for a dead job) and the next availability
 FAIL = (
-    "select queue.fail(job_id => %(job_id)s::bigint, token => %(token)s::uuid,"
+    "select f.status, f.reason, f.available_at from queue.fail_outcome("
+    "job_id => %(job_id)s::bigint, token => %(token)s::uuid,"
     " error => %(error)s::text, retry_in => %(retry_in)s::interval,"
-    " retryable => %(retryable)s::boolean)"
+    " retryable => %(retryable)s::boolean) as f"
 )
 
 #: The producers' trace contexts of claimed jobs (read only by a worker that traces).

@@ -82,7 +82,7 @@ create table queue.categories (
 );
 create index categories_paused_idx on queue.categories (id) where max_running = 0;
 
--- The live table: pending and running jobs only. Completed jobs leave it (see DESIGN 3).
+-- The live table: pending and running jobs only. Completed jobs leave it, so it stays small whatever the history.
 create table queue.jobs (
     id bigint generated always as identity primary key,
     queue text not null,
@@ -131,7 +131,7 @@ create index jobs_lease_idx on queue.jobs (lease_expires_at) where status = 'run
 create unique index jobs_dedup_idx on queue.jobs (queue, dedup_key)
 where dedup_key is not null;
 
--- One row per running job of a gated category (Q6): the persistent part of the gate.
+-- One row per running job of a gated category: the persistent part of the gate.
 create table queue.worker_locks (
     job_id bigint primary key,
     category_id bigint not null,
@@ -172,7 +172,7 @@ create table queue.results (
 );
 create index results_completed_idx on queue.results (completed_at);
 
--- Advisory-lock contention (Q11): one row per minute, backend and category, so claimers
+-- Advisory-lock contention: one row per minute, backend and category, so claimers
 -- never wait on a counter row.
 create table queue.lock_stats (
     minute timestamptz not null,

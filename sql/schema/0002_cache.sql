@@ -7,7 +7,7 @@
 -- * `cache.log`: the ordered change log (one row per write or invalidation, in the writer's
 --   transaction). Logged: it is small and it is what makes invalidation reliable. Each row
 --   carries the writer's top-level transaction id (xid8) so that readers resume from a
---   transaction-id watermark that can never skip a change committing late (DESIGN 10).
+--   transaction-id watermark that can never skip a change committing late.
 -- * `cache.views`, `cache.view_sources`, `cache.source_changes`: materialized views refreshed
 --   as queue work, the tables they track, and the TRUNCATE counters of those tables.
 -- * `cache.config`: the knobs of the adaptive TTL and the size limits.
@@ -27,7 +27,7 @@ create sequence cache.epoch_seq as bigint;
 
 create table cache.config (
     id boolean primary key default true constraint config_single check (id),
-    -- TTL of a key never seen changing, and the bounds of the adaptive TTL (C11).
+    -- TTL of a key never seen changing, and the bounds of the adaptive TTL.
     default_ttl interval not null default '1 hour'
     constraint config_default_ttl_check check (default_ttl > '0'),
     min_ttl interval not null default '1 second'
@@ -59,7 +59,7 @@ create unlogged table cache.entries (
     stale boolean not null default false,
     expires_at timestamptz,
     written_at timestamptz not null default now(),
-    -- adaptive-TTL statistics (C11): how many changes, the last one, EWMA of the gaps (s)
+    -- adaptive-TTL statistics: how many changes, the last one, EWMA of the gaps (s)
     changes bigint not null default 0,
     changed_at timestamptz,
     mean_interval double precision,
@@ -111,7 +111,7 @@ create unlogged table cache.epoch (
 );
 insert into cache.epoch (epoch) values (nextval('cache.epoch_seq'));
 
--- Materialized views kept as a precomputed cache (Q8, Q10).
+-- Materialized views kept as a precomputed cache.
 create table cache.views (
     view regclass primary key,
     max_lag interval not null constraint views_max_lag_check check (max_lag > '0'),

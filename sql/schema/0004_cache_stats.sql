@@ -1,4 +1,4 @@
--- 0004: cache read counters reported by the drivers in batches (C15): one row per minute,
+-- 0004: cache read counters reported by the drivers in batches: one row per minute,
 -- worker pool, job type and backend, so reporting sessions never share a counter row.
 
 create table cache.read_stats (

@@ -34,6 +34,8 @@ create or replace temporary view andal_audit_matrix (fn, roles) as values
     ('queue.complete', '{andal_admin,andal_worker}'),
     ('queue.complete_many', '{andal_admin,andal_worker}'),
     ('queue.fail', '{andal_admin,andal_worker}'),
+    ('queue.fail_outcome', '{andal_admin,andal_worker}'),
+    ('queue.complete_many_then_claim', '{andal_admin,andal_worker}'),
     ('queue.heartbeat', '{andal_admin,andal_worker}'),
     ('queue.heartbeat_many', '{andal_admin,andal_worker}'),
     ('queue.trace_contexts', '{andal_admin,andal_worker}'),

@@ -320,7 +320,7 @@ class Completer:
         outcome = "dead" if status == "dead" else "retried"
         self.w.observer.reported(o.run, "fail", started, started_ns, outcome=outcome)
         if outcome == "dead":
-            fields["reason"] = "non_retryable" if not o.retryable else "exhausted"
+            fields["reason"] = row[1] if row else None  # the dead letter's (queue.fail_outcome)
             event("dead", logging.WARNING, worker=self.w.name, **fields)
         else:
             if o.retry_in is not None:

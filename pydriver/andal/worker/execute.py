@@ -287,7 +287,7 @@ class Executor:
             worker=self.w.name, duration_ms=o.duration_ms, reason=o.reason, error=o.summary()
         )
         if outcome == "dead":
-            fields["reason"] = "non_retryable" if not o.retryable else "exhausted"
+            fields["reason"] = status[1]  # queue.fail_outcome's: the dead letter's reason
         return outcome, fields
 
     def _tx_completed(

@@ -1,4 +1,4 @@
--- Adaptive TTL (C11): keys that change often get shorter TTLs, computed from what was seen.
+-- Adaptive TTL: keys that change often get shorter TTLs, computed from what was seen.
 --
 -- cache._adaptive_ttl(mean_interval, changed_at): with m the EWMA of the gaps between a
 -- key's changes (seconds; weight cache.config.ewma_alpha on the newest gap) and a the time

@@ -1,6 +1,6 @@
 -- cache._current_version: queue coupling, called by queue.enqueue with a cache_key and no
 -- cache_value. The key's current version (0 when it has no entry): the minimum version a
--- worker may use for this job (C10, Q9). Raises nothing.
+-- worker may use for this job. Raises nothing.
 create or replace function cache._current_version(key text) returns bigint
 language sql stable
 set search_path = pg_catalog, pg_temp

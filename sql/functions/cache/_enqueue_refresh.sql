@@ -1,7 +1,7 @@
 -- cache._enqueue_refresh: make sure one refresh job for `key` is live in queue `queue_name`
 -- (payload {"key": key}, dedup_key = key). Deduplicated by the queue across all workers: a
 -- pending or running refresh of the key makes this a no-op, so a stampede of readers of one
--- missing or expired key yields one job (rule 4). Returns the live job's id.
+-- missing or expired key yields one job. Returns the live job's id.
 create or replace function cache._enqueue_refresh(key text, queue_name text) returns bigint
 language plpgsql
 set search_path = pg_catalog, pg_temp

@@ -1,6 +1,6 @@
 -- cache._job_done: queue coupling, called by queue.complete / complete_many (reason
 -- 'completed'), queue.fail (reason 'retry' or 'dead'), lease expiry and cancel, in the same
--- transaction as the job's state change (C8, C10).
+-- transaction as the job's state change.
 -- policy (the queue's cache_policy):
 --   'invalidate' - invalidate the key;
 --   'rewrite'    - on completion with a non-null result, store the result as the key's new

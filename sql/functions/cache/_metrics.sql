@@ -1,5 +1,5 @@
 -- cache._metrics: the shared cache's figures as Prometheus exposition text (format 0.0.4),
--- appended by queue.metrics() (C15). Cheap enough for a scrape: counts of the entries, and of
+-- appended by queue.metrics(). Cheap enough for a scrape: counts of the entries, and of
 -- the log's last 5 minutes (BRIN on log.at).
 -- * andal_cache_entries{state}: fresh, stale (invalidated), expired, tombstone.
 -- * andal_cache_changes{op,window}: writes and invalidations in the last 1m / 5m.

@@ -1,5 +1,5 @@
 -- cache._write_through: queue coupling, called by queue.enqueue with cache_key and
--- cache_value (C7). Stores the value in the enqueuer's transaction (adaptive TTL, logged,
+-- cache_value. Stores the value in the enqueuer's transaction (adaptive TTL, logged,
 -- notified) and returns the new version, which the job carries as its cache_version.
 -- Raises: 22004 null key or value; 22023 bad key or JSON null value; 54000 value too large.
 create or replace function cache._write_through(key text, value jsonb) returns bigint

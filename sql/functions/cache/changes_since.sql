@@ -3,7 +3,7 @@
 --
 -- Why not a log sequence number: sequence order is not commit order. A change can draw a
 -- lower seq and commit after a higher one was read; a reader resuming from the highest seq
--- it saw would skip it (rule 2). Positions are transaction ids (xid8) instead:
+-- it saw would skip it. Positions are transaction ids (xid8) instead:
 -- * X = the xmin of the reading snapshot: every transaction with an id below X has ended, so
 --   every log row below X that will ever exist is visible; a change that commits later
 --   belongs to a transaction whose id is >= X. The watermark (a bigint) is such an X.
@@ -128,7 +128,7 @@ end
 $$;
 
 comment on function cache.changes_since(bigint, bigint, int, bigint, bigint, pg_snapshot) is
-'Log rows after a transaction-id watermark (or snapshot), each with the position to resume from (rule 2).';
+'Log rows after a transaction-id watermark (or snapshot), each with the position to resume from.';
 revoke all on function cache.changes_since(bigint, bigint, int, bigint, bigint, pg_snapshot)
 from public;
 grant execute on function cache.changes_since(bigint, bigint, int, bigint, bigint, pg_snapshot)

@@ -6,7 +6,7 @@
 -- a null value is a tombstone (invalidated, no value) and is always stale. `checksum` is
 -- md5 of the value's JSON text, for read-repair (cache.validate).
 -- With refresh_queue, a missing or stale key gets exactly one refresh job in that queue
--- (payload {"key": key}, deduplicated by key across all workers, rule 4).
+-- (payload {"key": key}, deduplicated by key across all workers: one refresh per key).
 -- A caller that may not enqueue (a worker) may name only the queues listed in
 -- cache.config.refresh_queues.
 -- Raises: 22004 null key; 22023 bad key or refresh_queue name; 42501 a refresh_queue the

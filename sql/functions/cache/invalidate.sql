@@ -1,7 +1,7 @@
 -- cache.invalidate: mark `key` stale; returns its new version.
 --
 -- The old value is kept, flagged stale (readers that accept stale data may be served it
--- while one refresh runs, rule 4); a key with no entry gets a tombstone, so its version and
+-- while one refresh runs); a key with no entry gets a tombstone, so its version and
 -- change statistics survive. Appends to the log and sends the NOTIFY hint in the caller's
 -- transaction; counts as a change for the adaptive TTL.
 -- With job_id and token (on behalf of a running job) the write is fenced as cache.put's.

@@ -1,4 +1,4 @@
--- cache.refresh_due: enqueue one refresh job per registered view that is due (Q10). Run it
+-- cache.refresh_due: enqueue one refresh job per registered view that is due. Run it
 -- periodically (pg_cron, or an admin's maintenance tick); it is cheap when nothing is due.
 -- A view is due when its sources changed since its last refresh (pending <> 0: rows
 -- inserted, updated or deleted, and TRUNCATEs; see cache._view_changes) and either

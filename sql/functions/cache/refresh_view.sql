@@ -1,6 +1,6 @@
 -- cache.refresh_view: the body of a refresh job (queue 'andal.refresh'): refresh a
 -- registered materialized view and record it. Returns how long the refresh took.
--- Uses REFRESH MATERIALIZED VIEW CONCURRENTLY (readers are never blocked, rule 7; allowed
+-- Uses REFRESH MATERIALIZED VIEW CONCURRENTLY (readers are never blocked; allowed
 -- inside a transaction block), or a plain REFRESH the first time, while the view has never
 -- been populated (nobody can read it then anyway). The sources' change count is read before
 -- the refresh takes its snapshot (READ COMMITTED: each statement takes a new one), so a

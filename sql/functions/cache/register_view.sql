@@ -1,10 +1,10 @@
--- cache.register_view: keep a materialized view as a precomputed cache (Q8, Q10), refreshed
+-- cache.register_view: keep a materialized view as a precomputed cache, refreshed
 -- as queue work by cache.refresh_due() when it is more than max_lag behind a change or more
 -- than max_changes row changes of its tracked sources (cache.track) behind. Registering again
 -- updates the two limits.
 -- The view must be a populated-or-not materialized view with a unique index on plain
 -- columns and no WHERE clause, so REFRESH ... CONCURRENTLY can run (readers are never
--- blocked, rule 7); the caller and andal's owning role must both be able to refresh it (be
+-- blocked); the caller and andal's owning role must both be able to refresh it (be
 -- members of its owner).
 -- Raises: 22004 null argument; 22023 not a materialized view, max_lag <= 0,
 -- max_changes < 1; 42704 unknown relation; 55000 no usable unique index; 42501 the caller

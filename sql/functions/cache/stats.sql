@@ -1,4 +1,4 @@
--- Cache statistics (C15): what drivers report, and cache.stats().
+-- Cache statistics: what drivers report, and cache.stats().
 
 -- cache.report_reads: add a driver's read counters (since its last report) to this minute's
 -- row of its pool and job types. `counts` maps a job type to counters:

@@ -1,4 +1,4 @@
--- cache.track: count the changes of table `source` toward the refresh of `view` (Q10).
+-- cache.track: count the changes of table `source` toward the refresh of `view`.
 -- Row changes (inserted, updated, deleted) are read from PostgreSQL's cumulative statistics
 -- (cache._view_changes): the writers of the table pay nothing for the tracking. TRUNCATE,
 -- which the statistics do not count, gets one statement-level trigger (installed once per

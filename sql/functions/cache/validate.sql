@@ -1,4 +1,4 @@
--- cache.validate: batched read-repair (C13). A caller presents the versions it holds (and
+-- cache.validate: batched read-repair. A caller presents the versions it holds (and
 -- optionally their checksums, or the values its primary store returns now) and gets back
 -- only the keys that differ; keys that still match return nothing.
 --

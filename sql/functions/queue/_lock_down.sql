@@ -28,8 +28,8 @@ begin
 end
 $$;
 
--- The functions that notify read andal.notify_names inline (on unless this function turned
--- it off), not through a helper: a call would cost every enqueue a function call.
+-- The functions that notify read andal.notify_names through queue._notify (on unless this
+-- function turned it off); the earlier helper of that name is gone.
 drop function if exists queue._notify_names();
 
 comment on function queue._lock_down() is

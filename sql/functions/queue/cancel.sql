@@ -35,19 +35,14 @@ begin
     if v_job.status = 'running' then
         if v_job.abort_requested_at is null then
             update queue.jobs as j set abort_requested_at = now() where j.id = v_job.id;
-            -- no names on a locked-down install (see queue._lock_down)
-            perform pg_notify('andal_abort',
-                case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
-                    then json_build_object('job_id', v_job.id, 'worker', v_job.worker)::text
-                    else '{}' end);
+            perform queue._notify('andal_abort',
+                json_build_object('job_id', v_job.id, 'worker', v_job.worker)::text, '{}');
         end if;
         return;
     end if;
     perform queue._bury(v_job.id, 'cancelled', 'cancelled', v_job.errors);
-    if v_job.cache_key is not null then
-        perform cache._job_done(v_job.cache_key, (queue._config(v_job.queue)).cache_policy,
-            null, 'dead');
-    end if;
+    perform queue._settle(v_job.id, v_job.queue, v_job.category, 'cancelled', null, null,
+        v_job.cache_key);
 end
 $$;
 

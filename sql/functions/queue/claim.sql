@@ -101,6 +101,7 @@ declare
     v_rated_left int[] := '{}'::int[];
     v_rated_taken int[] := '{}'::int[];
     v_r int;
+    v_now timestamptz := queue._lease_clock();
 begin
     -- Validation inline, in plain expressions (no query): this is the hot path.
     if claim.worker is null or length(claim.worker) not between 1 and 128 then
@@ -153,11 +154,11 @@ begin
         with claimed as (
             update queue.jobs as j
             set status = 'running', attempt = j.attempt + 1, token = gen_random_uuid(),
-                worker = claim.worker, claimed_at = now(),
-                lease_expires_at = least(now() + coalesce(
+                worker = claim.worker, claimed_at = v_now,
+                lease_expires_at = least(v_now + coalesce(
                     claim.lease,
                     (select q.lease from queue.queues as q where q.queue = j.queue),
-                    interval '60 seconds'), now() + j.timeout)
+                    queue._lease_default()), v_now + j.timeout)
             where j.id = any (array(
                     select c.id from queue.jobs as c
                     where c.status = 'pending' and c.category is null
@@ -166,7 +167,7 @@ begin
                     limit claim.batch
                     for update skip locked))
               and (select x.lease_expires_at from queue.jobs as x
-                   where x.status = 'running' and x.lease_expires_at <= now()
+                   where x.status = 'running' and x.lease_expires_at <= v_now
                    order by x.lease_expires_at limit 1) is null
               and (select g.id from queue.jobs as g
                    where g.status = 'pending' and g.category is not null
@@ -189,11 +190,11 @@ begin
         with claimed as (
             update queue.jobs as j
             set status = 'running', attempt = j.attempt + 1, token = gen_random_uuid(),
-                worker = claim.worker, claimed_at = now(),
-                lease_expires_at = least(now() + coalesce(
+                worker = claim.worker, claimed_at = v_now,
+                lease_expires_at = least(v_now + coalesce(
                     claim.lease,
                     (select q.lease from queue.queues as q where q.queue = claim.queues[1]),
-                    interval '60 seconds'), now() + j.timeout)
+                    queue._lease_default()), v_now + j.timeout)
             where j.id = any (array(
                     select c.id from queue.jobs as c
                     where c.queue = claim.queues[1]
@@ -205,7 +206,7 @@ begin
               and j.queue = claim.queues[1]
               and (select x.lease_expires_at from queue.jobs as x
                    where x.queue = claim.queues[1]
-                     and x.status = 'running' and x.lease_expires_at <= now()
+                     and x.status = 'running' and x.lease_expires_at <= v_now
                    order by x.lease_expires_at limit 1) is null
               and (select g.id from queue.jobs as g
                    where g.queue = claim.queues[1]
@@ -244,7 +245,7 @@ begin
     -- Take back expired leases first (an index probe when there are none).
     if claim.queues is null then
         if (select x.lease_expires_at from queue.jobs as x
-            where x.status = 'running' and x.lease_expires_at <= now()
+            where x.status = 'running' and x.lease_expires_at <= v_now
             order by x.lease_expires_at limit 1) is not null then
             perform queue._reap(100);
         end if;
@@ -252,22 +253,15 @@ begin
         select from unnest(claim.queues) as q (name)
         where (select x.lease_expires_at from queue.jobs as x
                where x.queue = q.name
-                 and x.status = 'running' and x.lease_expires_at <= now()
+                 and x.status = 'running' and x.lease_expires_at <= v_now
                order by x.lease_expires_at limit 1) is not null
     ) then
         perform queue._reap(100, claim.queues);
     end if;
 
-    -- Categories that cannot take a job now: paused, or as many live slots as their limit.
-    select coalesce(array_agg(f.category), '{}') into v_exclude
-    from (
-        select c.category from queue.categories as c where c.max_running = 0
-        union all
-        select c.category
-        from (select w.category_id, count(*) as n from queue.worker_locks as w group by 1) as r
-        join queue.categories as c on c.id = r.category_id
-        where r.n >= c.max_running
-    ) as f;
+    -- Categories that cannot take a job now: paused, or as many live slots as their limit
+    -- (a slot whose lease expired is not live, whichever queue its job is in).
+    v_exclude := queue._full_categories(v_now);
 
     -- 1. The best `batch` candidates, locked.
     select array_agg(c.id order by c.priority desc, c.available_at, c.id),
@@ -333,7 +327,7 @@ begin
                 from queue.worker_locks as w
                 join queue.jobs as j on j.id = w.job_id
                 where w.category_id = v_cat_id
-                  and (j.lease_expires_at > now() or j.id = any (v_take));
+                  and (j.lease_expires_at > v_now or j.id = any (v_take));
                 -- a rate limit: no more starts than the sliding window has left
                 v_r := array_position(v_rated, v_cat_id);
                 if v_r is not null and v_rated_left[v_r] < v_free then
@@ -392,11 +386,11 @@ begin
     with claimed as (
         update queue.jobs as j
         set status = 'running', attempt = j.attempt + 1, token = gen_random_uuid(),
-            worker = claim.worker, claimed_at = now(),
-            lease_expires_at = least(now() + coalesce(
+            worker = claim.worker, claimed_at = v_now,
+            lease_expires_at = least(v_now + coalesce(
                 claim.lease,
                 (select q.lease from queue.queues as q where q.queue = j.queue),
-                interval '60 seconds'), now() + j.timeout)
+                queue._lease_default()), v_now + j.timeout)
         where j.id = any (v_take)
         returning j.id, j.queue, j.category, j.priority, j.payload, j.attempt, j.max_attempts,
             j.token, j.lease_expires_at, j.enqueued_at, j.cache_key, j.cache_version,

@@ -3,7 +3,12 @@
 -- a NOTIFY andal_done (payload: the job id) goes out when someone watches it (queue.watch);
 -- its result is kept in queue.results only when the queue's keep_results is on;
 -- its gate slot is freed; its cache key is invalidated (or rewritten with the result, by the
--- queue's cache_policy) in the same transaction (C8, C10).
+-- queue's cache_policy) in the same transaction.
+-- The lease is checked on the database's current time (queue._lease_clock): a transaction
+-- begun before the lease expired cannot complete the job after it. complete and
+-- complete_many keep their set-based form (statistics counted in the statement that deletes
+-- the jobs) but take their pieces from the one source of each rule: queue._hist_bounds,
+-- queue._free_slots, queue._notify, queue._lease_clock.
 -- Raises: 22004 null job_id or token; 54000 a result to keep (results or history) over
 -- queue.config.max_result_bytes (complete it without a result, or fail it); AN001 (lease
 -- lost) when the token is not the job's current, unexpired lease, or an abort of the job was
@@ -31,6 +36,7 @@ declare
     v_policy text;
     v_history interval;
     v_job record;
+    v_now timestamptz := queue._lease_clock();
 begin
     if complete.job_id is null or complete.token is null then
         raise exception 'job_id and token must not be null' using errcode = '22004';
@@ -41,15 +47,15 @@ begin
     with gone as (
         delete from queue.jobs as j
         where j.id = complete.job_id and j.token = complete.token
-          and j.lease_expires_at > now() and j.abort_requested_at is null
+          and j.lease_expires_at > v_now and j.abort_requested_at is null
         returning j.id, j.queue, j.category, j.cache_key, j.priority, j.payload, j.attempt,
             j.max_attempts, j.enqueued_at, j.claimed_at, j.worker, j.errors, j.watched,
-            date_part('epoch', now() - j.claimed_at) * 1000 as run_ms,
-            width_bucket(date_part('epoch', now() - j.claimed_at) * 1000,
-                '{1,2,5,10,25,50,100,250,500,1000,2500,5000,10000,30000,60000}'::float8[])
+            date_part('epoch', v_now - j.claimed_at) * 1000 as run_ms,
+            width_bucket(date_part('epoch', v_now - j.claimed_at) * 1000,
+                queue._hist_bounds())
             + 1 as rb,
             width_bucket(date_part('epoch', j.claimed_at - j.available_at) * 1000,
-                '{1,2,5,10,25,50,100,250,500,1000,2500,5000,10000,30000,60000}'::float8[])
+                queue._hist_bounds())
             + 1 as wb
     ),
     counted as (
@@ -99,12 +105,10 @@ begin
         );
     end if;
     if v_job.watched then
-        perform pg_notify('andal_done',
-            case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
-                then v_id::text else '' end);
+        perform queue._notify('andal_done', v_id::text);
     end if;
     if v_category is not null then
-        delete from queue.worker_locks as w where w.job_id = v_id;
+        perform queue._free_slots(array[v_id], array[v_queue]);
     end if;
     if v_keep then
         insert into queue.results (job_id, queue, result)
@@ -146,6 +150,9 @@ declare
     v_key_results jsonb[];
     v_history jsonb;  -- the completed jobs of queues that keep history
     v_watched bigint[];  -- the completed jobs someone watches
+    v_gated bigint[];  -- the completed jobs that held a category slot, and their queues
+    v_gated_queues text[];
+    v_now timestamptz := queue._lease_clock();
 begin
     if complete_many.job_ids is null or complete_many.tokens is null then
         raise exception 'job_ids and tokens must not be null' using errcode = '22004';
@@ -170,7 +177,7 @@ begin
         -- stale statistics). A job has one token, so it matches at most one pair.
         select j.id, j.queue, i.n from input as i
         join queue.jobs as j on j.id = i.id and j.token = i.tok
-        where j.lease_expires_at > now() and j.abort_requested_at is null
+        where j.lease_expires_at > v_now and j.abort_requested_at is null
         order by j.id
         for update of j
     ),
@@ -180,18 +187,13 @@ begin
         returning j.id, j.token, j.queue, j.category, j.cache_key, l.n, j.priority, j.payload,
             j.attempt, j.max_attempts, j.enqueued_at, j.claimed_at, j.worker, j.errors,
             j.watched,
-            date_part('epoch', now() - j.claimed_at) * 1000 as run_ms,
-            width_bucket(date_part('epoch', now() - j.claimed_at) * 1000,
-                '{1,2,5,10,25,50,100,250,500,1000,2500,5000,10000,30000,60000}'::float8[])
+            date_part('epoch', v_now - j.claimed_at) * 1000 as run_ms,
+            width_bucket(date_part('epoch', v_now - j.claimed_at) * 1000,
+                queue._hist_bounds())
             + 1 as rb,
             width_bucket(date_part('epoch', j.claimed_at - j.available_at) * 1000,
-                '{1,2,5,10,25,50,100,250,500,1000,2500,5000,10000,30000,60000}'::float8[])
+                queue._hist_bounds())
             + 1 as wb
-    ),
-    slots as (
-        -- by primary key, for the gated jobs only
-        delete from queue.worker_locks as w
-        where w.job_id = any (array(select g.id from gone as g where g.category is not null))
     ),
     kept as (
         -- the queues that keep results are read once (usually none), not once per job; in
@@ -270,9 +272,16 @@ begin
         filter (where g.queue = any (array(
             select q.queue from queue.queues as q where q.history_retention is not null
             order by q.queue))),
-        array_agg(g.id) filter (where g.watched)
-    into v_ids, v_toks, v_keys, v_key_queues, v_key_results, v_history, v_watched
+        array_agg(g.id) filter (where g.watched),
+        array_agg(g.id) filter (where g.category is not null),
+        array_agg(g.queue) filter (where g.category is not null)
+    into v_ids, v_toks, v_keys, v_key_queues, v_key_results, v_history, v_watched,
+        v_gated, v_gated_queues
     from gone as g;
+
+    if v_gated is not null then
+        perform queue._free_slots(v_gated, v_gated_queues);
+    end if;
 
     if v_history is not null then
         insert into queue.history (
@@ -289,9 +298,7 @@ begin
         );
     end if;
     for v_i in 1 .. coalesce(cardinality(v_watched), 0) loop
-        perform pg_notify('andal_done',
-            case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
-                then v_watched[v_i]::text else '' end);
+        perform queue._notify('andal_done', v_watched[v_i]::text);
     end loop;
 
     for v_i in 1 .. coalesce(cardinality(v_keys), 0) loop

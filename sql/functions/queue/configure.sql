@@ -202,3 +202,25 @@ grant execute on function queue.configure_queue(
     text, int, interval, text, interval, interval, real, boolean, int, boolean, text
 ) to andal_admin;
 grant execute on function queue.set_category_limit(text, int) to andal_admin;
+
+-- _config: the policy row of a queue, created with the defaults on first use. By primary
+-- key whatever the statistics say (see _category_id).
+create or replace function queue._config(queue_name text) returns queue.queues
+language plpgsql
+set search_path = pg_catalog, pg_temp
+set enable_seqscan = off
+as $$
+declare
+    v_cfg queue.queues;
+begin
+    select q.* into v_cfg from queue.queues as q where q.queue = queue_name;
+    if not found then
+        insert into queue.queues as q (queue) values (queue_name)
+        on conflict (queue) do nothing;
+        select q.* into v_cfg from queue.queues as q where q.queue = queue_name;
+    end if;
+    return v_cfg;
+end
+$$;
+
+revoke all on function queue._config(text) from public;

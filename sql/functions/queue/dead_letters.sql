@@ -47,11 +47,7 @@ begin
     if v_dead.category is not null then
         perform queue._category_id(v_dead.category);
     end if;
-    if (queue._config(v_dead.queue)).notify then
-        perform pg_notify('andal_jobs',
-            case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
-                then v_dead.queue else '' end);
-    end if;
+    perform queue._notify_ready(v_dead.queue, (queue._config(v_dead.queue)).notify);
     return v_dead.job_id;
 end
 $$;

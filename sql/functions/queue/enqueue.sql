@@ -5,7 +5,7 @@
 -- job of the same queue returns that job's id and inserts nothing, also under concurrent
 -- enqueues. One NOTIFY on channel andal_jobs (payload: the queue name) per transaction and
 -- queue, unless the queue's notify is off or the job is delayed. With cache_key and
--- cache_value the value is written through to the shared cache in the same transaction (C7);
+-- cache_value the value is written through to the shared cache in the same transaction;
 -- the job then carries the cache version it needs (cache_version).
 -- A null optional argument means its default (priority 0, no delay, the queue's max_attempts
 -- and timeout, no category, dedup_key or cache_key), so a client can pass every argument.
@@ -119,9 +119,7 @@ begin
             update queue.jobs as j set cache_version = v_version where j.id = v_id;
         end if;
         if v_cfg.notify and v_delay <= interval '0' then
-            perform pg_notify('andal_jobs',
-                case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
-                    then _enqueue.queue else '' end);
+            perform queue._notify_ready(_enqueue.queue, true);
         end if;
     end if;
     return v_id;

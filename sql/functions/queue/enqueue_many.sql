@@ -152,9 +152,7 @@ begin
     end if;
 
     if v_inserted and v_cfg.notify and v_delay <= interval '0' then
-        perform pg_notify('andal_jobs',
-            case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
-                then _enqueue_many.queue else '' end);
+        perform queue._notify_ready(_enqueue_many.queue, true);
     end if;
 end
 $$;

@@ -23,6 +23,8 @@ set enable_seqscan = off
 set jit = off
 as $$
 #variable_conflict use_column
+declare
+    v_now timestamptz := queue._lease_clock();
 begin
     perform queue._check_interval(_heartbeat.extend, 'extend', true, false, 'lease');
     return query
@@ -35,7 +37,7 @@ begin
         -- while a job runs, so token and unexpired lease say "running" without naming the
         -- status (which would let the planner pick jobs_lease_idx on stale statistics).
         select j.id from queue.jobs as j
-        where j.id = any (_heartbeat.job_ids) and j.lease_expires_at > now()
+        where j.id = any (_heartbeat.job_ids) and j.lease_expires_at > v_now
           and exists (select from input as i where i.id = j.id and i.tok = j.token)
         order by j.id
         for update of j
@@ -45,10 +47,10 @@ begin
         set lease_expires_at = case
             when j.abort_requested_at is not null then j.lease_expires_at
             -- never past the attempt's deadline (claim time + the job's timeout)
-            else least(now() + coalesce(
+            else least(v_now + coalesce(
                 _heartbeat.extend,
                 (select q.lease from queue.queues as q where q.queue = j.queue),
-                interval '60 seconds'), j.claimed_at + j.timeout)
+                queue._lease_default()), j.claimed_at + j.timeout)
             end
         from locked as l where j.id = l.id
         returning j.id, j.token, j.lease_expires_at,
@@ -73,6 +75,8 @@ set enable_seqscan = off
 set jit = off
 as $$
 #variable_conflict use_column
+declare
+    v_now timestamptz := queue._lease_clock();
 begin
     perform queue._check_interval(_heartbeat_one.extend, 'extend', true, false, 'lease');
     return query
@@ -80,22 +84,22 @@ begin
     set lease_expires_at = case
         when j.abort_requested_at is not null then j.lease_expires_at
         -- never past the attempt's deadline (claim time + the job's timeout)
-        else least(now() + coalesce(
+        else least(v_now + coalesce(
             _heartbeat_one.extend,
             (select q.lease from queue.queues as q where q.queue = j.queue),
-            interval '60 seconds'), j.claimed_at + j.timeout)
+            queue._lease_default()), j.claimed_at + j.timeout)
         end
     -- By primary key, never a scan of the running jobs (as complete): a token is set only
     -- while a job runs, so token and unexpired lease say "running" without naming the
     -- status, which would let the planner read jobs_lease_idx on stale statistics.
     where j.id = _heartbeat_one.job_id and j.token = _heartbeat_one.token
-      and j.lease_expires_at > now()
+      and j.lease_expires_at > v_now
     returning j.lease_expires_at, j.abort_requested_at is not null;
 end
 $$;
 
 -- queue.heartbeat: extend the lease of a claimed job; returns the new expiry.
--- The lease becomes now() + extend (default: the queue's lease), but never later than the
+-- The lease becomes the current time + extend (default: the queue's lease), but never later than the
 -- attempt's deadline (claimed_at + the job's timeout); the gate slot follows it.
 -- A job whose abort was requested is not extended (the expiry returned is unchanged): use
 -- the overload with report_abort to learn why.

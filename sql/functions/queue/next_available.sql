@@ -28,6 +28,8 @@ declare
     v_name text;
     v_jobs timestamptz;
     v_ticks timestamptz;
+    -- paused categories and those whose unexpired slots are all taken: the gate's own rule
+    v_full text[] := queue._full_categories(queue._lease_clock());
 begin
     if next_available.queues is not null then
         foreach v_name in array next_available.queues loop
@@ -39,11 +41,7 @@ begin
     end if;
 
     with cats as (
-        select c.category, c.max_running,
-            -- slots of jobs whose lease has not expired: an expired one is taken back
-            (select count(*) from queue.worker_locks as w
-             join queue.jobs as j on j.id = w.job_id
-             where w.category_id = c.id and j.lease_expires_at > now()) as taken,
+        select c.category,
             -- the window holds rate_starts starts: the next start is when the oldest of the
             -- newest rate_starts leaves it
             case when c.rate_starts is not null then (
@@ -61,7 +59,7 @@ begin
     where j.status = 'pending'
         and (next_available.queues is null or j.queue = any (next_available.queues))
         and not exists (select from queue.queues as q where q.queue = j.queue and q.paused)
-        and (j.category is null or (k.max_running > 0 and k.taken < k.max_running));
+        and (j.category is null or not j.category = any (v_full));
 
     select min(s.next_at) into v_ticks
     from queue.schedules as s

@@ -79,7 +79,7 @@ begin
     where q.queue = resume.queue and q.paused
     returning q.notify into v_notify;
     if v_notify then
-        perform pg_notify('andal_jobs', resume.queue);
+        perform queue._notify('andal_jobs', resume.queue);
     end if;
 end
 $$;

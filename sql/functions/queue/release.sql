@@ -3,6 +3,8 @@
 -- slot is freed; claimers are notified when it is ready at once.
 -- A job whose abort was requested (queue.cancel while it ran) is not given back: it ends
 -- cancelled, as with queue.fail.
+-- Its slot and hint go through queue._settle; the lease is checked on the database's
+-- current time (queue._lease_clock).
 -- Raises: 22004 null job_id or token; 22023 negative delay; AN001 lease lost.
 create or replace function queue.release(job_id bigint, token uuid, delay interval default '0')
 returns void
@@ -17,6 +19,7 @@ as $$
 #variable_conflict use_column
 declare
     v_job record;  -- not queue.jobs: queue.set_shards may replace the table mid-call
+    v_now timestamptz := queue._lease_clock();
 begin
     if release.job_id is null or release.token is null then
         raise exception 'job_id and token must not be null' using errcode = '22004';
@@ -24,7 +27,7 @@ begin
     perform queue._check_interval(release.delay, 'delay', bound => 'delay');
     if exists (select from queue.jobs as j
                where j.id = release.job_id and j.token = release.token
-                 and j.lease_expires_at > now() and j.abort_requested_at is not null) then
+                 and j.lease_expires_at > v_now and j.abort_requested_at is not null) then
         perform queue.fail(release.job_id, release.token, 'aborted: released');
         return;
     end if;
@@ -35,19 +38,13 @@ begin
     -- while a job runs, so token and unexpired lease say "running" without naming the
     -- status, which would let the planner read jobs_lease_idx on stale statistics.
     where j.id = release.job_id and j.token = release.token
-      and j.lease_expires_at > now()
+      and j.lease_expires_at > v_now
     returning j.* into v_job;
     if v_job.id is null then
         perform queue._lease_lost(release.job_id, release.token);
     end if;
-    if v_job.category is not null then
-        delete from queue.worker_locks as w where w.job_id = v_job.id;
-    end if;
-    if release.delay <= interval '0' and (queue._config(v_job.queue)).notify then
-        perform pg_notify('andal_jobs',
-            case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
-                then v_job.queue else '' end);
-    end if;
+    perform queue._settle(v_job.id, v_job.queue, v_job.category, 'released', null, null,
+        ready_at => v_job.available_at);
 end
 $$;
 

@@ -1,4 +1,4 @@
--- Queue statistics (Q11): the bookkeeping written when an attempt ends, and the read side
+-- Queue statistics: the bookkeeping written when an attempt ends, and the read side
 -- queue.stats() / queue.metrics().
 
 -- _hist_bounds: upper bounds (ms) of the latency histogram buckets; a 16th bucket holds the
@@ -48,7 +48,7 @@ $$;
 -- _record: count ended attempts of one queue and category in this minute's row of this
 -- backend (never contended by another session). run_ms and wait_ms hold one duration per
 -- ended attempt: claim to end, and availability to claim. Plain PL/pgSQL arithmetic and one
--- upsert; used by fail and lease expiry. complete and complete_many do the same upsert inline,
+-- upsert; used by queue._settle. complete and complete_many do the same upsert inline,
 -- in the statement that deletes the jobs (one row per queue and category of the batch).
 create or replace function queue._record(
     queue_name text, category_name text, completed int, retried int, dead int,
@@ -58,8 +58,7 @@ language plpgsql
 set search_path = pg_catalog, pg_temp
 as $$
 declare
-    v_bounds constant double precision[] :=
-        '{1,2,5,10,25,50,100,250,500,1000,2500,5000,10000,30000,60000}'::double precision[];
+    v_bounds constant double precision[] := queue._hist_bounds();
     v_run bigint[] := '{0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0}'::bigint[];
     v_wait bigint[] := '{0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0}'::bigint[];
     v_sum double precision := 0;

@@ -1,4 +1,4 @@
--- C8: completing a job invalidates its cache key in the same transaction (default policy
+-- Completing a job invalidates its cache key in the same transaction (default policy
 -- 'invalidate'); so does a failed attempt (reason 'retry') and a death (reason 'dead').
 begin;
 \ir ../_fixtures.psql

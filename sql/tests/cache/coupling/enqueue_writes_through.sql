@@ -1,4 +1,4 @@
--- C7/Q9: queue.enqueue with cache_key and cache_value writes the value through in the
+-- queue.enqueue with cache_key and cache_value writes the value through in the
 -- enqueuer's transaction and the job carries its version; with cache_key alone the job
 -- carries the key's current version (0 without an entry); claim returns both.
 begin;

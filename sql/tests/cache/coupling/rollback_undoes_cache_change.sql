@@ -1,4 +1,4 @@
--- Q15: the job's state change and its cache change are one transaction: rolling back the
+-- The job's state change and its cache change are one transaction: rolling back the
 -- completion rolls back the invalidation and its log row.
 begin;
 \ir ../_fixtures.psql

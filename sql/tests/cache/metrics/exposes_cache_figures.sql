@@ -1,4 +1,4 @@
--- C15: queue.metrics() appends the cache's figures (cache._metrics()): entries by state,
+-- queue.metrics() appends the cache's figures (cache._metrics()): entries by state,
 -- recent changes, read-repairs, age of the last change, epoch, per-view lag and backlog.
 begin;
 \ir ../_fixtures.psql

@@ -1,4 +1,4 @@
--- DESIGN 13: every function of schema cache pins its search_path; PUBLIC may execute none;
+-- Every function of schema cache pins its search_path; PUBLIC may execute none;
 -- the public API runs as SECURITY DEFINER; private helpers (_name) are granted to nobody.
 begin;
 select plan(4);

@@ -1,4 +1,4 @@
--- Adaptive TTL (C11): ttl = clamp(ttl_factor * max(EWMA of the gaps between changes, time
+-- Adaptive TTL: ttl = clamp(ttl_factor * max(EWMA of the gaps between changes, time
 -- since the last change), min_ttl, max_ttl); default_ttl before two changes were seen. A put
 -- without ttl uses it.
 begin;

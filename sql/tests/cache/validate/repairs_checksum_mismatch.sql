@@ -1,4 +1,4 @@
--- Read-repair (C13): when the primary store's value (loaded) does not match the entry's
+-- Read-repair: when the primary store's value (loaded) does not match the entry's
 -- checksum, the entry is invalidated (reason 'read-repair', logged so every local cache drops
 -- it) and answered with repaired = true and its new version; a match answers nothing.
 begin;

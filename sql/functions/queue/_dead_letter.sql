@@ -1,0 +1,59 @@
+-- Dead-lettering: a live job moves to queue.dead_letters. Private: granted to nobody.
+
+-- _bury: move a live job to the dead letters with its error history (`errors`, the job's
+-- history with this attempt's entry), and to queue.history when its queue keeps one; tell
+-- operators on channel andal_ops and, when the job is watched
+-- (queue.watch), its watchers on andal_done. The caller holds the row lock, and settles the
+-- job's slot, statistics and cache afterwards (queue._settle). Takes the id,
+-- not the row: no function signature depends on queue.jobs's row type, so
+-- queue.set_shards can replace the table.
+drop function if exists queue._bury(queue.jobs, text, text);
+create or replace function queue._bury(
+    job_id bigint, reason text, last_error text, errors jsonb
+) returns void
+language plpgsql
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_queue text;
+    v_watched boolean;
+begin
+    with gone as (
+        delete from queue.jobs as j where j.id = _bury.job_id
+        returning j.id, j.queue, j.category, j.priority, j.payload, j.attempt, j.max_attempts,
+            j.enqueued_at, j.dedup_key, j.cache_key, j.claimed_at, j.worker, j.watched
+    ),
+    dead as (
+        insert into queue.dead_letters as d (
+            job_id, queue, category, priority, payload, attempt, max_attempts, enqueued_at,
+            dedup_key, reason, last_error, errors, cache_key
+        )
+        select g.id, g.queue, g.category, g.priority, g.payload, g.attempt, g.max_attempts,
+            g.enqueued_at, g.dedup_key, _bury.reason, _bury.last_error, _bury.errors,
+            g.cache_key
+        from gone as g
+    ),
+    kept as (
+        -- the queue keeps history: the finished job goes there too
+        insert into queue.history (
+            job_id, queue, category, priority, state, payload, attempt, max_attempts,
+            enqueued_at, started_at, worker, errors, keep_until
+        )
+        select g.id, g.queue, g.category, g.priority,
+            case _bury.reason when 'cancelled' then 'cancelled' else 'dead' end, g.payload,
+            g.attempt, g.max_attempts, g.enqueued_at, g.claimed_at, g.worker, _bury.errors,
+            now() + q.history_retention
+        from gone as g
+        join queue.queues as q on q.queue = g.queue and q.history_retention is not null
+    )
+    select g.queue, g.watched into v_queue, v_watched from gone as g;
+    perform queue._notify('andal_ops',
+        json_build_object('event', 'dead', 'job_id', _bury.job_id, 'queue', v_queue,
+            'reason', _bury.reason)::text,
+        '{"event":"dead"}');
+    if v_watched then
+        perform queue._notify('andal_done', _bury.job_id::text);
+    end if;
+end
+$$;
+revoke all on function queue._bury(bigint, text, text, jsonb) from public;

@@ -1,0 +1,189 @@
+-- The lease of a running job: its loss (AN001), the fence every write on behalf of a job
+-- passes, and the take-back of expired leases. Private: granted to nobody.
+
+-- The lease rules:
+-- * its length: the claim's `lease` argument, else the queue's lease, else
+--   queue._lease_default() (60 seconds, as the column default of queue.queues.lease); never
+--   past the attempt's deadline (claimed_at + the job's timeout);
+-- * its clock: every lease and fencing decision (a claim's expiry, the take-back of
+--   expired leases, the fence of complete, complete_many, fail, release and heartbeat) reads
+--   queue._lease_clock(), the database's current time (clock_timestamp()), once per call:
+--   never the transaction's start time (now()), so a lease is never handed out already
+--   expired by a claim late in a long transaction, and a write after the expiry is refused
+--   whenever its transaction began;
+-- * the fence: a write on behalf of a job holds when its token is the job's and
+--   lease_expires_at > the call's clock (queue._check_fence; the set-based functions write
+--   the same predicate, j.token = the given token and j.lease_expires_at > v_now);
+-- * its loss: SQLSTATE AN001 with the reason (queue._lease_lost);
+-- * its take-back: queue._reap.
+
+-- _lease_default: the lease when neither the claim nor the queue names one.
+create or replace function queue._lease_default() returns interval
+language sql immutable
+set search_path = pg_catalog, pg_temp
+as $$ select interval '60 seconds' $$;
+
+-- _lease_clock: the time lease and fencing decisions are made at (see above).
+create or replace function queue._lease_clock() returns timestamptz
+language sql volatile
+set search_path = pg_catalog, pg_temp
+as $$ select clock_timestamp() $$;
+
+-- _lease_lost: raise andal's lease-lost error (SQLSTATE AN001) for job_id, explaining why the
+-- caller's token is no longer current. Never returns.
+create or replace function queue._lease_lost(job_id bigint, token uuid) returns void
+language plpgsql
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_job record;  -- not queue.jobs: queue.set_shards may replace the table mid-call
+    v_detail text;
+begin
+    select j.* into v_job from queue.jobs as j where j.id = _lease_lost.job_id;
+    if not found then
+        v_detail := format('job %s is no longer live (completed, dead-lettered or cancelled)',
+            job_id);
+    elsif v_job.status <> 'running' then
+        v_detail := format('job %s is pending again (its lease expired or it was released)',
+            job_id);
+    elsif v_job.token is distinct from _lease_lost.token then
+        -- not who holds it now: any caller with any job id would learn it
+        v_detail := format('job %s was claimed again (attempt %s)', job_id, v_job.attempt);
+    elsif v_job.abort_requested_at is not null and v_job.lease_expires_at > clock_timestamp() then
+        v_detail := format('an abort of job %s was requested at %s: end the attempt with '
+            'queue.fail, the job ends cancelled', job_id, v_job.abort_requested_at);
+    elsif v_job.timeout is not null
+        and v_job.lease_expires_at >= v_job.claimed_at + v_job.timeout then
+        v_detail := format('job %s ran past its timeout of %s', job_id, v_job.timeout);
+    else
+        v_detail := format('the lease of job %s expired at %s', job_id, v_job.lease_expires_at);
+    end if;
+    raise exception 'lease lost on job %', job_id
+        using errcode = 'AN001', detail = v_detail,
+        hint = 'Discard this attempt''s outcome: the job will run (or ran) again elsewhere.';
+end
+$$;
+
+-- _check_fence: a write on behalf of job_id is allowed only while the caller's token is
+-- current: the job is running under that token and its lease has not expired by the
+-- database's current time (queue._lease_clock: not the transaction's start, so a
+-- transaction begun before the expiry cannot write after it). Share-locks the job's row
+-- until the caller's transaction ends, so a takeover (which updates the row) waits until
+-- the write committed or rolled back. Raises 22004 (null) or AN001.
+create or replace function queue._check_fence(job_id bigint, token uuid) returns void
+language plpgsql
+set search_path = pg_catalog, pg_temp
+set enable_seqscan = off
+as $$
+declare
+    v_now timestamptz := queue._lease_clock();
+begin
+    if job_id is null or token is null then
+        raise exception 'job_id and token must not be null' using errcode = '22004';
+    end if;
+    -- by primary key and token, as complete (a token is set only while a job runs)
+    perform from queue.jobs as j
+    where j.id = _check_fence.job_id and j.token = _check_fence.token
+      and j.lease_expires_at > v_now
+    for share;
+    if not found then
+        perform queue._lease_lost(_check_fence.job_id, _check_fence.token);
+    end if;
+end
+$$;
+
+-- _reap: take back up to `lim` running jobs of `queues` (null: every queue) whose lease
+-- expired: the attempt is spent; the job is pending again at once, keeping its place (its
+-- available_at), or dead-lettered when it has no attempt left, or cancelled when its abort
+-- was requested. A lease that ran to the attempt's deadline (claimed_at + timeout) is a
+-- timeout: the error history records reason timeout and the retry waits for the queue's
+-- backoff. Skips rows another session holds. Each job's side effects go through
+-- queue._settle (its slot freed, its attempt counted, a hint on andal_jobs when it is
+-- claimable at once); the cache keys are invalidated after the loop, in key order, like
+-- every batch does. Returns how many it took back.
+drop function if exists queue._reap(int);
+create or replace function queue._reap(lim int default 100, queues text[] default null)
+returns int
+language plpgsql
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_job record;  -- not queue.jobs: queue.set_shards may replace the table mid-call
+    v_count int := 0;
+    v_error text;
+    v_timeout boolean;
+    v_keys text[] := '{}'::text[];
+    v_queues text[] := '{}'::text[];
+    v_reasons text[] := '{}'::text[];
+    v_row record;
+    v_now timestamptz := queue._lease_clock();
+    v_ready timestamptz;
+begin
+    for v_job in
+        select j.* from queue.jobs as j
+        where j.status = 'running' and j.lease_expires_at <= v_now
+          and (_reap.queues is null or j.queue = any (_reap.queues))
+        order by j.lease_expires_at
+        limit lim
+        for update skip locked
+    loop
+        v_timeout := v_job.timeout is not null
+            and v_job.lease_expires_at >= v_job.claimed_at + v_job.timeout;
+        if v_timeout then
+            -- the attempt ran to its deadline: a failure with reason timeout, retried after
+            -- the queue's backoff (or dead-lettered) like any failure
+            v_error := format('timeout: the attempt ran past its timeout of %s (worker %s)',
+                v_job.timeout, v_job.worker);
+            v_job.errors := v_job.errors || (queue._error_entry(v_job.attempt, v_error,
+                v_job.worker) || '{"reason": "timeout"}');
+        else
+            v_error := format('lease expired (worker %s)', v_job.worker);
+            v_job.errors := v_job.errors
+                || queue._error_entry(v_job.attempt, v_error, v_job.worker);
+        end if;
+        if v_job.cache_key is not null then
+            v_keys := v_keys || v_job.cache_key;
+            v_queues := v_queues || v_job.queue;
+            v_reasons := v_reasons
+                || case when v_job.attempt >= v_job.max_attempts
+                             or v_job.abort_requested_at is not null then 'dead'
+                        else 'retry' end;
+        end if;
+        if v_job.abort_requested_at is not null then
+            -- aborted and never acknowledged: fenced now, cancelled, not retried
+            perform queue._bury(v_job.id, 'cancelled', 'aborted: ' || v_error, v_job.errors);
+            perform queue._settle(v_job.id, v_job.queue, v_job.category, 'cancelled',
+                v_job.claimed_at, v_job.available_at);
+        elsif v_job.attempt >= v_job.max_attempts then
+            perform queue._bury(v_job.id, 'exhausted', v_error, v_job.errors);
+            perform queue._settle(v_job.id, v_job.queue, v_job.category, 'dead',
+                v_job.claimed_at, v_job.available_at);
+        else
+            update queue.jobs as j
+            set status = 'pending', token = null, worker = null, claimed_at = null,
+                lease_expires_at = null, errors = v_job.errors,
+                available_at = case when v_timeout
+                    then now() + queue._backoff(queue._config(v_job.queue), v_job.attempt)
+                    else j.available_at end
+            where j.id = v_job.id
+            returning j.available_at into v_ready;
+            perform queue._settle(v_job.id, v_job.queue, v_job.category, 'retry',
+                v_job.claimed_at, v_job.available_at, ready_at => v_ready);
+        end if;
+        v_count := v_count + 1;
+    end loop;
+    -- The jobs' cache keys are invalidated in key order, like every batch does.
+    for v_row in
+        select u.k, u.q, u.r from unnest(v_keys, v_queues, v_reasons) as u (k, q, r)
+        order by u.k
+    loop
+        perform cache._job_done(v_row.k, (queue._config(v_row.q)).cache_policy, null, v_row.r);
+    end loop;
+    return v_count;
+end
+$$;
+revoke all on function queue._lease_default() from public;
+revoke all on function queue._lease_clock() from public;
+revoke all on function queue._lease_lost(bigint, uuid) from public;
+revoke all on function queue._check_fence(bigint, uuid) from public;
+revoke all on function queue._reap(int, text[]) from public;

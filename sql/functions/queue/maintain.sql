@@ -1,0 +1,85 @@
+-- Housekeeping: queue.maintain() and the rows it forgets.
+
+-- _forget_unused: delete the queue and category rows that say nothing: a queue row equal to
+-- the defaults (a missing row means the defaults), and a category of the default limit (1)
+-- that no running job holds and no recent try-lock counted, made over a day ago. Names any
+-- producer can make up (one statement can create thousands) so do not accumulate for ever.
+-- Rows another session holds are skipped (a claim holds its category's row). Returns how
+-- many rows went.
+create or replace function queue._forget_unused() returns bigint
+language plpgsql
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_queues bigint;
+    v_categories bigint;
+begin
+    with gone as (
+        delete from queue.queues as q
+        where q.queue in (
+            select d.queue from queue.queues as d
+            where d.max_attempts = 5 and d.lease = queue._lease_default()
+              and d.backoff = 'linear' and d.backoff_base = interval '5 seconds'
+              and d.backoff_cap = interval '1 hour' and d.jitter = 0 and d.notify
+              and d.payload_limit = 1048576 and not d.keep_results
+              and d.cache_policy = 'invalidate'
+              and not d.paused and d.history_retention is null
+              and d.timeout is null and d.results_retention = interval '7 days'
+              and d.dead_retention = interval '30 days'
+            for update skip locked
+        )
+        returning 1
+    )
+    select count(*) into v_queues from gone;
+    with gone as (
+        delete from queue.categories as c
+        where c.id in (
+            select d.id from queue.categories as d
+            where d.max_running = 1 and d.created_at < now() - interval '1 day'
+              and not exists (select from queue.worker_locks as w where w.category_id = d.id)
+              and not exists (select from queue.lock_stats as s where s.category_id = d.id)
+            for update skip locked
+        )
+        returning 1
+    )
+    select count(*) into v_categories from gone;
+    return v_queues + v_categories;
+end
+$$;
+
+-- queue.maintain: periodic housekeeping any worker may run (the driver does, each minute):
+-- takes back expired leases, samples the WAL position (at most once a minute) for
+-- queue.stats()' WAL bytes per job, prunes counters and samples older than a day, forgets
+-- queue and category rows that say nothing (queue._forget_unused), and rolls the job
+-- history (drops its expired partitions, creates those needed ahead). It also fires the due
+-- ticks of every schedule and runs andal's own housekeeping schedules (queue.schedules()).
+-- Returns the number of leases taken back.
+create or replace function queue.maintain() returns int
+language plpgsql
+security definer
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_reaped int;
+begin
+    v_reaped := queue._reap(1000);
+    perform queue._fire_due(null, 1000);
+    perform queue._run_tasks();
+    if not exists (select from queue.wal_samples as w
+                   where w.sampled_at > now() - interval '1 minute') then
+        insert into queue.wal_samples (wal_lsn) values (pg_current_wal_lsn())
+        on conflict do nothing;
+        delete from queue.lock_stats as s where s.minute < now() - interval '1 day';
+        delete from queue.stat_minutes as s where s.minute < now() - interval '1 day';
+        delete from queue.wal_samples as w where w.sampled_at < now() - interval '1 day';
+        perform queue._forget_unused();
+    end if;
+    perform queue._history_roll();
+    return v_reaped;
+end
+$$;
+
+comment on function queue.maintain() is 'Housekeeping: take back expired leases, prune counters.';
+revoke all on function queue.maintain() from public;
+revoke all on function queue._forget_unused() from public;
+grant execute on function queue.maintain() to andal_worker, andal_admin;
