@@ -126,8 +126,9 @@ def cmd_install(args: argparse.Namespace) -> int:
             with connect(dsn, installed=False):
                 pass  # a clear message when the server does not answer
             done = install(
-                dsn, shards=args.shards, lock_down=args.lock_down, role_prefix=args.role_prefix
-            )
+                dsn, shards=args.shards, lock_down=args.lock_down, role_prefix=args.role_prefix,
+                exclusive_roles=args.exclusive_roles,
+            )  # fmt: skip
             with connect(dsn) as conn:
                 version = _version(conn)
         if done:
@@ -912,6 +913,12 @@ def parser() -> argparse.ArgumentParser:
         metavar="PREFIX",
         help="this install's roles are PREFIX_producer, PREFIX_worker, PREFIX_admin"
         " (default: as installed; andal for a new install; docs/multi-db.md)",
+    )
+    s.add_argument(
+        "--exclusive-roles",
+        action="store_true",
+        help="refuse (SQLSTATE 55006) if"
+        " the roles hold grants in another database of the cluster (docs/multi-db.md)",
     )
     s.set_defaults(func=cmd_install)
 
