@@ -217,7 +217,7 @@ def _check_shared_roles(
     others = shared_role_databases(conn, prefix)
     if not others:
         return
-    names = ", ".join(others)
+    names = ", ".join(others[:5]) + (f" and {len(others) - 5} more" if len(others) > 5 else "")
     what = (
         f"the roles {prefix}_producer, _worker, _admin and _monitor also hold grants in"
         f" database(s) {names}: a role granted them for one of these databases works in all"
