@@ -72,6 +72,14 @@ begin
     if op not in ('put', 'invalidate') then
         raise exception 'op must be put or invalidate (got %)', op using errcode = '22023';
     end if;
+    -- the mark is read here (one row), cache._full only when it is set
+    if op = 'put' and (select u.full_since from cache.usage_state as u) is not null
+       and cache._full() then
+        if reason is null then
+            return null;  -- not stored, as when if_version no longer matches
+        end if;
+        op := 'invalidate';
+    end if;
     if op = 'put' then
         v_checksum := md5(value::text);
         v_size := pg_column_size(value);
@@ -146,11 +154,16 @@ begin
         end if;
     end if;
     if v_added <> 0 then
-        perform cache._usage_add(v_added, v_version);
+        -- cache._usage_add, inlined (the write path's cost): one of the session's own slots
+        update cache.usage as u set bytes = u.bytes + v_added
+        where u.slot = pg_backend_pid()::bigint * 64 + v_version % 64;
+        if not found then
+            perform cache._usage_add(v_added, v_version);
+        end if;
         -- the bound is checked on one write in 64 (by version: no caller chooses it) and on
         -- every write of 64 kB or more
         if v_added > 0 and (v_version % 64 = 0 or v_added >= 65536) then
-            perform cache._bound(_apply.key);
+            perform cache._bound();
         end if;
     end if;
 
@@ -165,20 +178,22 @@ $$;
 
 COMMENT ON FUNCTION cache._apply(key text, op text, value jsonb, ttl interval, reason text, if_version bigint) IS 'Write (put) or invalidate a key: new version, log row and NOTIFY hint in the caller''s transaction.';
 
-CREATE FUNCTION cache._bound(key text) RETURNS void
+CREATE FUNCTION cache._bound() RETURNS void
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-declare
-    v_cap bigint;
-    v_used bigint;
 begin
-    v_cap := coalesce((select c.max_total_bytes from cache.config as c), 1073741824);
-    v_used := cache._usage();
-    if v_used > v_cap then
-        perform cache._evict(key, v_used - v_cap + v_cap / 10);
+    if cache._usage() > cache._cap() then
+        perform cache._set_full(true);
     end if;
 end
+$$;
+
+CREATE FUNCTION cache._cap() RETURNS bigint
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    select coalesce((select c.max_total_bytes from cache.config as c), 1073741824)
 $$;
 
 CREATE FUNCTION cache._check_key(key text, argument text DEFAULT 'key'::text) RETURNS void
@@ -300,7 +315,7 @@ $$;
 
 COMMENT ON FUNCTION cache._epoch() IS 'The shared cache''s epoch; a new one after a crash emptied the UNLOGGED cache tables.';
 
-CREATE FUNCTION cache._evict(keep text, need bigint) RETURNS bigint
+CREATE FUNCTION cache._evict(need bigint) RETURNS bigint
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -308,10 +323,9 @@ declare
     v_freed bigint;
 begin
     with ranked as (
-        select e.key, e.size,
-            sum(e.size) over (order by e.expires_at, e.key) - e.size as before
+        select e.key, sum(e.size) over (order by e.expires_at, e.key) - e.size as before
         from cache.entries as e
-        where e.value is not null and e.key <> keep
+        where e.value is not null
     ),
     victims as (
         select e.key, e.size from cache.entries as e
@@ -330,6 +344,22 @@ begin
     select coalesce(sum(g.size), 0) into v_freed from gone as g;
     perform cache._usage_add(-v_freed, 0);
     return v_freed;
+end
+$$;
+
+CREATE FUNCTION cache._full() RETURNS boolean
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+    if (select u.full_since from cache.usage_state as u) is null then
+        return false;
+    end if;
+    if cache._usage() > cache._cap() then
+        return true;
+    end if;
+    perform cache._set_full(false);
+    return false;
 end
 $$;
 
@@ -488,6 +518,29 @@ end
 $$;
 
 COMMENT ON FUNCTION cache._put(key text, value jsonb, ttl interval, if_version bigint, job_id bigint, token uuid, fenced boolean) IS 'Private: the body of both cache.put forms.';
+
+CREATE FUNCTION cache._set_full(is_full boolean) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+    -- a missing row (the table was emptied) must not mean "never full"
+    if is_full and not exists (select from cache.usage_state) then
+        insert into cache.usage_state (id) values (true) on conflict (id) do nothing;
+    end if;
+    update cache.usage_state as u
+    set full_since = case when is_full then coalesce(u.full_since, now()) end
+    where u.id in (select x.id from cache.usage_state as x for update skip locked)
+      and (u.full_since is null) = is_full;
+    if is_full and found then
+        update queue.schedules as s set next_at = now()
+        where s.name in (
+            select x.name from queue.schedules as x
+            where x.name = 'andal.cache_prune' and x.next_at > now()
+            for update skip locked);
+    end if;
+end
+$$;
 
 CREATE FUNCTION cache._track_changes() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER
@@ -782,6 +835,14 @@ begin
     )
     select count(*), coalesce(sum(g.size), 0) into v_entries, v_bytes from gone as g;
     perform cache._usage_add(-v_bytes, 0);
+    -- over the size bound: evict down to nine tenths of it, then the cache is not full
+    v_bytes := cache._usage() - cache._cap() * 9 / 10;
+    if cache._usage() > cache._cap() then
+        perform cache._evict(v_bytes);
+    end if;
+    if cache._usage() <= cache._cap() then
+        perform cache._set_full(false);
+    end if;
     -- fold the sessions' slots of the size counter into slot 0 (those not held by a writer)
     with folded as (
         delete from cache.usage as u
@@ -807,7 +868,7 @@ CREATE FUNCTION cache.put(key text, value jsonb, ttl interval DEFAULT NULL::inte
     select cache._put(key, value, ttl, if_version, null, null, false)
 $$;
 
-COMMENT ON FUNCTION cache.put(key text, value jsonb, ttl interval, if_version bigint) IS 'Store a value; returns the new version (null when if_version no longer matches).';
+COMMENT ON FUNCTION cache.put(key text, value jsonb, ttl interval, if_version bigint) IS 'Store a value; returns the new version (null: not stored, if_version no longer matches or the cache is full).';
 
 CREATE FUNCTION cache.put(key text, value jsonb, job_id bigint, token uuid, ttl interval DEFAULT NULL::interval, if_version bigint DEFAULT NULL::bigint) RETURNS bigint
     LANGUAGE sql SECURITY DEFINER
@@ -1037,6 +1098,7 @@ declare
     v_epoch bigint := nextval('cache.epoch_seq');
 begin
     truncate cache.entries, cache.usage;
+    update cache.usage_state set full_since = null;
     insert into cache.epoch as e (epoch) values (v_epoch)
     on conflict (id) do update set epoch = excluded.epoch, started_at = now();
     return v_epoch;
@@ -5689,6 +5751,12 @@ CREATE UNLOGGED TABLE cache.usage (
 )
 WITH (fillfactor='50');
 
+CREATE TABLE cache.usage_state (
+    id boolean DEFAULT true NOT NULL,
+    full_since timestamp with time zone,
+    CONSTRAINT usage_state_single CHECK (id)
+);
+
 CREATE TABLE cache.view_sources (
     view regclass NOT NULL,
     source regclass NOT NULL
@@ -5948,6 +6016,9 @@ ALTER TABLE ONLY cache.source_changes
 ALTER TABLE ONLY cache.usage
     ADD CONSTRAINT usage_pkey PRIMARY KEY (slot);
 
+ALTER TABLE ONLY cache.usage_state
+    ADD CONSTRAINT usage_state_pkey PRIMARY KEY (id);
+
 ALTER TABLE ONLY cache.view_sources
     ADD CONSTRAINT view_sources_pkey PRIMARY KEY (view, source);
 
@@ -6071,7 +6142,9 @@ REVOKE ALL ON FUNCTION cache._adaptive_ttl(mean_interval double precision, chang
 
 REVOKE ALL ON FUNCTION cache._apply(key text, op text, value jsonb, ttl interval, reason text, if_version bigint) FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION cache._bound(key text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION cache._bound() FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION cache._cap() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION cache._check_key(key text, argument text) FROM PUBLIC;
 
@@ -6085,7 +6158,9 @@ REVOKE ALL ON FUNCTION cache._enqueue_refresh(key text, queue_name text) FROM PU
 
 REVOKE ALL ON FUNCTION cache._epoch() FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION cache._evict(keep text, need bigint) FROM PUBLIC;
+REVOKE ALL ON FUNCTION cache._evict(need bigint) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION cache._full() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION cache._invalidate(key text, reason text, job_id bigint, token uuid, fenced boolean) FROM PUBLIC;
 
@@ -6094,6 +6169,8 @@ REVOKE ALL ON FUNCTION cache._job_done(key text, policy text, result jsonb, reas
 REVOKE ALL ON FUNCTION cache._metrics() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION cache._put(key text, value jsonb, ttl interval, if_version bigint, job_id bigint, token uuid, fenced boolean) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION cache._set_full(is_full boolean) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION cache._track_changes() FROM PUBLIC;
 

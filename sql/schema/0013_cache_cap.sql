@@ -2,9 +2,10 @@
 -- a new number instead).
 --
 -- * cache.config.max_total_bytes (default 1 GiB, at least max_value_bytes): the bound on the
---   sum of the stored sizes of the cached values. A write that takes the sum over it evicts
---   other keys' values (expired first, then the nearest expiry) until a tenth of the bound
---   is free again; see cache._evict.
+--   sum of the sizes of the cached values. Past it the cache is full (cache.usage_state):
+--   new values are not stored (cache.put returns null; a write-through invalidates the key)
+--   until cache.prune, woken at once, has evicted other keys' values (expired first, then
+--   the nearest expiry) down to nine tenths of the bound; see cache._evict.
 -- * cache.entries.size: the stored size of the entry's value as it was counted (0 for a
 --   tombstone), so a rewrite or an eviction takes off exactly what was added.
 -- * cache.usage: the sum, spread over rows (slots): each session adds to 64 slots of its
@@ -33,3 +34,13 @@ select
 from cache.entries as e;
 
 revoke all on cache.usage from public;
+
+-- Whether the cache is full: full_since is set by the write that found the sum over the
+-- bound and cleared once it is back under it. One row, always there.
+create table cache.usage_state (
+    id boolean primary key default true constraint usage_state_single check (id),
+    full_since timestamptz
+);
+insert into cache.usage_state default values;
+
+revoke all on cache.usage_state from public;

@@ -10,10 +10,15 @@
 --   transaction id) to cache.log, and sends one NOTIFY per transaction on channel
 --   'andal_cache' whose payload is that xid (a hint; readers resume from their watermark).
 -- * With if_version (0 = the key has no row) nothing is written unless the key is still at
---   that version: a refill never overwrites a newer write. Returns null then.
--- * The entry's counted size (cache.entries.size, the stored size of its value) is added to
---   the cache's total (cache.usage); a put that takes the total over
---   cache.config.max_total_bytes evicts other keys' values first (cache._bound).
+--   that version: a refill never overwrites a newer write. Returns null then (and for a
+--   put into a full cache, below).
+-- * The entry's counted size (cache.entries.size, the size of its value as written) is
+--   added to the cache's total (cache.usage). While the total is over
+--   cache.config.max_total_bytes (the cache is full, see _usage.sql) a put writes nothing
+--   and returns null (as when if_version no longer matches: a refill then simply does not
+--   cache), and a write-through (a put with a reason: an enqueue's cache_value, a job's
+--   result) invalidates the key instead, so that the enqueue or the completion still
+--   succeeds and readers reload.
 -- Returns the new version.
 create or replace function cache._apply(
     key text, op text, value jsonb, ttl interval, reason text, if_version bigint default null
@@ -38,6 +43,14 @@ declare
 begin
     if op not in ('put', 'invalidate') then
         raise exception 'op must be put or invalidate (got %)', op using errcode = '22023';
+    end if;
+    -- the mark is read here (one row), cache._full only when it is set
+    if op = 'put' and (select u.full_since from cache.usage_state as u) is not null
+       and cache._full() then
+        if reason is null then
+            return null;  -- not stored, as when if_version no longer matches
+        end if;
+        op := 'invalidate';
     end if;
     if op = 'put' then
         v_checksum := md5(value::text);
@@ -113,11 +126,16 @@ begin
         end if;
     end if;
     if v_added <> 0 then
-        perform cache._usage_add(v_added, v_version);
+        -- cache._usage_add, inlined (the write path's cost): one of the session's own slots
+        update cache.usage as u set bytes = u.bytes + v_added
+        where u.slot = pg_backend_pid()::bigint * 64 + v_version % 64;
+        if not found then
+            perform cache._usage_add(v_added, v_version);
+        end if;
         -- the bound is checked on one write in 64 (by version: no caller chooses it) and on
         -- every write of 64 kB or more
         if v_added > 0 and (v_version % 64 = 0 or v_added >= 65536) then
-            perform cache._bound(_apply.key);
+            perform cache._bound();
         end if;
     end if;
 

@@ -11,6 +11,7 @@ declare
     v_epoch bigint := nextval('cache.epoch_seq');
 begin
     truncate cache.entries, cache.usage;
+    update cache.usage_state set full_since = null;
     insert into cache.epoch as e (epoch) values (v_epoch)
     on conflict (id) do update set epoch = excluded.epoch, started_at = now();
     return v_epoch;
