@@ -66,12 +66,23 @@ declare
     v_changed_at timestamptz;
     v_mean double precision;
     v_gap double precision;
+    v_size int := 0;
+    v_added bigint;
 begin
     if op not in ('put', 'invalidate') then
         raise exception 'op must be put or invalidate (got %)', op using errcode = '22023';
     end if;
+    -- the mark is read here (one row), cache._full only when it is set
+    if op = 'put' and (select u.full_since from cache.usage_state as u) is not null
+       and cache._full() then
+        if reason is null then
+            return null;  -- not stored, as when if_version no longer matches
+        end if;
+        op := 'invalidate';
+    end if;
     if op = 'put' then
         v_checksum := md5(value::text);
+        v_size := pg_column_size(value);
     end if;
     loop
         select e.* into v_old from cache.entries as e where e.key = _apply.key for update;
@@ -82,7 +93,7 @@ begin
         v_version := nextval('cache.change_seq');
         insert into cache.entries as e (
             key, value, checksum, version, stale, expires_at, written_at, changes, changed_at,
-            invalidated_at, reason
+            invalidated_at, reason, size
         ) values (
             _apply.key,
             case when op = 'put' then _apply.value end,
@@ -94,11 +105,13 @@ begin
             case when op = 'invalidate' then 1 else 0 end,
             case when op = 'invalidate' then now() end,
             case when op = 'invalidate' then now() end,
-            left(_apply.reason, 200)
+            left(_apply.reason, 200),
+            v_size
         )
         on conflict (key) do nothing;
         if found then
             v_inserted := true;
+            v_added := v_size;
             exit;
         end if;
         -- Another transaction created the key meanwhile: lock its row and update it.
@@ -128,27 +141,58 @@ begin
             set value = _apply.value, checksum = v_checksum, version = v_version, stale = false,
                 expires_at = now() + coalesce(_apply.ttl, cache._adaptive_ttl(v_mean, v_changed_at)),
                 written_at = now(), changes = v_changes, changed_at = v_changed_at,
-                mean_interval = v_mean
+                mean_interval = v_mean, size = v_size
             where e.key = _apply.key;
+            v_added := v_size - v_old.size;
         else
             update cache.entries as e
             set version = v_version, stale = true, changes = v_changes,
                 changed_at = v_changed_at, mean_interval = v_mean, invalidated_at = now(),
                 reason = left(_apply.reason, 200)
             where e.key = _apply.key;
+            v_added := 0;  -- the old value stays
+        end if;
+    end if;
+    if v_added <> 0 then
+        -- cache._usage_add, inlined (the write path's cost): one of the session's own slots
+        update cache.usage as u set bytes = u.bytes + v_added
+        where u.slot = pg_backend_pid()::bigint * 64 + v_version % 64;
+        if not found then
+            perform cache._usage_add(v_added, v_version);
+        end if;
+        -- the bound is checked on one write in 64 (by version: no caller chooses it) and on
+        -- every write of 64 kB or more
+        if v_added > 0 and (v_version % 64 = 0 or v_added >= 65536) then
+            perform cache._bound();
         end if;
     end if;
 
     insert into cache.log (seq, xid, key, op, reason)
     values (v_version, v_xid, _apply.key, op, left(_apply.reason, 200));
-    perform pg_notify('andal_cache',
-        case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
-            then v_xid::text else '' end);
+    perform queue._notify('andal_cache', v_xid::text);
     return v_version;
 end
 $$;
 
 COMMENT ON FUNCTION cache._apply(key text, op text, value jsonb, ttl interval, reason text, if_version bigint) IS 'Write (put) or invalidate a key: new version, log row and NOTIFY hint in the caller''s transaction.';
+
+CREATE FUNCTION cache._bound() RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+    if cache._usage() > cache._cap() then
+        perform cache._set_full(true);
+    end if;
+end
+$$;
+
+CREATE FUNCTION cache._cap() RETURNS bigint
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    select coalesce((select c.max_total_bytes from cache.config as c), 1073741824)
+$$;
 
 CREATE FUNCTION cache._check_key(key text, argument text DEFAULT 'key'::text) RETURNS void
     LANGUAGE plpgsql IMMUTABLE
@@ -268,6 +312,54 @@ end
 $$;
 
 COMMENT ON FUNCTION cache._epoch() IS 'The shared cache''s epoch; a new one after a crash emptied the UNLOGGED cache tables.';
+
+CREATE FUNCTION cache._evict(need bigint) RETURNS bigint
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    v_freed bigint;
+begin
+    with ranked as (
+        select e.key, sum(e.size) over (order by e.expires_at, e.key) - e.size as before
+        from cache.entries as e
+        where e.value is not null
+    ),
+    victims as (
+        select e.key, e.size from cache.entries as e
+        join ranked as r on r.key = e.key
+        where r.before < need and e.value is not null
+        for update of e skip locked
+    ),
+    gone as (
+        update cache.entries as e
+        set value = null, checksum = null, stale = true, invalidated_at = now(),
+            reason = 'evicted', size = 0
+        from victims as v
+        where e.key = v.key
+        returning v.size
+    )
+    select coalesce(sum(g.size), 0) into v_freed from gone as g;
+    perform cache._usage_add(-v_freed, 0);
+    return v_freed;
+end
+$$;
+
+CREATE FUNCTION cache._full() RETURNS boolean
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+    if (select u.full_since from cache.usage_state as u) is null then
+        return false;
+    end if;
+    if cache._usage() > cache._cap() then
+        return true;
+    end if;
+    perform cache._set_full(false);
+    return false;
+end
+$$;
 
 CREATE FUNCTION cache._invalidate(key text, reason text, job_id bigint, token uuid, fenced boolean) RETURNS bigint
     LANGUAGE plpgsql
@@ -425,6 +517,29 @@ $$;
 
 COMMENT ON FUNCTION cache._put(key text, value jsonb, ttl interval, if_version bigint, job_id bigint, token uuid, fenced boolean) IS 'Private: the body of both cache.put forms.';
 
+CREATE FUNCTION cache._set_full(is_full boolean) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+    -- a missing row (the table was emptied) must not mean "never full"
+    if is_full and not exists (select from cache.usage_state) then
+        insert into cache.usage_state (id) values (true) on conflict (id) do nothing;
+    end if;
+    update cache.usage_state as u
+    set full_since = case when is_full then coalesce(u.full_since, now()) end
+    where u.id in (select x.id from cache.usage_state as x for update skip locked)
+      and (u.full_since is null) = is_full;
+    if is_full and found then
+        update queue.schedules as s set next_at = now()
+        where s.name in (
+            select x.name from queue.schedules as x
+            where x.name = 'andal.cache_prune' and x.next_at > now()
+            for update skip locked);
+    end if;
+end
+$$;
+
 CREATE FUNCTION cache._track_changes() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -439,6 +554,31 @@ end
 $$;
 
 COMMENT ON FUNCTION cache._track_changes() IS 'Trigger: count a TRUNCATE of a tracked table (row changes come from the statistics).';
+
+CREATE FUNCTION cache._usage() RETURNS bigint
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    select coalesce(sum(u.bytes), 0)::bigint from cache.usage as u
+$$;
+
+CREATE FUNCTION cache._usage_add(delta bigint, part bigint) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    v_slot bigint := pg_backend_pid()::bigint * 64 + part % 64;
+begin
+    if delta = 0 then
+        return;
+    end if;
+    update cache.usage as u set bytes = u.bytes + delta where u.slot = v_slot;
+    if not found then
+        insert into cache.usage as u (slot, bytes) values (v_slot, delta)
+        on conflict (slot) do update set bytes = u.bytes + excluded.bytes;
+    end if;
+end
+$$;
 
 CREATE FUNCTION cache._view_changes(view regclass) RETURNS bigint
     LANGUAGE sql STABLE
@@ -673,6 +813,7 @@ declare
     v_xid xid8;
     v_log bigint;
     v_entries bigint;
+    v_bytes bigint;
 begin
     perform queue._check_interval(prune.log_keep, 'log_keep', false, false);
     perform queue._check_interval(prune.entries_keep, 'entries_keep', false, false);
@@ -699,9 +840,30 @@ begin
         for update skip locked
     ),
     gone as (
-        delete from cache.entries as e using doomed as d where e.key = d.key returning 1
+        delete from cache.entries as e using doomed as d where e.key = d.key returning e.size
     )
-    select count(*) into v_entries from gone;
+    select count(*), coalesce(sum(g.size), 0) into v_entries, v_bytes from gone as g;
+    perform cache._usage_add(-v_bytes, 0);
+    -- over the size bound: evict down to nine tenths of it, then the cache is not full
+    v_bytes := cache._usage() - cache._cap() * 9 / 10;
+    if cache._usage() > cache._cap() then
+        perform cache._evict(v_bytes);
+    end if;
+    if cache._usage() <= cache._cap() then
+        perform cache._set_full(false);
+    end if;
+    -- fold the sessions' slots of the size counter into slot 0 (those not held by a writer)
+    with folded as (
+        delete from cache.usage as u
+        where u.slot in (
+            select s.slot from cache.usage as s where s.slot <> 0 for update skip locked)
+        returning u.bytes
+    )
+    select coalesce(sum(f.bytes), 0) into v_bytes from folded as f;
+    if v_bytes <> 0 then
+        insert into cache.usage as u (slot, bytes) values (0, v_bytes)
+        on conflict (slot) do update set bytes = u.bytes + excluded.bytes;
+    end if;
     return query select v_log, v_entries;
 end
 $$;
@@ -715,7 +877,7 @@ CREATE FUNCTION cache.put(key text, value jsonb, ttl interval DEFAULT NULL::inte
     select cache._put(key, value, ttl, if_version, null, null, false)
 $$;
 
-COMMENT ON FUNCTION cache.put(key text, value jsonb, ttl interval, if_version bigint) IS 'Store a value; returns the new version (null when if_version no longer matches).';
+COMMENT ON FUNCTION cache.put(key text, value jsonb, ttl interval, if_version bigint) IS 'Store a value; returns the new version (null: not stored, if_version no longer matches or the cache is full).';
 
 CREATE FUNCTION cache.put(key text, value jsonb, job_id bigint, token uuid, ttl interval DEFAULT NULL::interval, if_version bigint DEFAULT NULL::bigint) RETURNS bigint
     LANGUAGE sql SECURITY DEFINER
@@ -944,7 +1106,8 @@ CREATE FUNCTION cache.reset() RETURNS bigint
 declare
     v_epoch bigint := nextval('cache.epoch_seq');
 begin
-    truncate cache.entries;
+    truncate cache.entries, cache.usage;
+    update cache.usage_state set full_since = null;
     insert into cache.epoch as e (epoch) values (v_epoch)
     on conflict (id) do update set epoch = excluded.epoch, started_at = now();
     return v_epoch;
@@ -980,6 +1143,11 @@ begin
     select 'entries', '{}'::jsonb, (select count(*) from cache.entries)::double precision
     union all
     select 'bytes', '{}', pg_total_relation_size('cache.entries'::regclass)::double precision
+    union all
+    select 'value_bytes', '{}', cache._usage()::double precision
+    union all
+    select 'max_total_bytes', '{}',
+        (select c.max_total_bytes from cache.config as c)::double precision
     union all
     select 'reads', jsonb_build_object('pool', r.pool, 'job_type', r.job_type, 'result', x.k),
         x.v::double precision
@@ -4898,6 +5066,46 @@ $$;
 
 COMMENT ON FUNCTION queue.purge_dead_jobs(job_ids bigint[]) IS 'Delete the dead letters with the given ids; returns how many.';
 
+CREATE FUNCTION queue.queue_settings(queue text) RETURNS TABLE(configured boolean, max_attempts integer, lease interval, backoff text, backoff_base interval, backoff_cap interval, jitter real, notify boolean, payload_limit integer, keep_results boolean, cache_policy text, paused boolean, timeout interval, results_retention interval, dead_retention interval, history_retention interval, updated_at timestamp with time zone)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+begin
+    perform queue._check_name(queue_settings.queue, 'queue');
+    return query
+    select true, q.max_attempts, q.lease, q.backoff, q.backoff_base, q.backoff_cap,
+        q.jitter, q.notify, q.payload_limit, q.keep_results, q.cache_policy, q.paused,
+        q.timeout, q.results_retention, q.dead_retention, q.history_retention, q.updated_at
+    from queue.queues as q
+    where q.queue = queue_settings.queue;
+    if not found then
+        -- the column defaults of queue.queues (a missing row means them; a pgTAP test
+        -- compares this row with a freshly inserted one)
+        return query select false, 5, interval '60 seconds',
+            'linear'::text, interval '5 seconds', interval '1 hour', 0::real, true, 1048576,
+            false, 'invalidate'::text, false, null::interval, interval '7 days',
+            interval '30 days', null::interval, null::timestamptz;
+    end if;
+end
+$$;
+
+COMMENT ON FUNCTION queue.queue_settings(queue text) IS 'A queue''s policy (the defaults when never configured): attempts, lease, backoff, retention.';
+
+CREATE FUNCTION queue.rate_limits() RETURNS TABLE(category text, starts integer, per interval, started_in_window integer, max_running integer)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    select c.category, c.rate_starts, c.rate_per,
+        (select count(*)::int from unnest(c.rate_log) as l (at) where l.at > now() - c.rate_per),
+        c.max_running
+    from queue.categories as c
+    where c.rate_starts is not null
+    order by c.category
+$$;
+
+COMMENT ON FUNCTION queue.rate_limits() IS 'Every rate-limited category: starts per window, starts in the current window, its limit.';
+
 CREATE FUNCTION queue.register_worker(worker text, host text, pid integer, queues text[] DEFAULT '{}'::text[], slots integer DEFAULT 0, version text DEFAULT NULL::text, expire_after interval DEFAULT '00:01:00'::interval) RETURNS timestamp with time zone
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -5802,12 +6010,15 @@ CREATE TABLE cache.config (
     max_value_bytes integer DEFAULT 1048576 NOT NULL,
     log_keep interval DEFAULT '01:00:00'::interval NOT NULL,
     refresh_queues text[] DEFAULT '{}'::text[] NOT NULL,
+    max_total_bytes bigint DEFAULT 1073741824 NOT NULL,
     CONSTRAINT config_default_ttl_check CHECK ((default_ttl > '00:00:00'::interval)),
     CONSTRAINT config_ewma_alpha_check CHECK (((ewma_alpha > (0)::double precision) AND (ewma_alpha <= (1)::double precision))),
     CONSTRAINT config_log_keep_check CHECK ((log_keep > '00:00:00'::interval)),
+    CONSTRAINT config_max_total_bytes_check CHECK ((max_total_bytes > 0)),
     CONSTRAINT config_max_value_bytes_check CHECK ((max_value_bytes > 0)),
     CONSTRAINT config_min_ttl_check CHECK ((min_ttl > '00:00:00'::interval)),
     CONSTRAINT config_single CHECK (id),
+    CONSTRAINT config_total_over_value_check CHECK ((max_total_bytes >= max_value_bytes)),
     CONSTRAINT config_ttl_bounds_check CHECK ((min_ttl <= max_ttl)),
     CONSTRAINT config_ttl_factor_check CHECK ((ttl_factor > (0)::double precision))
 );
@@ -5824,7 +6035,8 @@ CREATE UNLOGGED TABLE cache.entries (
     changed_at timestamp with time zone,
     mean_interval double precision,
     invalidated_at timestamp with time zone,
-    reason text
+    reason text,
+    size integer DEFAULT 0 NOT NULL
 )
 WITH (fillfactor='50', autovacuum_vacuum_scale_factor='0.02', autovacuum_vacuum_threshold='500', autovacuum_vacuum_cost_delay='0', autovacuum_analyze_scale_factor='0.05', toast.autovacuum_vacuum_scale_factor='0.02', toast.autovacuum_vacuum_threshold='500', toast.autovacuum_vacuum_cost_delay='0');
 
@@ -5878,6 +6090,18 @@ CREATE UNLOGGED TABLE cache.source_changes (
     last_change_at timestamp with time zone DEFAULT now() NOT NULL
 )
 WITH (fillfactor='50', autovacuum_vacuum_scale_factor='0.05', autovacuum_vacuum_cost_delay='0');
+
+CREATE UNLOGGED TABLE cache.usage (
+    slot bigint NOT NULL,
+    bytes bigint DEFAULT 0 NOT NULL
+)
+WITH (fillfactor='50');
+
+CREATE TABLE cache.usage_state (
+    id boolean DEFAULT true NOT NULL,
+    full_since timestamp with time zone,
+    CONSTRAINT usage_state_single CHECK (id)
+);
 
 CREATE TABLE cache.view_sources (
     view regclass NOT NULL,
@@ -6183,6 +6407,12 @@ ALTER TABLE ONLY cache.read_stats
 ALTER TABLE ONLY cache.source_changes
     ADD CONSTRAINT source_changes_pkey PRIMARY KEY (source, backend);
 
+ALTER TABLE ONLY cache.usage
+    ADD CONSTRAINT usage_pkey PRIMARY KEY (slot);
+
+ALTER TABLE ONLY cache.usage_state
+    ADD CONSTRAINT usage_state_pkey PRIMARY KEY (id);
+
 ALTER TABLE ONLY cache.view_sources
     ADD CONSTRAINT view_sources_pkey PRIMARY KEY (view, source);
 
@@ -6312,6 +6542,10 @@ REVOKE ALL ON FUNCTION cache._adaptive_ttl(mean_interval double precision, chang
 
 REVOKE ALL ON FUNCTION cache._apply(key text, op text, value jsonb, ttl interval, reason text, if_version bigint) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION cache._bound() FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION cache._cap() FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION cache._check_key(key text, argument text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION cache._check_refresh_queue(queue_name text) FROM PUBLIC;
@@ -6324,6 +6558,10 @@ REVOKE ALL ON FUNCTION cache._enqueue_refresh(key text, queue_name text) FROM PU
 
 REVOKE ALL ON FUNCTION cache._epoch() FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION cache._evict(need bigint) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION cache._full() FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION cache._invalidate(key text, reason text, job_id bigint, token uuid, fenced boolean) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION cache._job_done(key text, policy text, result jsonb, reason text) FROM PUBLIC;
@@ -6332,7 +6570,13 @@ REVOKE ALL ON FUNCTION cache._metrics() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION cache._put(key text, value jsonb, ttl interval, if_version bigint, job_id bigint, token uuid, fenced boolean) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION cache._set_full(is_full boolean) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION cache._track_changes() FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION cache._usage() FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION cache._usage_add(delta bigint, part bigint) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION cache._view_changes(view regclass) FROM PUBLIC;
 
@@ -6647,6 +6891,16 @@ GRANT ALL ON FUNCTION queue.purge_dead(older_than interval) TO andal_admin;
 
 REVOKE ALL ON FUNCTION queue.purge_dead_jobs(job_ids bigint[]) FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.purge_dead_jobs(job_ids bigint[]) TO andal_admin;
+
+REVOKE ALL ON FUNCTION queue.queue_settings(queue text) FROM PUBLIC;
+GRANT ALL ON FUNCTION queue.queue_settings(queue text) TO andal_admin;
+GRANT ALL ON FUNCTION queue.queue_settings(queue text) TO andal_worker;
+GRANT ALL ON FUNCTION queue.queue_settings(queue text) TO andal_monitor;
+
+REVOKE ALL ON FUNCTION queue.rate_limits() FROM PUBLIC;
+GRANT ALL ON FUNCTION queue.rate_limits() TO andal_admin;
+GRANT ALL ON FUNCTION queue.rate_limits() TO andal_worker;
+GRANT ALL ON FUNCTION queue.rate_limits() TO andal_monitor;
 
 REVOKE ALL ON FUNCTION queue.register_worker(worker text, host text, pid integer, queues text[], slots integer, version text, expire_after interval) FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.register_worker(worker text, host text, pid integer, queues text[], slots integer, version text, expire_after interval) TO andal_worker;

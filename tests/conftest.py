@@ -74,7 +74,8 @@ def clean(dsn: str) -> None:
         tables = c.execute(
             "select string_agg(format('%I.%I', schemaname, tablename), ', ')"
             " from pg_tables where schemaname in ('queue', 'cache')"
-            " and tablename not in ('schema_migrations', 'install_state', 'config', 'log_state')"
+            " and tablename not in ('schema_migrations', 'install_state', 'config', 'log_state',"
+            " 'usage_state')"
         ).fetchone()[0]
         c.execute(f"truncate {tables}")
 

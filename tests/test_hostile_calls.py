@@ -565,6 +565,7 @@ def time_calls() -> list[Call]:
     out += over("queue.set_rate_limit", rate, "starts", starts)
     out += intervals("queue.set_rate_limit", rate, "per", True, BOUNDED_DELAY)
     out += over("queue.set_rate_limit", rate, "per", [("null", "22004")])
+    out += over("queue.queue_settings", {"queue": "'h'"}, "queue", NAME_BAD)
     return out
 
 

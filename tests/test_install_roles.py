@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
 import uuid
 from collections.abc import Iterator
 
@@ -15,7 +16,7 @@ import pytest
 from conftest import PGHOST, PGPORT, PGUSER, make_dsn
 from pytest_postgresql.janitor import DatabaseJanitor
 
-from andal.install import install
+from andal.install import INSTALL_LOCK, LOCK_TABLE, install
 
 PREFIX = f"andal_t{uuid.uuid4().hex[:6]}"
 
@@ -67,3 +68,142 @@ def test_an_install_with_its_own_roles(prefixed_db: str) -> None:
     assert result.returncode != 0 and "role prefix" in result.stderr, result.stderr
     with psycopg.connect(prefixed_db, autocommit=True) as c:
         assert c.execute("select role_prefix from queue.install_state").fetchone() == (PREFIX,)
+
+
+def _databases(n: int) -> Iterator[list[str]]:
+    names = [f"andal_r_{uuid.uuid4().hex[:10]}" for _ in range(n)]
+    janitors = [DatabaseJanitor(user=PGUSER, host=PGHOST, port=PGPORT, dbname=x) for x in names]
+    for j in janitors:
+        j.init()
+    try:
+        yield names
+    finally:
+        for j in janitors:
+            j.drop()
+
+
+@pytest.fixture
+def three_dbs() -> Iterator[list[str]]:
+    yield from _databases(3)
+
+
+def _drop_roles(*prefixes: str, logins: tuple[str, ...] = ()) -> None:
+    with psycopg.connect(make_dsn("postgres"), autocommit=True) as c:
+        for name in logins:
+            c.execute(f'drop role if exists "{name}"')
+        for prefix in prefixes:
+            for kind in ("producer", "worker", "admin", "monitor"):
+                c.execute(f'drop role if exists "{prefix}_{kind}"')
+
+
+def _installed(dbname: str) -> bool:
+    with psycopg.connect(make_dsn(dbname)) as c:
+        return bool(c.execute("select to_regnamespace('queue') is not null").fetchone()[0])
+
+
+def test_roles_shared_with_another_database_are_named(three_dbs: list[str]) -> None:
+    """The same roles in two databases: the second install says which database shares them
+    and how to keep them apart; with exclusive roles it is refused and writes nothing."""
+    first, second, third = three_dbs
+    shared = f"andal_s{uuid.uuid4().hex[:6]}"
+    try:
+        warnings: list[str] = []
+        install(make_dsn(first), role_prefix=shared, warn=warnings.append)
+        assert warnings == [], "no other database holds the roles yet"
+        install(make_dsn(second), role_prefix=shared, warn=warnings.append)
+        assert len(warnings) == 1 and first in warnings[0] and "--role-prefix" in warnings[0]
+        assert second not in warnings[0].split("database(s)", 1)[1].split(":")[0]
+
+        with pytest.raises(psycopg.Error) as refused:
+            install(make_dsn(third), role_prefix=shared, exclusive_roles=True)
+        assert refused.value.diag.sqlstate == "55006"
+        assert first in str(refused.value) and second in str(refused.value)
+        assert not _installed(third), "the refused install wrote nothing"
+
+        result = subprocess.run(
+            [sys.executable, "-m", "andal.cli", "--dsn", make_dsn(third), "install",
+             "--role-prefix", shared, "--exclusive-roles"],
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert result.returncode == 1, result.stderr
+        assert "55006" in result.stderr or "also hold grants" in result.stderr, result.stderr
+        assert not _installed(third)
+        result = subprocess.run(
+            [sys.executable, "-m", "andal.cli", "--dsn", make_dsn(third), "install",
+             "--role-prefix", shared],
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr
+        lines = [x for x in result.stderr.splitlines() if "warning" in x]
+        assert len(lines) == 1 and first in lines[0] and second in lines[0], result.stderr
+        assert _installed(third)
+    finally:
+        for name in three_dbs:  # the grants go with the databases, then the roles can go
+            with psycopg.connect(make_dsn(name), autocommit=True) as c:
+                c.execute("drop schema if exists queue, cache cascade")
+        _drop_roles(shared)
+
+
+def test_prefixed_installs_are_isolated(three_dbs: list[str]) -> None:
+    """Each database with its own prefix: no warning, and a worker of one cannot claim in the
+    other (though it may connect to it)."""
+    one, two = three_dbs[:2]
+    p1, p2 = f"andal_a{uuid.uuid4().hex[:6]}", f"andal_b{uuid.uuid4().hex[:6]}"
+    login = f"andal_wl_{uuid.uuid4().hex[:6]}"
+    try:
+        warnings: list[str] = []
+        install(make_dsn(one), role_prefix=p1, warn=warnings.append)
+        install(make_dsn(two), role_prefix=p2, warn=warnings.append)
+        assert warnings == []
+        with psycopg.connect(make_dsn("postgres"), autocommit=True) as su:
+            su.execute(f'create role "{login}" login in role "{p1}_worker"')
+        for name in (one, two):
+            with psycopg.connect(make_dsn(name), autocommit=True) as c:
+                c.execute("select queue.enqueue(payload => '{}', queue => 'q')")
+        as_worker = lambda db: f"postgresql://{login}@{PGHOST}:{PGPORT}/{db}"  # noqa: E731
+        with psycopg.connect(as_worker(one), autocommit=True) as w:
+            got = w.execute("select job_id from queue.claim(worker => 'w', queues => '{q}')")
+            assert len(got.fetchall()) == 1
+        with (
+            psycopg.connect(as_worker(two), autocommit=True) as w,
+            pytest.raises(psycopg.errors.InsufficientPrivilege),
+        ):
+            w.execute("select job_id from queue.claim(worker => 'w', queues => '{q}')")
+        with psycopg.connect(make_dsn(two)) as c:
+            running = c.execute("select count(*) from queue.jobs where status = 'running'")
+            assert running.fetchone() == (0,)
+    finally:
+        for name in three_dbs:
+            with psycopg.connect(make_dsn(name), autocommit=True) as c:
+                c.execute("drop schema if exists queue, cache cascade")
+        _drop_roles(p1, p2, logins=(login,))
+
+
+def test_a_role_without_grants_cannot_hold_up_an_upgrade(three_dbs: list[str]) -> None:
+    """The advisory key is public knowledge; once andal is installed the installer locks a
+    table of andal's instead, which a role without grants can neither lock nor block."""
+    name = three_dbs[0]
+    stranger = f"andal_st_{uuid.uuid4().hex[:6]}"
+    install(make_dsn(name))
+    with psycopg.connect(make_dsn("postgres"), autocommit=True) as su:
+        su.execute(f'create role "{stranger}" login')
+    try:
+        with psycopg.connect(make_dsn(name), autocommit=True) as c:  # make it re-apply
+            c.execute("update queue.install_state set functions_digest = 'old'")
+        with psycopg.connect(
+            f"postgresql://{stranger}@{PGHOST}:{PGPORT}/{name}", autocommit=True
+        ) as s:
+            s.execute("select pg_advisory_lock(%s)", (INSTALL_LOCK,))
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                s.execute(f"begin; lock table {LOCK_TABLE} in share update exclusive mode")
+            s.execute("rollback")
+            done: list[list[str]] = []
+            t = threading.Thread(target=lambda: done.append(install(make_dsn(name))))
+            t.start()
+            t.join(timeout=180)
+            assert not t.is_alive(), "the stranger's advisory lock held the upgrade up"
+            assert done and any("functions" in step for step in done[0])
+    finally:
+        with psycopg.connect(make_dsn(name), autocommit=True) as c:
+            c.execute("drop schema if exists queue, cache cascade")
+        _drop_roles(logins=(stranger,))

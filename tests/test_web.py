@@ -306,3 +306,70 @@ def test_purge_selected_dead_letters(
         left = {r[0] for r in c.execute("select job_id from queue.dead_letters")}
     assert left == {ids["cancelled"], ids["scheduled"]}  # (cancelled by a test before)
     shot(browser, "dead-letters-after-purge")
+
+
+def test_queue_page_shows_its_policy_schedules_and_rate_limits(
+    browser: Any, base: str, dsn: str
+) -> None:
+    name = "nightly <b>report</b>"  # shown as text
+    with psycopg.connect(dsn, autocommit=True) as c:
+        c.execute(
+            "select queue.configure_queue(queue => 'timed', timeout => '5 minutes',"
+            " max_attempts => 7, lease => '2 minutes', backoff => 'exponential',"
+            " dead_retention => '3 days')"
+        )
+        c.execute(
+            "select queue.schedule(name => %s, queue => 'timed', cron => '30 2 * * *',"
+            " timezone => 'Europe/Berlin', category => 'paced')",
+            (name,),
+        )
+        c.execute("select queue.set_category_limit(category => 'paced', max_running => 10)")
+        c.execute("select queue.set_rate_limit(category => 'paced', starts => 2, per => '1 hour')")
+        c.execute(
+            "select queue.enqueue_many(payloads => array_fill('{}'::jsonb, array[3]),"
+            " queue => 'timed', category => 'paced')"
+        )
+        for _ in range(2):  # two starts, then the window is full: a refusal
+            c.execute("select * from queue.claim(worker => 'w2', queues => '{timed}', batch => 5)")
+    browser.get(base + "/queues/timed")
+    with psycopg.connect(dsn) as c, c.cursor(row_factory=psycopg.rows.dict_row) as cur:
+        policy = cur.execute(
+            "select max_attempts, lease::text, timeout::text, backoff, dead_retention::text,"
+            " history_retention from queue.queue_settings(queue => 'timed')"
+        ).fetchone()
+        schedule = cur.execute(
+            "select next_at from queue.schedules() where name = %s", (name,)
+        ).fetchone()
+        rate = cur.execute(
+            "select starts, per::text, started_in_window from queue.rate_limits()"
+            " where category = 'paced'"
+        ).fetchone()
+    refusals = stats(dsn)[("timed", "paced")]["rate_refusals"]
+    setting = lambda k: browser.find_element(By.CSS_SELECTOR, f'[data-setting="{k}"]').text  # noqa: E731
+    assert setting("max_attempts") == str(policy["max_attempts"]) == "7"
+    assert setting("lease") == policy["lease"] == "00:02:00"
+    assert setting("timeout") == policy["timeout"] == "00:05:00"
+    assert setting("backoff") == policy["backoff"] == "exponential"
+    assert setting("dead_retention") == policy["dead_retention"] == "3 days"
+    assert setting("history_retention") == "no history" and policy["history_retention"] is None
+    assert setting("paused") == "no"
+    rows = browser.find_elements(By.CSS_SELECTOR, "#schedules tbody tr")
+    assert [r.get_attribute("data-schedule") for r in rows] == [name]
+    assert rows[0].find_element(By.CSS_SELECTOR, "td").text == name
+    assert not browser.find_elements(By.CSS_SELECTOR, "#schedules b"), "names are escaped"
+    assert rows[0].find_element(By.CSS_SELECTOR, '[data-col="when"]').text == (
+        "30 2 * * * (Europe/Berlin)"
+    )
+    assert rows[0].find_element(By.CSS_SELECTOR, '[data-col="next"]').text == fmt.when(
+        schedule["next_at"]
+    )
+    limit = browser.find_element(By.CSS_SELECTOR, '#rate-limits tr[data-category="paced"]')
+    cell = lambda k: limit.find_element(By.CSS_SELECTOR, f'[data-col="{k}"]').text  # noqa: E731
+    assert (
+        (cell("starts"), cell("per"), cell("in-window"))
+        == (str(rate["starts"]), rate["per"], str(rate["started_in_window"]))
+        == ("2", "01:00:00", "2")
+    )
+    assert cell("refusals") == fmt.count(refusals) and refusals >= 1
+    assert not browser.find_elements(By.CSS_SELECTOR, '#rate-limits tr[data-category="acme"]')
+    shot(browser, "queue-policy")

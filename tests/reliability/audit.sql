@@ -45,6 +45,8 @@ create or replace temporary view andal_audit_matrix (fn, roles) as values
     ('queue.stats', '{andal_admin,andal_monitor,andal_worker}'),
     ('queue.stats_by_minute', '{andal_admin,andal_monitor,andal_worker}'),
     ('queue.category_limits', '{andal_admin,andal_monitor,andal_worker}'),
+    ('queue.queue_settings', '{andal_admin,andal_monitor,andal_worker}'),
+    ('queue.rate_limits', '{andal_admin,andal_monitor,andal_worker}'),
     ('queue.metrics', '{andal_admin,andal_monitor,andal_worker}'),
     ('queue.workers', '{andal_admin,andal_monitor,andal_worker}'),
     ('queue.next_available', '{andal_admin,andal_monitor,andal_worker}'),

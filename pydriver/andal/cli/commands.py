@@ -44,7 +44,11 @@ def cmd_install(args: argparse.Namespace) -> int:
             with connect(dsn, installed=False):
                 pass  # a clear message when the server does not answer
             done = install(
-                dsn, shards=args.shards, lock_down=args.lock_down, role_prefix=args.role_prefix
+                dsn,
+                shards=args.shards,
+                lock_down=args.lock_down,
+                role_prefix=args.role_prefix,
+                exclusive_roles=args.exclusive_roles,
             )
             with connect(dsn) as conn:
                 version = _version(conn)

@@ -86,6 +86,12 @@ def _install(sub: Any) -> None:
         help="this install's roles are PREFIX_producer, PREFIX_worker, PREFIX_admin"
         " (default: as installed; andal for a new install; docs/multi-db.md)",
     )
+    s.add_argument(
+        "--exclusive-roles",
+        action="store_true",
+        help="refuse (SQLSTATE 55006) if"
+        " the roles hold grants in another database of the cluster (docs/multi-db.md)",
+    )
     s.set_defaults(func=cmd_install)
 
 

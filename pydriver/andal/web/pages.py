@@ -85,8 +85,13 @@ def _page(db: Database, queue: str | None, state: str | None, before: int | None
 
 
 def queue(db: Database, name: str, state: str | None, before: int | None) -> dict[str, Any]:
+    settings, schedules = db.read_many(
+        [(queries.QUEUE_SETTINGS, {"queue": name}), (queries.SCHEDULES, {"queue": name})]
+    )
     return {
         **queue_figures(db, name),
+        "settings": settings[0] if settings else None,
+        "schedules": schedules,
         "state": state or "",
         "states": STATES,
         "before": before,
@@ -95,20 +100,28 @@ def queue(db: Database, name: str, state: str | None, before: int | None) -> dic
 
 
 def queue_figures(db: Database, name: str) -> dict[str, Any]:
-    """The live part of a queue's page: its figures, charts and categories."""
-    stats, by_minute, limits = db.read_many(
+    """The live part of a queue's page: its figures, charts, categories and the rate limits
+    of the categories it uses (those queue.stats() lists for it)."""
+    stats, by_minute, limits, rates = db.read_many(
         [
             (queries.STATS, None),
             (queries.BY_MINUTE, {"span": "1 hour"}),
             (queries.CATEGORY_LIMITS, None),
+            (queries.RATE_LIMITS, None),
         ]
     )
     rows = [r for r in stats if r["queue"] == name]
     total = next((dict(r) for r in rows if r["category"] is None), None)
+    used = {r["category"]: r for r in rows if r["category"] is not None}
     return {
         "name": name,
         "total": _charted(total, _series(by_minute)) if total else None,
         "categories": _limited(rows, limits),
+        "rate_limits": [
+            dict(r, refusals=used[r["category"]]["rate_refusals"])
+            for r in rates
+            if r["category"] in used
+        ],
     }
 
 

@@ -32,7 +32,7 @@ STATS = (
     " s.retried_1h, s.dead_1h, s.failure_rate, s.retries_per_job,"
     " s.lock_attempts, s.lock_failures, s.contention_ratio,"
     " s.pickup_p50_ms, s.pickup_p95_ms, s.pickup_p99_ms, s.wal_bytes_per_job,"
-    " s.held_xmin_age, s.held_xmin_seconds, s.paused"
+    " s.held_xmin_age, s.held_xmin_seconds, s.paused, s.rate_refusals"
     " from queue.stats() as s order by s.queue, s.category nulls first"
 )
 
@@ -84,3 +84,26 @@ PURGE_DEAD_JOBS = "select queue.purge_dead_jobs(job_ids => %(job_ids)s::bigint[]
 CANCEL = "select queue.cancel(job_id => %(job_id)s::bigint)"
 PAUSE = "select queue.pause(queue => %(queue)s::text)"
 RESUME = "select queue.resume(queue => %(queue)s::text)"
+
+#: queue.queue_settings(): the queue's policy (the defaults when never configured); the
+#: intervals as PostgreSQL prints them.
+QUEUE_SETTINGS = (
+    "select s.configured, s.max_attempts, s.lease::text, s.backoff, s.backoff_base::text,"
+    " s.backoff_cap::text, s.jitter, s.notify, s.payload_limit, s.keep_results,"
+    " s.cache_policy, s.paused, s.timeout::text, s.results_retention::text,"
+    " s.dead_retention::text, s.history_retention::text, s.updated_at"
+    " from queue.queue_settings(queue => %(queue)s::text) as s"
+)
+
+#: The queue's schedules (queue.schedules(), no payload).
+SCHEDULES = (
+    "select s.name, s.cron, s.every::text, s.timezone, s.category, s.priority, s.enabled,"
+    " s.next_at, s.last_fired_at, s.last_job_id, s.last_error"
+    " from queue.schedules() as s where s.queue = %(queue)s::text order by s.name"
+)
+
+#: Every rate-limited category (queue.rate_limits()).
+RATE_LIMITS = (
+    "select r.category, r.starts, r.per::text, r.started_in_window, r.max_running"
+    " from queue.rate_limits() as r"
+)

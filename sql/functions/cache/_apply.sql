@@ -10,7 +10,15 @@
 --   transaction id) to cache.log, and sends one NOTIFY per transaction on channel
 --   'andal_cache' whose payload is that xid (a hint; readers resume from their watermark).
 -- * With if_version (0 = the key has no row) nothing is written unless the key is still at
---   that version: a refill never overwrites a newer write. Returns null then.
+--   that version: a refill never overwrites a newer write. Returns null then (and for a
+--   put into a full cache, below).
+-- * The entry's counted size (cache.entries.size, the size of its value as written) is
+--   added to the cache's total (cache.usage). While the total is over
+--   cache.config.max_total_bytes (the cache is full, see _usage.sql) a put writes nothing
+--   and returns null (as when if_version no longer matches: a refill then simply does not
+--   cache), and a write-through (a put with a reason: an enqueue's cache_value, a job's
+--   result) invalidates the key instead, so that the enqueue or the completion still
+--   succeeds and readers reload.
 -- Returns the new version.
 create or replace function cache._apply(
     key text, op text, value jsonb, ttl interval, reason text, if_version bigint default null
@@ -30,12 +38,23 @@ declare
     v_changed_at timestamptz;
     v_mean double precision;
     v_gap double precision;
+    v_size int := 0;
+    v_added bigint;
 begin
     if op not in ('put', 'invalidate') then
         raise exception 'op must be put or invalidate (got %)', op using errcode = '22023';
     end if;
+    -- the mark is read here (one row), cache._full only when it is set
+    if op = 'put' and (select u.full_since from cache.usage_state as u) is not null
+       and cache._full() then
+        if reason is null then
+            return null;  -- not stored, as when if_version no longer matches
+        end if;
+        op := 'invalidate';
+    end if;
     if op = 'put' then
         v_checksum := md5(value::text);
+        v_size := pg_column_size(value);
     end if;
     loop
         select e.* into v_old from cache.entries as e where e.key = _apply.key for update;
@@ -46,7 +65,7 @@ begin
         v_version := nextval('cache.change_seq');
         insert into cache.entries as e (
             key, value, checksum, version, stale, expires_at, written_at, changes, changed_at,
-            invalidated_at, reason
+            invalidated_at, reason, size
         ) values (
             _apply.key,
             case when op = 'put' then _apply.value end,
@@ -58,11 +77,13 @@ begin
             case when op = 'invalidate' then 1 else 0 end,
             case when op = 'invalidate' then now() end,
             case when op = 'invalidate' then now() end,
-            left(_apply.reason, 200)
+            left(_apply.reason, 200),
+            v_size
         )
         on conflict (key) do nothing;
         if found then
             v_inserted := true;
+            v_added := v_size;
             exit;
         end if;
         -- Another transaction created the key meanwhile: lock its row and update it.
@@ -92,22 +113,35 @@ begin
             set value = _apply.value, checksum = v_checksum, version = v_version, stale = false,
                 expires_at = now() + coalesce(_apply.ttl, cache._adaptive_ttl(v_mean, v_changed_at)),
                 written_at = now(), changes = v_changes, changed_at = v_changed_at,
-                mean_interval = v_mean
+                mean_interval = v_mean, size = v_size
             where e.key = _apply.key;
+            v_added := v_size - v_old.size;
         else
             update cache.entries as e
             set version = v_version, stale = true, changes = v_changes,
                 changed_at = v_changed_at, mean_interval = v_mean, invalidated_at = now(),
                 reason = left(_apply.reason, 200)
             where e.key = _apply.key;
+            v_added := 0;  -- the old value stays
+        end if;
+    end if;
+    if v_added <> 0 then
+        -- cache._usage_add, inlined (the write path's cost): one of the session's own slots
+        update cache.usage as u set bytes = u.bytes + v_added
+        where u.slot = pg_backend_pid()::bigint * 64 + v_version % 64;
+        if not found then
+            perform cache._usage_add(v_added, v_version);
+        end if;
+        -- the bound is checked on one write in 64 (by version: no caller chooses it) and on
+        -- every write of 64 kB or more
+        if v_added > 0 and (v_version % 64 = 0 or v_added >= 65536) then
+            perform cache._bound();
         end if;
     end if;
 
     insert into cache.log (seq, xid, key, op, reason)
     values (v_version, v_xid, _apply.key, op, left(_apply.reason, 200));
-    perform pg_notify('andal_cache',
-        case when coalesce(current_setting('andal.notify_names', true), '') <> 'off'
-            then v_xid::text else '' end);
+    perform queue._notify('andal_cache', v_xid::text);
     return v_version;
 end
 $$;

@@ -3,7 +3,11 @@
 -- expired for longer than entries_keep. Run it periodically (pg_cron, or an admin job).
 -- Guarantees: a reader whose watermark is at or below the highest pruned transaction id is
 -- told to flush by cache.changes_since (it may have missed a pruned change), never left
--- stale. Entries locked by a writer are skipped. Returns how many rows went.
+-- stale. Entries locked by a writer are skipped. Their sizes leave the cache's total; when
+-- the total is over cache.config.max_total_bytes, values are evicted (expired first, then
+-- the nearest expiry, see cache._evict) down to nine tenths of it, and the cache is no
+-- longer full. Waits for no writer (SKIP LOCKED). Returns how many rows went (entries:
+-- deleted ones, not evicted ones).
 -- Raises: 22023 negative intervals.
 create or replace function cache.prune(
     log_keep interval default null, entries_keep interval default '1 day'
@@ -18,6 +22,7 @@ declare
     v_xid xid8;
     v_log bigint;
     v_entries bigint;
+    v_bytes bigint;
 begin
     perform queue._check_interval(prune.log_keep, 'log_keep', false, false);
     perform queue._check_interval(prune.entries_keep, 'entries_keep', false, false);
@@ -44,9 +49,30 @@ begin
         for update skip locked
     ),
     gone as (
-        delete from cache.entries as e using doomed as d where e.key = d.key returning 1
+        delete from cache.entries as e using doomed as d where e.key = d.key returning e.size
     )
-    select count(*) into v_entries from gone;
+    select count(*), coalesce(sum(g.size), 0) into v_entries, v_bytes from gone as g;
+    perform cache._usage_add(-v_bytes, 0);
+    -- over the size bound: evict down to nine tenths of it, then the cache is not full
+    v_bytes := cache._usage() - cache._cap() * 9 / 10;
+    if cache._usage() > cache._cap() then
+        perform cache._evict(v_bytes);
+    end if;
+    if cache._usage() <= cache._cap() then
+        perform cache._set_full(false);
+    end if;
+    -- fold the sessions' slots of the size counter into slot 0 (those not held by a writer)
+    with folded as (
+        delete from cache.usage as u
+        where u.slot in (
+            select s.slot from cache.usage as s where s.slot <> 0 for update skip locked)
+        returning u.bytes
+    )
+    select coalesce(sum(f.bytes), 0) into v_bytes from folded as f;
+    if v_bytes <> 0 then
+        insert into cache.usage as u (slot, bytes) values (0, v_bytes)
+        on conflict (slot) do update set bytes = u.bytes + excluded.bytes;
+    end if;
     return query select v_log, v_entries;
 end
 $$;

@@ -5,6 +5,8 @@
 -- caller's transaction. With if_version (the version the caller read; 0 when the key had no
 -- entry) the value is stored only if the key is still at that version, and null is returned
 -- otherwise: use it to refill after a miss without overwriting a concurrent newer write.
+-- While the cache is full (its values over cache.config.max_total_bytes, until the
+-- housekeeping has evicted) nothing is stored and null is returned too.
 -- With job_id and token (a write on behalf of a running job) the write is fenced: refused
 -- with AN001 unless that job is running under that token with an unexpired lease, and the
 -- job's row is share-locked until the caller's transaction ends (a takeover waits for it).
@@ -56,7 +58,7 @@ as $$
 $$;
 
 comment on function cache.put(text, jsonb, interval, bigint) is
-'Store a value; returns the new version (null when if_version no longer matches).';
+'Store a value; returns the new version (null: not stored, if_version no longer matches or the cache is full).';
 revoke all on function cache.put(text, jsonb, interval, bigint) from public;
 grant execute on function cache.put(text, jsonb, interval, bigint)
 to andal_producer, andal_worker, andal_admin;

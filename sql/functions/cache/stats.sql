@@ -62,7 +62,8 @@ end
 $$;
 
 -- cache.stats: the cache's figures as (metric, labels, value) rows.
--- * entries, bytes: rows and total size of the shared cache.
+-- * entries, bytes: rows and total size of the shared cache; value_bytes: the counted size
+--   of its values, which max_total_bytes (cache.config) bounds.
 -- * reads{pool,job_type,result}, hit_ratio{pool,job_type}: driver-reported reads of the last
 --   hour (local_hit, shared_hit, stale_hit, miss); hit ratio = (local + shared) / reads.
 -- * invalidations_per_minute (last 5 min), queue_ready (ready jobs now),
@@ -100,6 +101,11 @@ begin
     select 'entries', '{}'::jsonb, (select count(*) from cache.entries)::double precision
     union all
     select 'bytes', '{}', pg_total_relation_size('cache.entries'::regclass)::double precision
+    union all
+    select 'value_bytes', '{}', cache._usage()::double precision
+    union all
+    select 'max_total_bytes', '{}',
+        (select c.max_total_bytes from cache.config as c)::double precision
     union all
     select 'reads', jsonb_build_object('pool', r.pool, 'job_type', r.job_type, 'result', x.k),
         x.v::double precision

@@ -45,6 +45,8 @@ insert into matrix values
     ('queue.unregister_worker(text)', false, true, true),
     ('queue.stats_by_minute(interval)', false, true, true),
     ('queue.category_limits()', false, true, true),
+    ('queue.queue_settings(text)', false, true, true),
+    ('queue.rate_limits()', false, true, true),
     ('queue.version()', true, true, true),
     ('queue.cancel(bigint)', false, false, true),
     ('queue.requeue_dead(bigint)', false, false, true),
@@ -75,7 +77,7 @@ insert into monitor_may values
     ('queue.next_available(text[])'), ('queue.registered_workers()'),
     ('queue.version()'), ('queue.job(bigint)'), ('queue.jobs_by(text,text,bigint,integer)'),
     ('queue.stats_by_minute(interval)'), ('queue.category_limits()'), ('queue.schedules()'),
-    ('cache.stats(interval)');
+    ('queue.queue_settings(text)'), ('queue.rate_limits()'), ('cache.stats(interval)');
 
 select is_empty(
     $$ select p.oid::regprocedure::text from pg_proc as p
