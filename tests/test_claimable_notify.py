@@ -137,9 +137,7 @@ def full_category(conn: psycopg.Connection, queue: str) -> tuple[int, str]:
     """Two jobs of a category limited to 1 in queue: one claimed (the slot is taken), one
     ready and turned away by the gate."""
     category = f"c_{queue}"
-    conn.execute(
-        "select queue.set_category_limit(category => %s, max_running => 1)", (category,)
-    )
+    conn.execute("select queue.set_category_limit(category => %s, max_running => 1)", (category,))
     for _ in range(2):
         conn.execute(
             "select queue.enqueue(payload => '{}', queue => %s, category => %s)",

@@ -2,8 +2,9 @@
 
 Run-once migrations (``sql/schema/NNNN_*.sql``) are applied in order, each in its own
 transaction, and recorded in ``queue.schema_migrations``. The re-runnable function definitions
-(``sql/functions/**.sql``, in the order ``sql/functions/manifest.txt`` lists them) are then re-applied in one transaction when their content changed
-since the last install. Concurrent installs are serialised, so a second run changes nothing:
+(``sql/functions/**.sql``, in the order ``sql/functions/manifest.txt`` lists them) are then
+re-applied in one transaction when their content changed since the last install. Concurrent
+installs are serialised, so a second run changes nothing:
 by a lock on ``queue.schema_migrations`` (held by a second session of the installer while it
 works) once that table exists, which only its owner may take, so a role without andal's grants
 cannot delay an install or an upgrade; on a database where andal is not installed yet, where
