@@ -34,7 +34,7 @@ from .client import AsyncClient, Client, configure_queue, enqueue, enqueue_many,
 from .errors import AndalError, LeaseLost, NotInstalled
 from .jobs import JobInfo
 from .sources import release
-from .worker import Fail, Handler, Job, Registry, Retry, Worker
+from .worker import Fail, Handler, Job, JobInterrupted, Registry, Retry, Worker
 
 __version__ = release()
 
@@ -48,6 +48,7 @@ __all__ = [
     "Handler",
     "Job",
     "JobInfo",
+    "JobInterrupted",
     "LeaseLost",
     "Lookup",
     "NotInstalled",

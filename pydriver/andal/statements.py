@@ -35,14 +35,15 @@ ENQUEUE_MANY = (
 #: ``db_now`` is the transaction's clock: ``lease_expires_at - db_now`` is the lease length,
 #: which lets the worker schedule heartbeats without trusting its own clock. The payload comes
 #: as text and is decoded per job, so one payload Python cannot decode (JSON nested past its
-#: recursion limit) fails that job alone instead of the whole batch.
+#: recursion limit) fails that job alone instead of the whole batch. ``deadline``: when the
+#: attempt must end (null: the job has no timeout), for the worker to stop its handler then.
 CLAIM = (
     "select c.job_id, c.queue, c.category, c.priority, c.payload::text, c.attempt,"
     " c.max_attempts,"
     " c.token, c.lease_expires_at, c.enqueued_at, c.cache_key, c.cache_version,"
-    " now() as db_now"
+    " now() as db_now, c.deadline"
     " from queue.claim(worker => %(worker)s::text, queues => %(queues)s::text[],"
-    " batch => %(batch)s::int, lease => %(lease)s::interval) as c"
+    " batch => %(batch)s::int, lease => %(lease)s::interval, deadlines => true) as c"
 )
 
 COMPLETE = (
@@ -62,19 +63,19 @@ COMPLETE_MANY = (
 #: the claim sees their effects (a category slot they free, say); an error in either rolls both
 #: back. A row per completion (``claimed`` false: ``job_id`` and ``completed``, as
 #: ``COMPLETE_MANY``), then a row per claimed job (``claimed`` true: the columns of ``CLAIM``
-#: in its order, from ``job_id`` to ``db_now``).
+#: in its order, from ``job_id`` to ``deadline``).
 COMPLETE_MANY_THEN_CLAIM = (
     "with done as materialized (select d.job_id, d.completed from queue.complete_many("
     "job_ids => %(job_ids)s::bigint[], tokens => %(tokens)s::uuid[],"
     " results => %(results)s::jsonb[]) as d)"
     " select false as claimed, d.job_id, null, null, null, null, null, null, null, null, null,"
-    " null, null, null, d.completed from done as d"
+    " null, null, null, null, d.completed from done as d"
     " union all"
     " select true, c.job_id, c.queue, c.category, c.priority, c.payload::text, c.attempt,"
     " c.max_attempts, c.token, c.lease_expires_at, c.enqueued_at, c.cache_key, c.cache_version,"
-    " now(), null"
+    " now(), c.deadline, null"
     " from queue.claim(worker => %(worker)s::text, queues => %(queues)s::text[],"
-    " batch => %(batch)s::int, lease => %(lease)s::interval) as c"
+    " batch => %(batch)s::int, lease => %(lease)s::interval, deadlines => true) as c"
     " where (select count(*) from done) >= 0"
 )
 
@@ -84,10 +85,12 @@ FAIL = (
     " retryable => %(retryable)s::boolean)"
 )
 
+#: ``abort_requested``: ``queue.cancel`` asked for the job to stop (the lease is then no
+#: longer extended).
 HEARTBEAT_MANY = (
-    "select h.job_id, h.lease_expires_at, now() as db_now from queue.heartbeat_many("
-    "job_ids => %(job_ids)s::bigint[], tokens => %(tokens)s::uuid[],"
-    " extend => %(extend)s::interval) as h"
+    "select h.job_id, h.lease_expires_at, now() as db_now, h.abort_requested"
+    " from queue.heartbeat_many(job_ids => %(job_ids)s::bigint[], tokens => %(tokens)s::uuid[],"
+    " report_abort => true, extend => %(extend)s::interval) as h"
 )
 
 RELEASE = (
@@ -137,6 +140,10 @@ VACUUM = "vacuum (analyze) {}"
 
 LISTEN = "listen andal_jobs"
 CHANNEL = "andal_jobs"
+#: ``queue.cancel`` asked the worker holding a running job to stop it (a hint: the worker
+#: re-reads the request with a heartbeat).
+LISTEN_ABORT = "listen andal_abort"
+ABORT_CHANNEL = "andal_abort"
 
 # -- operators ------------------------------------------------------------------------------
 
@@ -240,6 +247,7 @@ CANCEL = "select queue.cancel(job_id => %(job_id)s::bigint)"
 INSTALLED = "select to_regnamespace('queue') is not null and to_regclass('queue.jobs') is not null"
 
 __all__ = [
+    "ABORT_CHANNEL",
     "CANCEL",
     "JOB",
     "LISTEN_DONE",
@@ -262,6 +270,7 @@ __all__ = [
     "HEARTBEAT_MANY",
     "INSTALLED",
     "LISTEN",
+    "LISTEN_ABORT",
     "LIST_DEAD",
     "MAINTAIN",
     "PURGE_DEAD",
