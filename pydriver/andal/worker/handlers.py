@@ -55,6 +55,9 @@ class _Stop:
     def __init__(self) -> None:
         self.reason: str | None = None
 
+    def __repr__(self) -> str:
+        return f"<stop {self.reason}>" if self.reason else "<running>"
+
 
 @dataclass(frozen=True, slots=True)
 class Job:

@@ -75,9 +75,9 @@ class Listener:
                     connect_timeout=5,
                     application_name=self.application_name,
                 ) as conn:
-                    conn.execute(sql.LISTEN)
                     if self.abort is not None:
                         conn.execute(sql.LISTEN_ABORT)
+                    conn.execute(sql.LISTEN)  # last: what pg_stat_activity shows it waits on
                     backoff.reset()
                     self.hint("")  # notifications may have been missed while away
                     while not self.stop.is_set():
