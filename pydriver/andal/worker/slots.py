@@ -184,7 +184,8 @@ class Slots:
         if outcome is not None:
             self.ended(run, outcome, error)
         elif run.span is not None:  # lost or released: counted when it was noticed
-            self.end_trace(run, "lease_lost" if run.lost else "released")
+            lost = "timed_out" if run.job.abort_reason == "timeout" else "lease_lost"
+            self.end_trace(run, lost if run.lost else "released")
         if slot:
             self.give(run.source)
         else:
