@@ -127,7 +127,8 @@ class Worker:
     runs every ``maintain_every`` seconds (0: never) on each database, followed, when its
     server runs with ``autovacuum = off`` and ``vacuum`` is true, by a ``VACUUM (ANALYZE)`` of
     andal's tables that changed (one worker at a time). ``listen`` and ``heartbeat`` can be
-    turned off (tests, diagnostics).
+    turned off (tests, diagnostics); the heartbeat also stops handlers at their job's deadline
+    and on an abort request (``interrupt``), so without it they are not interrupted.
 
     Observability: ``metrics_port`` serves this worker's Prometheus metrics on
     ``metrics_addr:metrics_port``/metrics (0: a free port, see ``metrics.port``);
