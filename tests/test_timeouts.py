@@ -171,3 +171,35 @@ def test_sync_handler_is_told_and_fenced_at_its_timeout(
     assert worker.counts["timed_out"] == 1 and worker.counts["lease_lost"] == 0
     assert worker.counts["discarded"] == 1
     _timed_out_once(caplog, job_id)
+
+
+def test_a_retry_claimed_while_the_timed_out_handler_still_runs_keeps_its_lease(
+    dsn: str, conn: psycopg.Connection, clean: None
+) -> None:
+    """A plain handler that ignores its timeout holds its slot; the retry of its job, claimed
+    by the same worker meanwhile, is the job held from then on: heartbeated for its whole run
+    (longer than its lease) even after the first handler returns."""
+    conn.execute(
+        "select queue.configure_queue('ignores', timeout => '6 seconds', max_attempts => 2,"
+        " backoff_base => '0.1 seconds')"
+    )
+    second_started, first_returned = threading.Event(), threading.Event()
+
+    def handler(job: andal.Job) -> str:
+        if job.attempt == 1:
+            assert second_started.wait(60), "the retry did not start"
+            first_returned.set()
+            return "ignored the timeout"
+        second_started.set()
+        assert first_returned.wait(60)
+        time.sleep(2.5)  # the work: past its 1 s lease, so the heartbeats must reach it
+        return "done"
+
+    job_id = conn.execute("select queue.enqueue('{}', queue => 'ignores')").fetchone()[0]
+    worker = andal.Worker(dsn, {"ignores": handler}, lease=1, poll=0.2, concurrency=2)
+    with running(worker):
+        wait_for(lambda: worker.counts["completed"] == 1, timeout=60, what="the retry")
+    assert worker.counts["timed_out"] == 1 and worker.counts["lease_lost"] == 0
+    assert conn.execute("select count(*) from queue.jobs where id = %s", (job_id,)).fetchone() == (
+        0,
+    )

@@ -179,7 +179,7 @@ class Slots:
             if run.finished:
                 return
             run.finished = True
-            run.source.active.pop(run.job.id, None)
+            _forget(run.source, run)
             slot, run.slot = run.slot, False
         if outcome is not None:
             self.ended(run, outcome, error)
@@ -210,7 +210,7 @@ class Slots:
                 if run.finished:
                     continue
                 run.finished = True
-                src.active.pop(run.job.id, None)
+                _forget(src, run)
                 if run.slot:
                     run.slot = False
                     slots += 1
@@ -280,3 +280,11 @@ class Slots:
                 self.busy += n
                 src.busy += n
         return max(n, 0)
+
+
+def _forget(src: Source, run: _Run) -> None:
+    """``run`` is no longer held. Only its own entry goes: a job whose lease this worker lost
+    (a timeout, say) may have been claimed again by this worker while the old handler still
+    ran, and the new run is the one held now. Call with the lock held."""
+    if src.active.get(run.job.id) is run:
+        del src.active[run.job.id]
