@@ -5,8 +5,9 @@ and 100 and one pgbench client, the andal drain script of W1 (claim transaction 
 transaction) drains N preloaded jobs of the ``bench`` queue, alternately without history and
 with ``queue.set_history('bench', '1 day')``, R times each. Prints jobs/s (median) and WAL
 bytes per job. ``--off-only`` runs history off alone, for comparing two sources of the SQL
-(``ANDAL_SQL_DIR=…/sql``, for instance the SQL of an install that has no history). Not part
-of ``make bench``.
+(``ANDAL_SQL_DIR=…/sql``, for instance the SQL of an install that has no history).
+``--driver`` drains with one Python worker process (``andal.Worker``, W1's andal-py, with
+``batch`` slots) instead of pgbench. Not part of ``make bench``.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 
 import psycopg
 
-from . import systems
+from . import procs, systems
 from .common import ADMIN_DSN, RUN_ID, dsn_for, log, run_pgbench
 
 DB = f"andal_bench_history_{RUN_ID}"
@@ -31,8 +32,8 @@ def one(c: psycopg.Connection, query: str, params: tuple[Any, ...] = ()) -> Any:
     return row[0]
 
 
-def drain(dsn: str, n: int, batch: int, history: bool) -> tuple[float, float]:
-    """(jobs/s, WAL bytes per job) of one drain of n jobs."""
+def drain(dsn: str, n: int, batch: int, history: bool, driver: bool) -> tuple[float, float]:
+    """(jobs/s, WAL bytes per job) of one drain of n jobs (``driver``: by a Python worker)."""
     with psycopg.connect(dsn, autocommit=True) as c:
         c.execute("truncate queue.jobs, queue.stat_minutes, queue.dead_letters")
         if one(c, "select to_regclass('queue.history') is not null"):
@@ -45,9 +46,15 @@ def drain(dsn: str, n: int, batch: int, history: bool) -> tuple[float, float]:
     with psycopg.connect(dsn, autocommit=True) as c:
         c.execute("vacuum (analyze) queue.jobs")
         lsn0 = one(c, "select pg_current_wal_lsn()")
-    per_client = math.ceil(n / batch)
-    r = run_pgbench(dsn, systems.pgbench_drain_script("andal", batch), clients=1,
-                    transactions=per_client, variables={"batch": batch})  # fmt: skip
+    if driver:
+        rate = procs.drain("andal-py", dsn, n, 1, {"batch": batch}, timeout=60 + n / 50)[
+            "jobs_per_s"
+        ]
+    else:
+        per_client = math.ceil(n / batch)
+        r = run_pgbench(dsn, systems.pgbench_drain_script("andal", batch), clients=1,
+                        transactions=per_client, variables={"batch": batch})  # fmt: skip
+        rate = batch * r.tps
     with psycopg.connect(dsn, autocommit=True) as c:
         wal = one(c, "select pg_current_wal_lsn() - %s::pg_lsn", (lsn0,))
         left = one(c, "select count(*) from queue.jobs")
@@ -55,7 +62,7 @@ def drain(dsn: str, n: int, batch: int, history: bool) -> tuple[float, float]:
         kept = one(c, "select count(*) from queue.history") if has_history else 0
     if left or kept != (n if history else 0):
         raise RuntimeError(f"drain incomplete: {left} left, {kept} in history")
-    return batch * r.tps, float(wal) / n
+    return rate, float(wal) / n
 
 
 def main() -> None:
@@ -64,6 +71,7 @@ def main() -> None:
     p.add_argument("--reps", type=int, default=3)
     p.add_argument("--off-only", action="store_true", help="history off only")
     p.add_argument("--batch", type=int, action="append", help="batch sizes (default 1 and 100)")
+    p.add_argument("--driver", action="store_true", help="drain with the Python worker")
     args = p.parse_args()
     modes = (False,) if args.off_only else (False, True)
     with psycopg.connect(ADMIN_DSN, autocommit=True) as c:
@@ -76,7 +84,7 @@ def main() -> None:
             got: dict[bool, list[tuple[float, float]]] = {False: [], True: []}
             for rep in range(args.reps):
                 for history in modes:
-                    got[history].append(drain(dsn, args.jobs, batch, history))
+                    got[history].append(drain(dsn, args.jobs, batch, history, args.driver))
                     log(f"batch {batch} history {'on' if history else 'off'} rep {rep + 1}: "
                         f"{got[history][-1][0]:,.0f} jobs/s")  # fmt: skip
             for history in modes:

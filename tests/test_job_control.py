@@ -4,7 +4,10 @@
   them.
 * Abort: queue.cancel of a running job reaches the worker's session (notification, then
   heartbeat), the job ends cancelled when the worker acknowledges, and the worker's late
-  complete is fenced; a cancel and a complete racing end the job once.
+  complete is fenced; a cancel and a complete racing end the job once. With the Python
+  worker: an async handler is cancelled by the next heartbeat (or the LISTEN hint), a sync
+  one sees ``job.abort_requested``, and the worker acknowledges (the job ends cancelled,
+  never retried), also when it learns of the abort only from its refused completion.
 * Wait: Client.wait returns a job's final state and result as soon as another session ends
   it (woken by NOTIFY andal_done), and times out on a job that stays live.
 * History: with a short retention, old partitions are dropped whole and the table's size
@@ -15,6 +18,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 from collections.abc import Callable
@@ -204,6 +208,120 @@ def test_abort_and_complete_racing_end_the_job_once(
         worker.commit()
         t.join(timeout=20)
         assert got == ["42704"], "the job had completed"
+
+
+def _cancel_when_running(conn: psycopg.Connection, job_id: int, started: threading.Event) -> None:
+    assert started.wait(30), "the handler did not start"
+    conn.execute("select queue.cancel(job_id => %s)", (job_id,))
+
+
+def _ended_cancelled(conn: psycopg.Connection, job_id: int) -> None:
+    """The job ended cancelled after one attempt, and nothing of it is left to run."""
+    wait_for(
+        lambda: (
+            conn.execute("select state from queue.job(job_id => %s)", (job_id,)).fetchone()
+            == ("cancelled",)
+        ),
+        timeout=30,
+        what="the job to end cancelled",
+    )
+    assert conn.execute("select attempts from queue.job(job_id => %s)", (job_id,)).fetchone() == (
+        1,
+    )
+    assert conn.execute("select count(*) from queue.jobs").fetchone() == (0,), "never retried"
+
+
+@pytest.mark.parametrize("listen", [False, True], ids=["heartbeat", "listen"])
+def test_abort_cancels_a_running_async_handler_within_a_heartbeat(
+    dsn: str, conn: psycopg.Connection, clean: None, listen: bool
+) -> None:
+    """queue.cancel of a running job: the worker's next heartbeat (or, listening, the
+    andal_abort hint) cancels its async handler; the worker acknowledges (the job ends
+    cancelled at once, not when the lease runs out) and a late complete is fenced."""
+    started, cancelled = threading.Event(), threading.Event()
+    seen: dict[str, Any] = {}
+    calls: list[int] = []
+
+    async def forever(job: andal.Job) -> None:
+        calls.append(job.attempt)
+        seen["token"] = job.token
+        started.set()
+        try:
+            await asyncio.sleep(300)
+        except asyncio.CancelledError:
+            seen["reason"] = job.abort_reason
+            cancelled.set()
+            raise
+
+    job_id = andal.enqueue(conn, {}, "abort_async")
+    # listening, a 60 s lease: the hint cancels it, not a beat (every 20 s), and the job ends
+    # cancelled well before the lease runs out (the worker acknowledges)
+    lease = 60 if listen else 6
+    worker = andal.Worker(dsn, {"abort_async": forever}, lease=lease, poll=0.2, listen=listen)
+    with running(worker):
+        _cancel_when_running(conn, job_id, started)
+        beats = worker.counts["heartbeats"]
+        assert cancelled.wait(60 if not listen else 10), "the async handler was not cancelled"
+        # by the first heartbeat that read the request (one in flight may have missed it)
+        assert worker.counts["heartbeats"] - beats <= 2
+        _ended_cancelled(conn, job_id)
+        wait_for(lambda: worker.counts["cancelled"] == 1, timeout=10, what="the count")
+    assert seen["reason"] == "aborted" and calls == [1]
+    assert worker.counts["lease_lost"] == 0 and worker.counts["retried"] == 0
+    with pytest.raises(psycopg.Error) as late:
+        conn.execute("select queue.complete(%s, %s)", (job_id, seen["token"]))
+    assert late.value.diag.sqlstate == "AN001"
+
+
+def test_abort_is_seen_by_a_sync_handler_and_its_late_result_is_refused(
+    dsn: str, conn: psycopg.Connection, clean: None
+) -> None:
+    started = threading.Event()
+    seen: dict[str, Any] = {}
+
+    def polite(job: andal.Job) -> str:
+        started.set()
+        wait_for(lambda: job.abort_requested, timeout=60, what="the abort flag")
+        seen["reason"] = job.abort_reason
+        with psycopg.connect(dsn, autocommit=True) as c:
+            try:
+                c.execute("select queue.complete(%s, %s)", (job.id, job.token))
+            except psycopg.Error as exc:
+                seen["complete"] = exc.diag.sqlstate
+        return "finished anyway"  # the abort wins: the worker acknowledges it instead
+
+    job_id = andal.enqueue(conn, {}, "abort_sync")
+    worker = andal.Worker(dsn, {"abort_sync": polite}, lease=3, poll=0.2, listen=False)
+    with running(worker):
+        _cancel_when_running(conn, job_id, started)
+        _ended_cancelled(conn, job_id)
+        wait_for(lambda: worker.counts["cancelled"] == 1, timeout=10, what="the count")
+    assert seen == {"reason": "aborted", "complete": "AN001"}
+    assert worker.counts["completed"] == 0 and worker.counts["lease_lost"] == 0
+
+
+def test_abort_after_the_handler_returned_is_acknowledged(
+    dsn: str, conn: psycopg.Connection, clean: None
+) -> None:
+    """The worker never heard of the abort (no heartbeat, no listener): its completion is
+    refused (the abort wins), and it acknowledges at once instead of letting the lease run out."""
+    started, go = threading.Event(), threading.Event()
+
+    def handler(job: andal.Job) -> str:
+        started.set()
+        assert go.wait(30)
+        return "done"
+
+    job_id = andal.enqueue(conn, {}, "abort_late")
+    worker = andal.Worker(
+        dsn, {"abort_late": handler}, lease=120, poll=0.2, listen=False, heartbeat=False
+    )
+    with running(worker):
+        _cancel_when_running(conn, job_id, started)
+        go.set()
+        _ended_cancelled(conn, job_id)
+        wait_for(lambda: worker.counts["cancelled"] == 1, timeout=10, what="the count")
+    assert worker.counts["completed"] == 0 and worker.counts["lease_lost"] == 0
 
 
 # --- wait -------------------------------------------------------------------------------------

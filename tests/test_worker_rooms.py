@@ -12,7 +12,9 @@ import pytest
 import andal
 from andal.worker import heartbeat
 from andal.worker.databases import Source
+from andal.worker.interrupt import Interrupter
 from andal.worker.limits import Limits
+from andal.worker.listen import abort_target
 from andal.worker.state import _failure, _Outcome, _Run
 
 
@@ -127,3 +129,59 @@ def test_slots_share_fairly_and_give_back() -> None:
     assert slots.busy == 3 and slots.reporting == 1 and a.riding == 1
     slots.finish(run, "completed")
     assert slots.reporting == 0 and slots.counts["completed"] == 1 and 1 not in a.active
+
+
+def test_heartbeat_reads_aborts_and_keeps_its_pace_once_extending_is_over() -> None:
+    src = Source(0, "dbname=x", "x@h:1", 1.0)
+    db_now = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    deadline = db_now + timedelta(seconds=2)
+    job = andal.Job(
+        1, "q", None, {}, 1, 5, uuid.uuid4(), db_now, db_now, None, None, deadline=deadline
+    )
+    capped = _Run(src, job, andal.Handler("q", print), 30.0, now=100.0)  # beats every 10 s
+    aborted, plain = a_run(src, 2, lease=30.0), a_run(src, 3, lease=30.0)
+    rows = [
+        (1, deadline, db_now, False),  # not extended past the deadline
+        (2, db_now + timedelta(seconds=20), db_now, True),  # abort: no longer extended
+        (3, db_now + timedelta(seconds=30), db_now, False),
+    ]
+    ok, missing = heartbeat.extended([capped, aborted, plain], rows, sent=500.0)
+    assert ok == [capped, aborted, plain] and missing == []
+    assert heartbeat.aborts(rows) == {2}
+    # capped or aborted: beaten at the usual pace up to the lease's end, not ever faster
+    assert capped.next_beat == 502.0 and aborted.next_beat == 510.0
+    assert plain.next_beat == 510.0 and plain.deadline == 530.0
+
+
+class FakeObserver:
+    def __init__(self) -> None:
+        self.told: list[tuple[int, str]] = []
+
+    def interrupted(self, run: _Run, reason: str) -> None:
+        self.told.append((run.job.id, reason))
+
+
+def test_interrupter_flags_a_run_once_and_loses_a_timed_out_one() -> None:
+    src = Source(0, "dbname=x", "x@h:1", 1.0)
+    observer, counted = FakeObserver(), []
+    stops = Interrupter(threading.Lock(), observer, lambda k, n, s: counted.append(k))  # type: ignore[arg-type]
+    late, early, aborted = a_run(src, 1), a_run(src, 2), a_run(src, 3)
+    late.time_up, early.time_up = 105.0, 500.0
+    for r in (late, early, aborted):
+        r.state = "running"
+    assert stops.due([late, early, aborted], now=106.0) == [early, aborted]
+    assert late.lost and late.job.abort_reason == "timeout" and late.job.abort_requested
+    with pytest.raises(andal.JobInterrupted) as stopped:
+        late.job.check()
+    assert stopped.value.reason == "timeout"
+    assert stops.stop(aborted, "aborted") and not stops.stop(aborted, "aborted")  # once
+    assert not aborted.lost, "an aborted run's outcome is still sent (the acknowledgement)"
+    assert observer.told == [(1, "timeout"), (3, "aborted")] and counted == ["timed_out"]
+    assert not early.job.abort_requested
+
+
+def test_abort_notifications_name_the_worker_and_job() -> None:
+    assert abort_target('{"job_id": 7, "worker": "w1"}', "w1") == (True, 7)
+    assert abort_target('{"job_id": 7, "worker": "w2"}', "w1") == (False, None)
+    assert abort_target("{}", "w1") == (True, None)  # locked down: any of its jobs
+    assert abort_target("not json", "w1") == (True, None)

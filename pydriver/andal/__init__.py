@@ -45,7 +45,7 @@ from .errors import (
 )
 from .jobs import JobInfo
 from .sources import release
-from .worker import Fail, Handler, Job, Registry, Retry, Worker
+from .worker import Fail, Handler, Job, JobInterrupted, Registry, Retry, Worker
 
 __version__ = release()
 
@@ -62,6 +62,7 @@ __all__ = [
     "InvalidArgument",
     "Job",
     "JobInfo",
+    "JobInterrupted",
     "LeaseLost",
     "Lookup",
     "NotInstalled",

@@ -31,7 +31,10 @@ HANDLER_BUCKETS = (
 )  # fmt: skip
 
 #: Job outcomes as this worker saw them (label ``outcome`` of andal_worker_jobs_total).
-OUTCOMES = ("completed", "retried", "dead", "lease_lost", "released", "rolled_back")
+OUTCOMES = (
+    "completed", "retried", "dead", "cancelled", "timed_out", "lease_lost", "released",
+    "rolled_back",
+)  # fmt: skip
 
 
 class WorkerMetrics:

@@ -45,14 +45,15 @@ ENQUEUE_MANY = (
 #: ``db_now`` is the transaction's clock: ``lease_expires_at - db_now`` is the lease length,
 #: which lets the worker schedule heartbeats without trusting its own clock. The payload comes
 #: as text and is decoded per job, so one payload Python cannot decode (JSON nested past its
-#: recursion limit) fails that job alone instead of the whole batch.
+#: recursion limit) fails that job alone instead of the whole batch. ``deadline``: when the
+#: attempt must end (null: the job has no timeout), for the worker to stop its handler then.
 CLAIM = (
     "select c.job_id, c.queue, c.category, c.priority, c.payload::text, c.attempt,"
     " c.max_attempts,"
     " c.token, c.lease_expires_at, c.enqueued_at, c.cache_key, c.cache_version,"
-    " now() as db_now"
+    " now() as db_now, c.deadline"
     " from queue.claim(worker => %(worker)s::text, queues => %(queues)s::text[],"
-    " batch => %(batch)s::int, lease => %(lease)s::interval) as c"
+    " batch => %(batch)s::int, lease => %(lease)s::interval, deadlines => true) as c"
 )
 
 #: Seconds until the next job of the queues becomes claimable (negative: ready now), null when
@@ -79,11 +80,11 @@ COMPLETE_MANY = (
 #: effects (a category slot they free, say); an error in either rolls both back. A row per
 #: completion (``claimed`` false: ``job_id`` and ``completed``, as ``COMPLETE_MANY``), then a
 #: row per claimed job (``claimed`` true: the columns of ``CLAIM`` in its order, from
-#: ``job_id`` to ``db_now``).
+#: ``job_id`` to ``db_now``, then ``deadline``).
 COMPLETE_MANY_THEN_CLAIM = (
     "select d.claimed, d.job_id, d.queue, d.category, d.priority, d.payload::text, d.attempt,"
     " d.max_attempts, d.token, d.lease_expires_at, d.enqueued_at, d.cache_key, d.cache_version,"
-    " case when d.claimed then now() end, d.completed"
+    " case when d.claimed then now() end, d.deadline, d.completed"
     " from queue.complete_many_then_claim(job_ids => %(job_ids)s::bigint[],"
     " tokens => %(tokens)s::uuid[], results => %(results)s::jsonb[],"
     " worker => %(worker)s::text, queues => %(queues)s::text[], batch => %(batch)s::int,"
@@ -104,10 +105,12 @@ TRACE_CONTEXTS = (
     " from queue.trace_contexts(job_ids => %(job_ids)s::bigint[]) as t"
 )
 
+#: ``abort_requested``: ``queue.cancel`` asked for the job to stop (the lease is then no
+#: longer extended).
 HEARTBEAT_MANY = (
-    "select h.job_id, h.lease_expires_at, now() as db_now from queue.heartbeat_many("
-    "job_ids => %(job_ids)s::bigint[], tokens => %(tokens)s::uuid[],"
-    " extend => %(extend)s::interval) as h"
+    "select h.job_id, h.lease_expires_at, now() as db_now, h.abort_requested"
+    " from queue.heartbeat_many(job_ids => %(job_ids)s::bigint[], tokens => %(tokens)s::uuid[],"
+    " report_abort => true, extend => %(extend)s::interval) as h"
 )
 
 RELEASE = (
@@ -223,6 +226,10 @@ VACUUM = "vacuum (analyze) {}"
 
 LISTEN = "listen andal_jobs"
 CHANNEL = "andal_jobs"
+#: ``queue.cancel`` asked the worker holding a running job to stop it (a hint: the worker
+#: re-reads the request with a heartbeat).
+LISTEN_ABORT = "listen andal_abort"
+ABORT_CHANNEL = "andal_abort"
 
 # -- operators ------------------------------------------------------------------------------
 
@@ -342,6 +349,7 @@ __all__ = [
     "CACHE_REFRESH_VIEW",
     "CACHE_CHANNEL",
     "CACHE_LISTEN",
+    "ABORT_CHANNEL",
     "CANCEL",
     "JOB",
     "LISTEN_DONE",
@@ -364,6 +372,7 @@ __all__ = [
     "HEARTBEAT_MANY",
     "INSTALLED",
     "LISTEN",
+    "LISTEN_ABORT",
     "LIST_DEAD",
     "MAINTAIN",
     "PURGE_DEAD",

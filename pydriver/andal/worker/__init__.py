@@ -10,6 +10,7 @@
   next claim, ``queue.fail``);
 * ``heartbeat``, ``listen``, ``maintenance`` (with ``vacuum``): per database;
 * ``slots``: the one owner of the shared state (slots, held runs, counts, the lock);
+* ``interrupt``: tells a handler to stop at its attempt's deadline or on an abort request;
 * ``observe``: metrics, traces and per-job logs behind one interface;
 * ``startup``, ``shutdown``, ``trouble`` (lost connections, configuration problems, lost
   leases); ``handlers`` (``Job``, ``Registry``, ``Retry``, ``Fail``), ``databases``
@@ -53,12 +54,14 @@ from .handlers import (
     Handler,
     HandlerFn,
     Job,
+    JobInterrupted,
     Registry,
     Retry,
     Seconds,
     as_interval,
 )
 from .hosts import _Host
+from .interrupt import Interrupter
 from .listen import listen_via, report_listening
 from .maintenance import Maintenance
 from .observe import Observer
@@ -84,6 +87,7 @@ __all__ = [
     "Handler",
     "HandlerFn",
     "Job",
+    "JobInterrupted",
     "Registry",
     "Retry",
     "Seconds",
@@ -124,7 +128,8 @@ class Worker:
     runs every ``maintain_every`` seconds (0: never) on each database, followed, when its
     server runs with ``autovacuum = off`` and ``vacuum`` is true, by a ``VACUUM (ANALYZE)`` of
     andal's tables that changed (one worker at a time). ``listen`` and ``heartbeat`` can be
-    turned off (tests, diagnostics).
+    turned off (tests, diagnostics); the heartbeat also stops handlers at their job's deadline
+    and on an abort request (``interrupt``), so without it they are not interrupted.
 
     Observability: ``metrics_port`` serves this worker's Prometheus metrics on
     ``metrics_addr:metrics_port``/metrics (0: a free port, see ``metrics.port``);
@@ -240,6 +245,8 @@ class Worker:
         self._executor: Executor | None = None
         self._limited = False  # a queue has a handler limit (set at start)
         self._host = _Host(self)  # the worker, as its rooms see it
+        #: Tells handlers to stop at their deadline or on an abort request.
+        self.interrupter = Interrupter(self.slots.lock, self.observer, self.slots.count)
         self._completer = Completer(self)
         self.claimer = Claimer(self)
         self._shutdown = Shutdown(self)

@@ -131,10 +131,12 @@ class Claimer:
         # Positional (the field order of Job), which is cheaper than keywords per job.
         job = Job(
             row[0], row[1], row[2], payload, row[5], row[6], row[7], row[8], row[9], row[10],
-            row[11], row[3], src.label,
+            row[11], row[3], src.label, row[13],
         )  # fmt: skip
         db_now: datetime = row[12]
         run = _Run(src, job, handler, (row[8] - db_now).total_seconds(), now)
+        if row[13] is not None:  # by the database's clock, as the lease
+            run.time_up = run.claimed_at + (row[13] - db_now).total_seconds()
         if logged and self.w.observer.job_logs():  # no formatting when not logged
             waited = round((db_now - job.enqueued_at).total_seconds() * 1000, 3)
             self.w.observer.job_line("claimed", run, duration_ms=waited)

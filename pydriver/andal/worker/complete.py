@@ -23,6 +23,8 @@ from .. import statements as sql
 from ..errors import is_lease_lost
 from ..logs import event
 from .databases import Source, is_connection_error
+from .handlers import ABORTED
+from .interrupt import aborted
 from .state import _LINGER, _STOP, _Backoff, _Outcome, _Run, one_line, plain_array, text_array
 
 if TYPE_CHECKING:
@@ -112,6 +114,8 @@ class Completer:
                     o.run.source.counts["discarded"] += 1
                 else:
                     o.run.state = "finishing"
+                    if o.run.job.abort_reason == ABORTED and o.ok:  # learnt after it returned
+                        o = aborted(o.run, o)
                     keep.append(o)
         for o in dropped:
             event("outcome_discarded", logging.DEBUG, worker=self.w.name, **o.run.fields())
@@ -153,8 +157,8 @@ class Completer:
                         both = conn.execute(
                             sql.COMPLETE_MANY_THEN_CLAIM, {**params, **claim}
                         ).fetchall()
-                        rows = [(r[1], r[14]) for r in both if not r[0]]
-                        claimed = [r[1:14] for r in both if r[0]]
+                        rows = [(r[1], r[15]) for r in both if not r[0]]
+                        claimed = [r[1:15] for r in both if r[0]]
                     else:
                         rows = conn.execute(sql.COMPLETE_MANY, params).fetchall()
                 break
@@ -243,6 +247,8 @@ class Completer:
                 self.w.trouble.lease_lost(
                     run, "complete", outcome="unknown: resent after a lost connection"
                 )
+            elif self._acknowledge(o):
+                continue
             else:
                 self.w.trouble.lease_lost(run, "complete")
             self.w.slots.finish(run)
@@ -261,6 +267,8 @@ class Completer:
                 )
         except psycopg.Error as exc:
             if is_lease_lost(exc):
+                if self._acknowledge(o):
+                    return
                 self.w.trouble.lease_lost(o.run, "complete")
             elif is_connection_error(exc):
                 self.w.trouble.db_trouble(src, "complete", exc)
@@ -280,6 +288,18 @@ class Completer:
             self.w.slots.finish(o.run, "completed")
             return
         self.w.slots.finish(o.run)
+
+    def _acknowledge(self, o: _Outcome) -> bool:
+        """A completion refused while the lease is still current by this worker's clock: the
+        one cause then is an abort requested after the handler returned (the abort wins over
+        the completion). Acknowledge it with ``queue.fail`` (the job ends cancelled at once,
+        rather than when its lease runs out); a lease really lost gets AN001 there, and is
+        handled as one. Returns whether it was sent (the run is then finished)."""
+        run = o.run
+        if run.lost or time.monotonic() >= run.deadline:
+            return False
+        self._fail(aborted(run, o))
+        return True
 
     def _fail(self, o: _Outcome) -> None:
         src = o.run.source
@@ -317,6 +337,11 @@ class Completer:
         status = row[0] if row else None
         error = o.summary()
         fields = o.run.fields(duration_ms=o.duration_ms, reason=o.reason, error=error)
+        if status == "cancelled":  # an abort acknowledged (or one requested meanwhile)
+            self.w.observer.reported(o.run, "fail", started, started_ns, outcome="cancelled")
+            event("cancelled", worker=self.w.name, **{**fields, "reason": "aborted"})
+            self.w.slots.finish(o.run, "cancelled", error)
+            return
         outcome = "dead" if status == "dead" else "retried"
         self.w.observer.reported(o.run, "fail", started, started_ns, outcome=outcome)
         if outcome == "dead":

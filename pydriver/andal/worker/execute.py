@@ -31,6 +31,8 @@ from .. import statements as sql
 from ..logs import event
 from .aio import EventLoop
 from .databases import Source, is_connection_error
+from .handlers import ABORTED
+from .interrupt import aborted
 from .limits import Limits
 from .observe import JOB_LEVEL
 from .state import _STOP, Probe, _dump_result, _failure, _Outcome, _Run, one_line
@@ -160,6 +162,8 @@ class Executor:
         """A leased handler returned or raised: free its slot, hand its outcome on."""
         w = self.w
         outcome.duration_ms = round(took * 1000, 3)
+        if run.job.abort_reason == ABORTED:  # whatever it did: the abort's acknowledgement
+            outcome = aborted(run, outcome)
         w.observer.handler(run.job.queue, took)
         outcome.rides = w.slots.handler_done(run, outcome.ok)
         run.source.done.put(outcome)
@@ -179,6 +183,7 @@ class Executor:
             return
         start = time.monotonic()
         try:
+            run.job.check()  # an abort requested before it started
             with self.w.observer.handling(run):
                 value = run.handler.fn(run.job)
             outcome = _Outcome(run, True, 0.0, result=_dump_result(value))
@@ -187,10 +192,12 @@ class Executor:
         self._ran(run, outcome, time.monotonic() - start)
 
     async def _arun_leased(self, run: _Run) -> None:
+        run.task = asyncio.current_task()  # before _begin: an interrupt from now on cancels it
         if not self._begin(run):
             return
         start = time.monotonic()
         try:
+            run.job.check()  # an abort requested before it started
             with self.w.observer.handling(run):
                 value = await run.handler.fn(run.job)
             outcome = _Outcome(run, True, 0.0, result=_dump_result(value))

@@ -12,7 +12,7 @@ from __future__ import annotations
 import inspect
 import uuid
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
@@ -28,9 +28,48 @@ def as_interval(value: Seconds | None) -> timedelta | None:
     return timedelta(seconds=float(value))
 
 
+#: Why a handler is asked to stop (``Job.abort_reason``): ``queue.cancel`` asked for it, or the
+#: attempt reached its deadline (its timeout).
+ABORTED, TIMEOUT = "aborted", "timeout"
+
+
+class JobInterrupted(Exception):  # noqa: N818 - the name is the API
+    """Raised by ``Job.check()`` once the worker asks the handler to stop: ``reason`` is
+    ``"aborted"`` (``queue.cancel`` of the running job) or ``"timeout"`` (the attempt reached
+    its deadline). A handler that lets it propagate ends the attempt as the worker would
+    anyway: an aborted job ends cancelled, a timed-out attempt fails with reason timeout."""
+
+    def __init__(self, job_id: int, reason: str) -> None:
+        what = "an abort was requested" if reason == ABORTED else "its timeout passed"
+        super().__init__(f"job {job_id}: {what}")
+        self.job_id = job_id
+        self.reason = reason
+
+
+class _Stop:
+    """The one mutable part of a ``Job``: why the worker asks its handler to stop (None: it
+    does not). Set once, by the worker's heartbeat thread."""
+
+    __slots__ = ("reason",)
+
+    def __init__(self) -> None:
+        self.reason: str | None = None
+
+    def __repr__(self) -> str:
+        return f"<stop {self.reason}>" if self.reason else "<running>"
+
+
 @dataclass(frozen=True, slots=True)
 class Job:
-    """One claimed job, as ``queue.claim`` returned it."""
+    """One claimed job, as ``queue.claim`` returned it.
+
+    ``deadline``: when this attempt must end (claim time + the job's timeout), None when the
+    job has no timeout. ``abort_requested`` turns true, while the handler runs, once the
+    worker asks it to stop (``abort_reason``: ``"aborted"`` when ``queue.cancel`` asked for
+    the running job to stop, ``"timeout"`` at the deadline); ``check()`` raises
+    ``JobInterrupted`` then. An ``async def`` handler is cancelled instead (its ``await``
+    raises ``asyncio.CancelledError``).
+    """
 
     id: int
     queue: str
@@ -46,6 +85,25 @@ class Job:
     priority: int = 0
     #: The label of the database the job came from (``Source.label``: ``dbname@host:port``).
     database: str = ""
+    deadline: datetime | None = None
+    _stop: _Stop = field(default_factory=_Stop, repr=False, compare=False)
+
+    @property
+    def abort_requested(self) -> bool:
+        """Whether the worker asks the handler to stop (abort requested, or past the
+        deadline); read it as often as needed: it is one attribute."""
+        return self._stop.reason is not None
+
+    @property
+    def abort_reason(self) -> str | None:
+        """``"aborted"``, ``"timeout"``, or None while the handler may go on."""
+        return self._stop.reason
+
+    def check(self) -> None:
+        """Raise ``JobInterrupted`` when the worker asks the handler to stop."""
+        reason = self._stop.reason
+        if reason is not None:
+            raise JobInterrupted(self.id, reason)
 
 
 class Retry(Exception):  # noqa: N818 - the name is the API

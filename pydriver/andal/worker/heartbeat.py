@@ -5,6 +5,12 @@ one statement for all that are due); the database's answer gives each its new le
 so the schedule follows the database's clock, not ours. A job the database no longer
 extends has lost its lease (``Host.lost``): its outcome will be discarded.
 
+The heartbeat also carries time and aborts to the handlers (``Host.interrupt``): a run past
+its attempt's deadline is stopped (see ``interrupt``), and so is one whose abort the
+database reports (``abort_requested``, within one heartbeat interval of ``queue.cancel``;
+sooner when the LISTEN hint pokes the beat, ``poke``). A lease capped by its deadline, or no
+longer extended after an abort, is beaten at the usual interval, not faster.
+
 ``Heartbeat`` reaches the rest of the worker only through ``Host`` (a test drives it with a
 stand-in).
 """
@@ -23,6 +29,7 @@ import psycopg
 from .. import statements as sql
 from ..logs import event
 from .databases import Source, is_connection_error
+from .handlers import ABORTED
 from .state import _Run, one_line, plain_array
 
 
@@ -43,6 +50,12 @@ class Host(Protocol):
     def beaten(self, src: Source, took: float) -> None:
         """One heartbeat statement done (counted)."""
 
+    def interrupt(self, run: _Run, reason: str) -> None:
+        """Ask ``run``'s handler to stop: ``"timeout"`` (past its deadline) or ``"aborted"``."""
+
+    def due_now(self, runs: list[_Run], now: float) -> list[_Run]:
+        """Stop the runs past their deadline; returns the others."""
+
 
 def due(runs: Sequence[_Run], now: float) -> list[_Run]:
     """The runs whose next beat is due (a little early: a beat must land before the lease
@@ -56,7 +69,9 @@ def extended(
     """Apply ``queue.heartbeat_many``'s answer (job id, new expiry, the database's now) to
     ``runs`` (beaten at ``sent``, monotonic): each extended run gets its new lease length,
     deadline and next beat. Returns (extended, not extended)."""
-    expiry: dict[int, tuple[datetime | None, datetime]] = {row[0]: (row[1], row[2]) for row in rows}
+    expiry: dict[int, tuple[datetime | None, datetime, bool]] = {
+        row[0]: (row[1], row[2], len(row) > 3 and bool(row[3])) for row in rows
+    }
     ok: list[_Run] = []
     missing: list[_Run] = []
     for r in runs:
@@ -67,9 +82,19 @@ def extended(
         lease_len = max((got[0] - got[1]).total_seconds(), 0.001)
         r.lease_len = lease_len
         r.deadline = sent + lease_len
-        r.next_beat = sent + lease_len / 3
+        if got[2] or got[0] == r.job.deadline:
+            # not extended (an abort) or capped by the deadline: extending is over, the beats
+            # only read an abort request now, at the usual pace and up to the lease's end
+            r.next_beat = sent + min(r.beat_every, lease_len)
+        else:
+            r.next_beat = sent + lease_len / 3
         ok.append(r)
     return ok, missing
+
+
+def aborts(rows: Sequence[tuple[Any, ...]]) -> set[int]:
+    """The job ids whose abort ``queue.heartbeat_many`` reports (``abort_requested``)."""
+    return {row[0] for row in rows if len(row) > 3 and row[3]}
 
 
 class Heartbeat:
@@ -82,6 +107,17 @@ class Heartbeat:
         self.src = src
         self.lease = lease
         self.stop = stop
+        self.woken = threading.Event()
+        self.poked: set[int] | None = set()  # None: every held run
+
+    def poke(self, job_id: int | None) -> None:
+        """Beat ``job_id`` (None: every held run) now: a hint that its abort was requested
+        (the beat re-reads it; the hint itself decides nothing)."""
+        if job_id is None or self.poked is None:
+            self.poked = None
+        else:
+            self.poked.add(job_id)
+        self.woken.set()
 
     def run(self, on_error: Any) -> None:
         while not self.stop.is_set():
@@ -93,14 +129,24 @@ class Heartbeat:
 
     def once(self) -> None:
         """Beat what is due, then wait until the next beat (at most 0.25 s)."""
-        held = self.host.held(self.src)
         now = time.monotonic()
-        todo = due(held, now)
+        held = self.host.due_now(self.host.held(self.src), now)
+        poked, self.poked = self.poked, set()
+        if poked is None:
+            todo = held
+        else:
+            todo = [r for r in held if r.job.id in poked] if poked else []
+            todo += [r for r in due(held, now) if r.job.id not in poked]
         if todo:
             self.beat(todo)
-        nxt = min((r.next_beat for r in self.host.held(self.src)), default=None)
+        held = self.host.held(self.src)
+        nxt = min((r.next_beat for r in held), default=None)
+        ends = [r.time_up for r in held if r.time_up is not None]
+        if ends:
+            nxt = min(ends) if nxt is None else min(nxt, min(ends))
         wait = 0.25 if nxt is None else min(max(nxt - time.monotonic(), 0.01), 0.25)
-        self.stop.wait(wait)
+        if self.woken.wait(wait):
+            self.woken.clear()
 
     def beat(self, runs: list[_Run]) -> None:
         src = self.src
@@ -124,7 +170,11 @@ class Heartbeat:
                 r.next_beat = time.monotonic() + min(0.2, r.lease_len / 12)
             return
         self.host.beaten(src, time.perf_counter() - started)
-        _, missing = extended(runs, rows, sent)
+        ok, missing = extended(runs, rows, sent)
+        stop = aborts(rows)
+        for r in ok:
+            if r.job.id in stop:
+                self.host.interrupt(r, ABORTED)
         for r in missing:
             # A finishing run's fate is told by its complete/fail, not by this beat.
             if self.host.holding(r):

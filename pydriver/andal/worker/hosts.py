@@ -43,6 +43,12 @@ class _Host:
         self.w.slots.count("heartbeats", src=src)
         self.w.observer.heartbeat(took)
 
+    def interrupt(self, run: _Run, reason: str) -> None:
+        self.w.interrupter.stop(run, reason)
+
+    def due_now(self, runs: list[_Run], now: float) -> list[_Run]:
+        return self.w.interrupter.due(runs, now)
+
     def hint(self, src: Source) -> None:
         self.w._hint(src)
 

@@ -8,10 +8,15 @@ notifications go nowhere. So the listener connects to the database's ``listen_ds
 connection string, given next to the pooled one) when there is one, to the worker's DSN when
 no transaction-mode pooler is in between, and otherwise does not run: the worker then polls
 (``listen_via`` decides, and the worker reports its choice once at start).
+
+The same connection listens on ``andal_abort`` when the worker heartbeats: ``queue.cancel`` of
+a running job notifies the worker holding it, and the listener pokes that job's heartbeat,
+which reads the request (``abort_target``; the notification is a hint, never the decision).
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 from collections.abc import Callable
@@ -39,7 +44,8 @@ def listen_via(listen: bool, pooler: str | None, listen_dsn: str | None) -> str:
 class Listener:
     """The LISTEN loop of one database: ``hint(payload)`` for each notification (and after
     each (re)connect, as notifications may have been missed meanwhile); ``lost(error)`` when
-    the connection fails (it reconnects with backoff) until ``stop`` is set."""
+    the connection fails (it reconnects with backoff) until ``stop`` is set. ``abort``: also
+    listen on ``andal_abort`` and call it with each notification's payload."""
 
     def __init__(
         self,
@@ -49,6 +55,7 @@ class Listener:
         lost: Callable[[str], None],
         stop: threading.Event,
         on_error: Callable[[str], None],
+        abort: Callable[[str], None] | None = None,
     ) -> None:
         self.dsn = dsn
         self.application_name = application_name[:63]
@@ -56,6 +63,7 @@ class Listener:
         self.lost = lost
         self.stop = stop
         self.on_error = on_error
+        self.abort = abort
 
     def run(self) -> None:
         backoff = _Backoff(first=0.1, cap=5.0)
@@ -67,18 +75,39 @@ class Listener:
                     connect_timeout=5,
                     application_name=self.application_name,
                 ) as conn:
-                    conn.execute(sql.LISTEN)
+                    if self.abort is not None:
+                        conn.execute(sql.LISTEN_ABORT)
+                    conn.execute(sql.LISTEN)  # last: what pg_stat_activity shows it waits on
                     backoff.reset()
                     self.hint("")  # notifications may have been missed while away
                     while not self.stop.is_set():
                         for note in conn.notifies(timeout=0.25):
-                            self.hint(note.payload)
+                            if note.channel == sql.ABORT_CHANNEL and self.abort is not None:
+                                self.abort(note.payload)
+                            else:
+                                self.hint(note.payload)
             except psycopg.Error as exc:
                 self.lost(one_line(exc))
                 self.stop.wait(backoff.next())
             except Exception:
                 self.on_error("listener")
                 self.stop.wait(backoff.next())
+
+
+def abort_target(payload: str, worker: str) -> tuple[bool, int | None]:
+    """What an ``andal_abort`` notification asks of ``worker``: (whether it may concern it,
+    the job id; None: any of its jobs). A locked-down database sends ``{}``: any job may be
+    the one."""
+    try:
+        note = json.loads(payload) if payload else {}
+    except ValueError:
+        return True, None
+    if not isinstance(note, dict):
+        return True, None
+    if "worker" in note and note["worker"] != worker:
+        return False, None
+    job_id = note.get("job_id")
+    return True, job_id if isinstance(job_id, int) else None
 
 
 def report_listening(worker: str, database: str, via: str, poll: float, pooler: str | None) -> None:

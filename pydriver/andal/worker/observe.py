@@ -185,6 +185,17 @@ class Observer:
         if self.metrics is not None:
             self.metrics.lease_lost(queue, detected_by)
 
+    def interrupted(self, run: _Run, reason: str) -> None:
+        """The worker asked ``run``'s handler to stop: its deadline passed (``timeout``: the
+        attempt is over, counted as the outcome ``timed_out``) or an abort was requested
+        (``aborted``: counted when the job ends ``cancelled``). Logged once, at info."""
+        if reason == "timeout":
+            if self.metrics is not None:
+                self.metrics.outcome(run.job.queue, "timed_out")
+            event("timed_out", logging.INFO, worker=self.name, **run.fields())
+        else:
+            event("abort_requested", logging.INFO, worker=self.name, **run.fields())
+
     def heartbeat(self, took: float) -> None:
         if self.metrics is not None:
             self.metrics.heartbeat(took)

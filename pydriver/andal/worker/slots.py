@@ -179,12 +179,13 @@ class Slots:
             if run.finished:
                 return
             run.finished = True
-            run.source.active.pop(run.job.id, None)
+            _forget(run.source, run)
             slot, run.slot = run.slot, False
         if outcome is not None:
             self.ended(run, outcome, error)
         elif run.span is not None:  # lost or released: counted when it was noticed
-            self.end_trace(run, "lease_lost" if run.lost else "released")
+            lost = "timed_out" if run.job.abort_reason == "timeout" else "lease_lost"
+            self.end_trace(run, lost if run.lost else "released")
         if slot:
             self.give(run.source)
         else:
@@ -209,7 +210,7 @@ class Slots:
                 if run.finished:
                     continue
                 run.finished = True
-                src.active.pop(run.job.id, None)
+                _forget(src, run)
                 if run.slot:
                     run.slot = False
                     slots += 1
@@ -279,3 +280,11 @@ class Slots:
                 self.busy += n
                 src.busy += n
         return max(n, 0)
+
+
+def _forget(src: Source, run: _Run) -> None:
+    """``run`` is no longer held. Only its own entry goes: a job whose lease this worker lost
+    (a timeout, say) may have been claimed again by this worker while the old handler still
+    ran, and the new run is the one held now. Call with the lock held."""
+    if src.active.get(run.job.id) is run:
+        del src.active[run.job.id]

@@ -16,7 +16,7 @@ from .databases import Source, check_installed, is_connection_error
 from .execute import Executor, TxGroup
 from .heartbeat import Heartbeat
 from .limits import Limits
-from .listen import VIA_POLLING, Listener, listen_via, lost_event
+from .listen import VIA_POLLING, Listener, abort_target, listen_via, lost_event
 from .maintenance import Maintenance
 from .registration import Registration
 from .state import _Lane, _Run, one_line, text_array
@@ -172,6 +172,7 @@ class Startup:
                     keeping(src.complete_lane, self.w._completer.run), f"andal-completer-{i}", src
                 )
             )
+            beats = None
             if self.w.heartbeat:
                 beats = Heartbeat(self.w._host, src, self.w.lease, self.w._helpers_stop)
                 self.w._threads.append(
@@ -179,19 +180,24 @@ class Startup:
                 )
             via = listen_via(self.w.listen, self.w.pooler, src.listen_dsn)
             if via != VIA_POLLING:
-                listener = self.listener(src)
+                listener = self.listener(src, beats)
                 self.w._threads.append(spawn(listener.run, f"andal-listener-{i}"))
         for src in self.w.sources:
             self.w._claimers.append(
                 spawn(keeping(src.claim_lane, self.w.claimer.run), f"andal-claim-{src.index}", src)
             )
 
-    def listener(self, src: Source) -> Listener:
+    def listener(self, src: Source, beats: Heartbeat | None = None) -> Listener:
         dsn = src.listen_dsn or src.dsn
 
         def hint(payload: str) -> None:
             if not payload or payload in self.w._queue_set:
                 self.w._hint(src)
+
+        def abort(payload: str) -> None:
+            ours, job_id = abort_target(payload, self.w.name)
+            if ours and beats is not None:
+                beats.poke(job_id)
 
         def lost(error: str) -> None:
             self.w.slots.count("listener_lost", src=src)
@@ -199,7 +205,10 @@ class Startup:
 
         report_lost = lost_event(self.w.name, src.label)
         name = f"andal {self.w.name} listen"
-        return Listener(dsn, name, hint, lost, self.w._helpers_stop, self.w._internal_error)
+        on_abort = abort if beats is not None else None
+        return Listener(
+            dsn, name, hint, lost, self.w._helpers_stop, self.w._internal_error, on_abort
+        )
 
     def vacuum_dsn(self, src: Source) -> str | None:
         """Where the vacuum connects: its advisory lock is a session's, which a transaction-

@@ -56,6 +56,9 @@ class _Run:
     ``source``: the database it came from (every statement about it goes there). ``slot``:
     it holds a handler slot (a leased run until its handler returns, a run that never ran
     until it is finished). ``ran``: its handler is done (the outcome waits for the completer).
+    ``time_up``: the monotonic time of the attempt's deadline (None: no timeout), by the
+    database's clock; ``task``: the asyncio task running an ``async def`` handler (to cancel
+    it); ``beat_every``: the heartbeat interval of its first lease.
     """
 
     __slots__ = (
@@ -72,6 +75,9 @@ class _Run:
         "next_beat",
         "deadline",
         "span",
+        "time_up",
+        "task",
+        "beat_every",
     )
 
     def __init__(
@@ -94,9 +100,12 @@ class _Run:
         self.finished = False
         self.claimed_at = now
         self.lease_len = max(lease_len, 0.001)
-        self.next_beat = now + self.lease_len / 3
+        self.beat_every = self.lease_len / 3
+        self.next_beat = now + self.beat_every
         self.deadline = now + self.lease_len
         self.span: Any = None  # the job's root span, when tracing
+        self.time_up: float | None = None
+        self.task: Any = None
 
     def fields(self, **extra: Any) -> dict[str, Any]:
         job = self.job

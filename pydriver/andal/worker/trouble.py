@@ -94,6 +94,8 @@ class Trouble:
                 src.pool.check()
 
     def lease_lost(self, run: _Run, detected_by: str, **extra: Any) -> None:
+        if self.w.interrupter.timed_out(run):  # fenced at its deadline: logged as a timeout
+            return
         with self.w.slots.lock:
             if run.lost:
                 return
@@ -103,7 +105,8 @@ class Trouble:
         self.w.observer.lease_lost(run.job.queue, detected_by)
         event(
             "lease_lost",
-            logging.WARNING,
+            # an aborted job not acknowledged in its lease is fenced: expected, not a fault
+            logging.INFO if run.job.abort_requested else logging.WARNING,
             worker=self.w.name,
             **run.fields(
                 detected_by=detected_by,

@@ -7,9 +7,10 @@
 --   = false, job_id and completed (false where the lease was lost or an abort was
 --   requested; such a job is left untouched, never raised for). A stale token gets the same
 --   outcome as from queue.complete_many.
--- * The claim is queue.claim's (worker, queues, batch, lease), made after the completion,
---   so the slots the completed jobs freed are free for it: one row per leased job with
---   claimed = true and the claim's columns (completed is null). The category gate, the
+-- * The claim is queue.claim's with deadlines (worker, queues, batch, lease, deadlines =>
+--   true), made after the completion, so the slots the completed jobs freed are free for it:
+--   one row per leased job with claimed = true, the claim's columns and the attempt's
+--   deadline (null when the job has no timeout; completed is null). The category gate, the
 --   rate limits and the READ COMMITTED requirement are claim's.
 -- * Both in the caller's transaction: an error in either rolls both back.
 -- Rows: the completions first (in input order), then the claimed jobs (in claim order).
@@ -37,6 +38,7 @@ create or replace function queue.complete_many_then_claim(
     enqueued_at timestamptz,
     cache_key text,
     cache_version bigint,
+    deadline timestamptz,
     completed boolean
 )
 language plpgsql
@@ -58,17 +60,17 @@ begin
     return query
     select false, d.job_id, null::text, null::text, null::int, null::jsonb, null::int,
         null::int, null::uuid, null::timestamptz, null::timestamptz, null::text, null::bigint,
-        d.completed
+        null::timestamptz, d.completed
     from queue.complete_many(job_ids => complete_many_then_claim.job_ids,
         tokens => complete_many_then_claim.tokens,
         results => complete_many_then_claim.results) as d;
     return query
     select true, c.job_id, c.queue, c.category, c.priority, c.payload, c.attempt,
         c.max_attempts, c.token, c.lease_expires_at, c.enqueued_at, c.cache_key,
-        c.cache_version, null::boolean
+        c.cache_version, c.deadline, null::boolean
     from queue.claim(worker => complete_many_then_claim.worker,
         queues => complete_many_then_claim.queues, batch => complete_many_then_claim.batch,
-        lease => complete_many_then_claim.lease) as c;
+        lease => complete_many_then_claim.lease, deadlines => true) as c;
 end
 $$;
 
