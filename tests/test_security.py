@@ -323,6 +323,8 @@ CALLS = {
     "unschedule": "select queue.unschedule(name => 'rm-none')",
     "schedules": "select * from queue.schedules()",
     "set_rate_limit": "select queue.set_rate_limit('rm', null, null)",
+    "queue_settings": "select * from queue.queue_settings(queue => 'rm')",
+    "rate_limits": "select * from queue.rate_limits()",
 }
 READ = {"job", "jobs_by"}
 PRODUCER = {"enqueue", "enqueue:trace_context", "enqueue_many", "version", "shard_of", "watch",
@@ -355,6 +357,8 @@ WORKER = {
     "shard_of",
     "watch",
     "schedules",
+    "queue_settings",
+    "rate_limits",
     *READ,
 }
 MONITOR = {
@@ -368,6 +372,8 @@ MONITOR = {
     "next_available",
     "version",
     "schedules",
+    "queue_settings",
+    "rate_limits",
     *READ,
 }
 GRANTED = {

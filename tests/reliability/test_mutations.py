@@ -55,7 +55,7 @@ def test_stale_completion_is_overlapping(rconn: psycopg.Connection, broken: bool
         rconn,
         "queue.complete(bigint, uuid, jsonb)",
         "where j.id = complete.job_id and j.token = complete.token\n"
-        "          and j.lease_expires_at > now()",
+        "          and j.lease_expires_at > v_now and j.abort_requested_at is null",
         "where j.id = complete.job_id",
     ):
         job_id = history.enqueue(rconn, {}, "mut")

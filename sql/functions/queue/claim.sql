@@ -302,7 +302,7 @@ begin
                     -- (with the starts its rate limit leaves, if it has one)
                     select c.max_running, c.rate_starts, c.rate_starts - (
                             select count(*) from unnest(c.rate_log) as t (at)
-                            where t.at > now() - c.rate_per)
+                            where t.at > v_now - c.rate_per)
                     into v_max, v_rate, v_rate_left
                     from queue.categories as c
                     where c.id = v_cat_id
@@ -377,7 +377,7 @@ begin
         -- the starts of rate-limited categories join their window: its latest rate_starts
         -- start times are all a later claim needs (still under the category's row lock)
         if cardinality(v_rated) > 0 then
-            perform queue._rate_record(v_rated, v_rated_taken);
+            perform queue._rate_record(v_rated, v_rated_taken, v_now);
         end if;
     end if;
 

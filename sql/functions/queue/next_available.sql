@@ -46,7 +46,7 @@ begin
             -- newest rate_starts leaves it
             case when c.rate_starts is not null then (
                 select t.at + c.rate_per from unnest(c.rate_log) as t (at)
-                where t.at > now() - c.rate_per
+                where t.at > queue._lease_clock() - c.rate_per
                 order by t.at desc offset c.rate_starts - 1 limit 1
             ) end as rate_free_at
         from queue.categories as c

@@ -35,9 +35,15 @@ begin
 end
 $$;
 
--- _rate_record: add `taken` starts at now() to the windows of the categories (whose rows the
+-- _rate_record: add `taken` starts at `at` to the windows of the categories (whose rows the
 -- caller holds locked), keeping each row's latest rate_starts start times, newest first.
-create or replace function queue._rate_record(category_ids bigint[], taken int[])
+-- `at` is the claim's lease clock, the time its jobs' claimed_at get, and the claim counts
+-- the window back from that same time: starts and checks are on one clock, so no window of
+-- claimed_at times holds more than rate_starts starts.
+drop function if exists queue._rate_record(bigint[], int[]);
+create or replace function queue._rate_record(
+    category_ids bigint[], taken int[], at timestamptz
+)
 returns void
 language plpgsql
 set search_path = pg_catalog, pg_temp
@@ -49,7 +55,7 @@ begin
         select t.at from (
             select x.at from unnest(c.rate_log) as x (at)
             union all
-            select now() from generate_series(1, u.n)
+            select _rate_record.at from generate_series(1, u.n)
         ) as t
         order by t.at desc
         limit c.rate_starts)
@@ -61,5 +67,5 @@ $$;
 comment on function queue.set_rate_limit(text, int, interval) is
 'At most starts starts of a category''s jobs in any window of per (null, null: no limit).';
 revoke all on function queue.set_rate_limit(text, int, interval) from public;
-revoke all on function queue._rate_record(bigint[], int[]) from public;
+revoke all on function queue._rate_record(bigint[], int[], timestamptz) from public;
 grant execute on function queue.set_rate_limit(text, int, interval) to andal_admin;
