@@ -1791,6 +1791,339 @@ begin
 end
 $$;
 
+CREATE FUNCTION queue._claim(worker text, queues text[], batch integer, lease interval) RETURNS TABLE(job_id bigint, queue text, category text, priority integer, payload jsonb, attempt integer, max_attempts integer, token uuid, lease_expires_at timestamp with time zone, enqueued_at timestamp with time zone, cache_key text, cache_version bigint, deadline timestamp with time zone)
+    LANGUAGE plpgsql ROWS 10
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET plan_cache_mode TO 'force_generic_plan'
+    SET enable_seqscan TO 'off'
+    SET jit TO 'off'
+    AS $$
+#variable_conflict use_column
+declare
+    v_name text;
+    v_exclude text[];
+    v_ids bigint[];
+    v_cats text[];
+    v_take bigint[] := '{}'::bigint[];
+    v_taken bigint[];
+    v_cat text;
+    v_cat_id bigint;
+    v_max int;
+    v_free int;
+    v_got boolean;
+    v_dropped boolean;
+    v_locked bigint[] := '{}'::bigint[];
+    v_stat_ids bigint[] := '{}'::bigint[];
+    v_stat_fail bigint[] := '{}'::bigint[];
+    v_stat_rate bigint[] := '{}'::bigint[];
+    v_rate int;
+    v_rate_left int;
+    v_rated bigint[] := '{}'::bigint[];
+    v_rated_left int[] := '{}'::int[];
+    v_rated_taken int[] := '{}'::int[];
+    v_r int;
+    v_now timestamptz := queue._lease_clock();
+begin
+    -- Validation inline, in plain expressions (no query): this is the hot path.
+    if _claim.worker is null or length(_claim.worker) not between 1 and 128 then
+        perform queue._check_name(_claim.worker, 'worker');
+    end if;
+    if _claim.batch is null or _claim.batch < 1 or _claim.batch > 1000 then
+        raise exception 'batch must be between 1 and 1000 (got %)', _claim.batch
+            using errcode = '22023';
+    end if;
+    if _claim.lease is not null then
+        perform queue._check_interval(_claim.lease, 'lease', true, false, 'lease');
+    end if;
+    if _claim.queues is not null then
+        foreach v_name in array _claim.queues loop
+            if v_name is null or length(v_name) not between 1 and 128 then
+                raise exception 'queues must hold queue names (1 to 128 characters, no nulls)'
+                    using errcode = '22023';
+            end if;
+        end loop;
+    end if;
+    if current_setting('transaction_isolation') <> 'read committed' then
+        raise exception 'queue.claim must run at READ COMMITTED isolation (not %)',
+            current_setting('transaction_isolation')
+            using errcode = '55000',
+            hint = 'The category gate recounts running jobs after taking its lock.';
+    end if;
+
+    -- A schedule of the claimed queues is due: fire its ticks first, so their jobs can be
+    -- claimed now (one index probe when none is due).
+    if _claim.queues is null then
+        if (select s.next_at from queue.schedules as s
+            where s.task is null and s.next_at <= now()
+            order by s.next_at limit 1) is not null then
+            perform queue._fire_due(null, 10);
+        end if;
+    elsif (select s.next_at from queue.schedules as s
+           where s.task is null and s.queue = any (_claim.queues) and s.next_at <= now()
+           limit 1) is not null then
+        perform queue._fire_due(_claim.queues, 10);
+    end if;
+
+    -- Direct path (every queue, or one queue): when no lease has expired and no ready job of
+    -- the scope has a category, the best `batch` jobs are the best ungated ones. One
+    -- statement: one index scan in claim order picks and locks them (SKIP LOCKED; its LIMIT
+    -- stops it, so it locks only the rows it returns) and the update leases them. Its two
+    -- probes are evaluated first; when either finds a row nothing is scanned nor locked, and
+    -- the general path below runs (as it does when the statement claims nothing).
+    if _claim.queues is null then
+        return query
+        with claimed as (
+            update queue.jobs as j
+            set status = 'running', attempt = j.attempt + 1, token = gen_random_uuid(),
+                worker = _claim.worker, claimed_at = v_now,
+                lease_expires_at = least(v_now + coalesce(
+                    _claim.lease,
+                    (select q.lease from queue.queues as q where q.queue = j.queue),
+                    queue._lease_default()), v_now + j.timeout)
+            where j.id = any (array(
+                    select c.id from queue.jobs as c
+                    where c.status = 'pending' and c.category is null
+                      and c.available_at <= now()
+                    order by c.priority desc, c.available_at, c.id
+                    limit _claim.batch
+                    for update skip locked))
+              and (select x.lease_expires_at from queue.jobs as x
+                   where x.status = 'running' and x.lease_expires_at <= v_now
+                   order by x.lease_expires_at limit 1) is null
+              and (select g.id from queue.jobs as g
+                   where g.status = 'pending' and g.category is not null
+                     and g.available_at <= now()
+                   order by g.priority desc, g.available_at, g.id limit 1) is null
+              and (select p.queue from queue.queues as p where p.paused limit 1) is null
+            returning j.id, j.queue, j.category, j.priority, j.payload, j.attempt,
+                j.max_attempts, j.token, j.lease_expires_at, j.enqueued_at, j.cache_key,
+                j.cache_version, j.available_at, v_now + j.timeout as deadline
+        )
+        select c.id, c.queue, c.category, c.priority, c.payload, c.attempt, c.max_attempts,
+            c.token, c.lease_expires_at, c.enqueued_at, c.cache_key, c.cache_version, c.deadline
+        from claimed as c
+        order by c.priority desc, c.available_at, c.id;
+        if found then
+            return;
+        end if;
+    elsif cardinality(_claim.queues) = 1 then
+        return query
+        with claimed as (
+            update queue.jobs as j
+            set status = 'running', attempt = j.attempt + 1, token = gen_random_uuid(),
+                worker = _claim.worker, claimed_at = v_now,
+                lease_expires_at = least(v_now + coalesce(
+                    _claim.lease,
+                    (select q.lease from queue.queues as q where q.queue = _claim.queues[1]),
+                    queue._lease_default()), v_now + j.timeout)
+            where j.id = any (array(
+                    select c.id from queue.jobs as c
+                    where c.queue = _claim.queues[1]
+                      and c.status = 'pending' and c.category is null
+                      and c.available_at <= now()
+                    order by c.priority desc, c.available_at, c.id
+                    limit _claim.batch
+                    for update skip locked))
+              and j.queue = _claim.queues[1]
+              and (select x.lease_expires_at from queue.jobs as x
+                   where x.queue = _claim.queues[1]
+                     and x.status = 'running' and x.lease_expires_at <= v_now
+                   order by x.lease_expires_at limit 1) is null
+              and (select g.id from queue.jobs as g
+                   where g.queue = _claim.queues[1]
+                     and g.status = 'pending' and g.category is not null
+                     and g.available_at <= now()
+                   order by g.priority desc, g.available_at, g.id limit 1) is null
+              and (select p.queue from queue.queues as p
+                   where p.paused and p.queue = _claim.queues[1]) is null
+            returning j.id, j.queue, j.category, j.priority, j.payload, j.attempt,
+                j.max_attempts, j.token, j.lease_expires_at, j.enqueued_at, j.cache_key,
+                j.cache_version, j.available_at, v_now + j.timeout as deadline
+        )
+        select c.id, c.queue, c.category, c.priority, c.payload, c.attempt, c.max_attempts,
+            c.token, c.lease_expires_at, c.enqueued_at, c.cache_key, c.cache_version, c.deadline
+        from claimed as c
+        order by c.priority desc, c.available_at, c.id;
+        if found then
+            return;
+        end if;
+    end if;
+
+    -- General path: several queues, or the direct path claimed nothing (a lease expired, a
+    -- gated job is ready, a queue is paused, or no job is ready: the direct statement cannot
+    -- tell which, and what its probes saw may have changed since).
+
+    -- Paused queues are left out: a claim of every queue becomes one of the queues with
+    -- pending jobs that are not paused (queue._unpaused_queues; expired leases of queues
+    -- with running jobs only are then taken back by their own claims or queue.maintain).
+    if (select p.queue from queue.queues as p where p.paused limit 1) is not null then
+        _claim.queues := queue._unpaused_queues(_claim.queues);
+        if cardinality(_claim.queues) = 0 then
+            return;
+        end if;
+    end if;
+
+    -- Take back expired leases first (an index probe when there are none).
+    if _claim.queues is null then
+        if (select x.lease_expires_at from queue.jobs as x
+            where x.status = 'running' and x.lease_expires_at <= v_now
+            order by x.lease_expires_at limit 1) is not null then
+            perform queue._reap(100);
+        end if;
+    elsif exists (
+        select from unnest(_claim.queues) as q (name)
+        where (select x.lease_expires_at from queue.jobs as x
+               where x.queue = q.name
+                 and x.status = 'running' and x.lease_expires_at <= v_now
+               order by x.lease_expires_at limit 1) is not null
+    ) then
+        perform queue._reap(100, _claim.queues);
+    end if;
+
+    -- Categories that cannot take a job now: paused, or as many live slots as their limit
+    -- (a slot whose lease expired is not live, whichever queue its job is in).
+    v_exclude := queue._full_categories(v_now);
+
+    -- 1. The best `batch` candidates, locked.
+    select array_agg(c.id order by c.priority desc, c.available_at, c.id),
+        array_agg(c.category order by c.priority desc, c.available_at, c.id)
+    into v_ids, v_cats
+    from queue._candidates(_claim.queues, _claim.batch, v_exclude, '{}') as c;
+    if v_ids is null then
+        return;
+    end if;
+
+    if cardinality(array_remove(v_cats, null)) = 0 then
+        -- none has a category: lease them all
+        v_take := v_ids;
+    else
+        -- 2. Some candidates have a category. Gate them: one row try-lock per category
+        --    serialises its claimers without waiting; under the lock, recount the
+        --    category's live slots and take what is free. A category that runs out of slots
+        --    (or whose lock is busy) is left out and the batch is filled from further
+        --    candidates, in rounds.
+        for v_round in 1 .. 8 loop
+            v_dropped := false;
+            v_take := v_take || array(
+                select c.id from unnest(v_ids, v_cats) as c (id, cat) where c.cat is null);
+            for v_cat in
+                select distinct c.cat from unnest(v_cats) as c (cat) where c.cat is not null
+            loop
+                select c.id, c.max_running into v_cat_id, v_max
+                from queue.categories as c where c.category = v_cat;
+                if v_cat_id is null then
+                    v_cat_id := queue._category_id(v_cat);
+                    v_max := 1;
+                end if;
+                if not v_cat_id = any (v_locked) then
+                    -- The gate lock is a row lock on the category's row, not an advisory
+                    -- lock: any role that can connect can take any advisory key (and read
+                    -- the held ones in pg_locks), but only andal's roles can lock this row.
+                    -- The limit is re-read under the lock.
+                    -- (with the starts its rate limit leaves, if it has one)
+                    select c.max_running, c.rate_starts, c.rate_starts - (
+                            select count(*) from unnest(c.rate_log) as t (at)
+                            where t.at > v_now - c.rate_per)
+                    into v_max, v_rate, v_rate_left
+                    from queue.categories as c
+                    where c.id = v_cat_id
+                    for no key update skip locked;
+                    v_got := found;
+                    v_stat_ids := v_stat_ids || v_cat_id;
+                    v_stat_fail := v_stat_fail || (case when v_got then 0 else 1 end)::bigint;
+                    v_stat_rate := v_stat_rate || 0::bigint;
+                    if v_got and v_rate is not null then
+                        v_rated := v_rated || v_cat_id;
+                        v_rated_left := v_rated_left || v_rate_left;
+                        v_rated_taken := v_rated_taken || 0;
+                    end if;
+                    if not v_got then
+                        v_exclude := v_exclude || v_cat;
+                        v_dropped := true;
+                        continue;
+                    end if;
+                    v_locked := v_locked || v_cat_id;
+                end if;
+                select v_max - count(*) into v_free
+                from queue.worker_locks as w
+                join queue.jobs as j on j.id = w.job_id
+                where w.category_id = v_cat_id
+                  and (j.lease_expires_at > v_now or j.id = any (v_take));
+                -- a rate limit: no more starts than the sliding window has left
+                v_r := array_position(v_rated, v_cat_id);
+                if v_r is not null and v_rated_left[v_r] < v_free then
+                    v_free := greatest(v_rated_left[v_r], 0);
+                    v_stat_rate[array_position(v_stat_ids, v_cat_id)] := 1;
+                end if;
+                with taken as (
+                    insert into queue.worker_locks (job_id, category_id, worker)
+                    select c.id, v_cat_id, _claim.worker
+                    from unnest(v_ids, v_cats) with ordinality as c (id, cat, n)
+                    where c.cat = v_cat
+                    order by c.n
+                    limit greatest(v_free, 0)
+                    returning job_id
+                )
+                select array_agg(t.job_id) into v_taken from taken as t;
+                v_take := v_take || coalesce(v_taken, '{}');
+                if v_r is not null then
+                    v_rated_left[v_r] := v_rated_left[v_r] - coalesce(cardinality(v_taken), 0);
+                    v_rated_taken[v_r] := v_rated_taken[v_r] + coalesce(cardinality(v_taken), 0);
+                end if;
+                if coalesce(cardinality(v_taken), 0) >= v_free then
+                    -- no slot left: its other candidates go back, the category is left out
+                    v_exclude := v_exclude || v_cat;
+                    v_dropped := v_dropped
+                        or (select count(*) from unnest(v_cats) as c (cat) where c.cat = v_cat)
+                           > coalesce(cardinality(v_taken), 0);
+                end if;
+            end loop;
+            exit when not v_dropped or cardinality(v_take) >= _claim.batch;
+            select array_agg(c.id order by c.priority desc, c.available_at, c.id),
+                array_agg(c.category order by c.priority desc, c.available_at, c.id)
+            into v_ids, v_cats
+            from queue._candidates(_claim.queues, _claim.batch - cardinality(v_take), v_exclude,
+                v_take) as c;
+            exit when v_ids is null;
+        end loop;
+
+        insert into queue.lock_stats as s (
+            minute, backend, category_id, attempts, failures, rate_refusals
+        )
+        select date_trunc('minute', now()), pg_backend_pid(), u.cat_id, 1, u.f, u.r
+        from unnest(v_stat_ids, v_stat_fail, v_stat_rate) as u (cat_id, f, r)
+        on conflict (minute, backend, category_id) do update
+        set attempts = s.attempts + 1, failures = s.failures + excluded.failures,
+            rate_refusals = s.rate_refusals + excluded.rate_refusals;
+        -- the starts of rate-limited categories join their window: its latest rate_starts
+        -- start times are all a later claim needs (still under the category's row lock)
+        if cardinality(v_rated) > 0 then
+            perform queue._rate_record(v_rated, v_rated_taken, v_now);
+        end if;
+    end if;
+
+    -- 3. Lease the jobs taken, in claim order.
+    return query
+    with claimed as (
+        update queue.jobs as j
+        set status = 'running', attempt = j.attempt + 1, token = gen_random_uuid(),
+            worker = _claim.worker, claimed_at = v_now,
+            lease_expires_at = least(v_now + coalesce(
+                _claim.lease,
+                (select q.lease from queue.queues as q where q.queue = j.queue),
+                queue._lease_default()), v_now + j.timeout)
+        where j.id = any (v_take)
+        returning j.id, j.queue, j.category, j.priority, j.payload, j.attempt, j.max_attempts,
+            j.token, j.lease_expires_at, j.enqueued_at, j.cache_key, j.cache_version,
+            j.available_at, v_now + j.timeout as deadline
+    )
+    select c.id, c.queue, c.category, c.priority, c.payload, c.attempt, c.max_attempts,
+        c.token, c.lease_expires_at, c.enqueued_at, c.cache_key, c.cache_version, c.deadline
+    from claimed as c
+    order by c.priority desc, c.available_at, c.id;
+end
+$$;
+
 CREATE FUNCTION queue._config(queue_name text) RETURNS queue.queues
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -3161,7 +3494,7 @@ CREATE FUNCTION queue._prom_label(value text) RETURNS text
     select '"' || replace(replace(replace(value, '\', '\\'), '"', '\"'), e'\n', '\n') || '"'
 $$;
 
-CREATE FUNCTION queue._rate_record(category_ids bigint[], taken integer[]) RETURNS void
+CREATE FUNCTION queue._rate_record(category_ids bigint[], taken integer[], at timestamp with time zone) RETURNS void
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
     SET enable_seqscan TO 'off'
@@ -3172,7 +3505,7 @@ begin
         select t.at from (
             select x.at from unnest(c.rate_log) as x (at)
             union all
-            select now() from generate_series(1, u.n)
+            select _rate_record.at from generate_series(1, u.n)
         ) as t
         order by t.at desc
         limit c.rate_starts)
@@ -3718,333 +4051,12 @@ COMMENT ON FUNCTION queue.category_limits() IS 'Every known category and its lim
 CREATE FUNCTION queue.claim(worker text, queues text[] DEFAULT NULL::text[], batch integer DEFAULT 1, lease interval DEFAULT NULL::interval) RETURNS TABLE(job_id bigint, queue text, category text, priority integer, payload jsonb, attempt integer, max_attempts integer, token uuid, lease_expires_at timestamp with time zone, enqueued_at timestamp with time zone, cache_key text, cache_version bigint)
     LANGUAGE plpgsql SECURITY DEFINER ROWS 10
     SET search_path TO 'pg_catalog', 'pg_temp'
-    SET plan_cache_mode TO 'force_generic_plan'
-    SET enable_seqscan TO 'off'
-    SET jit TO 'off'
     AS $$
-#variable_conflict use_column
-declare
-    v_name text;
-    v_exclude text[];
-    v_ids bigint[];
-    v_cats text[];
-    v_take bigint[] := '{}'::bigint[];
-    v_taken bigint[];
-    v_cat text;
-    v_cat_id bigint;
-    v_max int;
-    v_free int;
-    v_got boolean;
-    v_dropped boolean;
-    v_locked bigint[] := '{}'::bigint[];
-    v_stat_ids bigint[] := '{}'::bigint[];
-    v_stat_fail bigint[] := '{}'::bigint[];
-    v_stat_rate bigint[] := '{}'::bigint[];
-    v_rate int;
-    v_rate_left int;
-    v_rated bigint[] := '{}'::bigint[];
-    v_rated_left int[] := '{}'::int[];
-    v_rated_taken int[] := '{}'::int[];
-    v_r int;
-    v_now timestamptz := queue._lease_clock();
 begin
-    -- Validation inline, in plain expressions (no query): this is the hot path.
-    if claim.worker is null or length(claim.worker) not between 1 and 128 then
-        perform queue._check_name(claim.worker, 'worker');
-    end if;
-    if claim.batch is null or claim.batch < 1 or claim.batch > 1000 then
-        raise exception 'batch must be between 1 and 1000 (got %)', claim.batch
-            using errcode = '22023';
-    end if;
-    if claim.lease is not null then
-        perform queue._check_interval(claim.lease, 'lease', true, false, 'lease');
-    end if;
-    if claim.queues is not null then
-        foreach v_name in array claim.queues loop
-            if v_name is null or length(v_name) not between 1 and 128 then
-                raise exception 'queues must hold queue names (1 to 128 characters, no nulls)'
-                    using errcode = '22023';
-            end if;
-        end loop;
-    end if;
-    if current_setting('transaction_isolation') <> 'read committed' then
-        raise exception 'queue.claim must run at READ COMMITTED isolation (not %)',
-            current_setting('transaction_isolation')
-            using errcode = '55000',
-            hint = 'The category gate recounts running jobs after taking its lock.';
-    end if;
-
-    -- A schedule of the claimed queues is due: fire its ticks first, so their jobs can be
-    -- claimed now (one index probe when none is due).
-    if claim.queues is null then
-        if (select s.next_at from queue.schedules as s
-            where s.task is null and s.next_at <= now()
-            order by s.next_at limit 1) is not null then
-            perform queue._fire_due(null, 10);
-        end if;
-    elsif (select s.next_at from queue.schedules as s
-           where s.task is null and s.queue = any (claim.queues) and s.next_at <= now()
-           limit 1) is not null then
-        perform queue._fire_due(claim.queues, 10);
-    end if;
-
-    -- Direct path (every queue, or one queue): when no lease has expired and no ready job of
-    -- the scope has a category, the best `batch` jobs are the best ungated ones. One
-    -- statement: one index scan in claim order picks and locks them (SKIP LOCKED; its LIMIT
-    -- stops it, so it locks only the rows it returns) and the update leases them. Its two
-    -- probes are evaluated first; when either finds a row nothing is scanned nor locked, and
-    -- the general path below runs (as it does when the statement claims nothing).
-    if claim.queues is null then
-        return query
-        with claimed as (
-            update queue.jobs as j
-            set status = 'running', attempt = j.attempt + 1, token = gen_random_uuid(),
-                worker = claim.worker, claimed_at = v_now,
-                lease_expires_at = least(v_now + coalesce(
-                    claim.lease,
-                    (select q.lease from queue.queues as q where q.queue = j.queue),
-                    queue._lease_default()), v_now + j.timeout)
-            where j.id = any (array(
-                    select c.id from queue.jobs as c
-                    where c.status = 'pending' and c.category is null
-                      and c.available_at <= now()
-                    order by c.priority desc, c.available_at, c.id
-                    limit claim.batch
-                    for update skip locked))
-              and (select x.lease_expires_at from queue.jobs as x
-                   where x.status = 'running' and x.lease_expires_at <= v_now
-                   order by x.lease_expires_at limit 1) is null
-              and (select g.id from queue.jobs as g
-                   where g.status = 'pending' and g.category is not null
-                     and g.available_at <= now()
-                   order by g.priority desc, g.available_at, g.id limit 1) is null
-              and (select p.queue from queue.queues as p where p.paused limit 1) is null
-            returning j.id, j.queue, j.category, j.priority, j.payload, j.attempt,
-                j.max_attempts, j.token, j.lease_expires_at, j.enqueued_at, j.cache_key,
-                j.cache_version, j.available_at
-        )
-        select c.id, c.queue, c.category, c.priority, c.payload, c.attempt, c.max_attempts,
-            c.token, c.lease_expires_at, c.enqueued_at, c.cache_key, c.cache_version
-        from claimed as c
-        order by c.priority desc, c.available_at, c.id;
-        if found then
-            return;
-        end if;
-    elsif cardinality(claim.queues) = 1 then
-        return query
-        with claimed as (
-            update queue.jobs as j
-            set status = 'running', attempt = j.attempt + 1, token = gen_random_uuid(),
-                worker = claim.worker, claimed_at = v_now,
-                lease_expires_at = least(v_now + coalesce(
-                    claim.lease,
-                    (select q.lease from queue.queues as q where q.queue = claim.queues[1]),
-                    queue._lease_default()), v_now + j.timeout)
-            where j.id = any (array(
-                    select c.id from queue.jobs as c
-                    where c.queue = claim.queues[1]
-                      and c.status = 'pending' and c.category is null
-                      and c.available_at <= now()
-                    order by c.priority desc, c.available_at, c.id
-                    limit claim.batch
-                    for update skip locked))
-              and j.queue = claim.queues[1]
-              and (select x.lease_expires_at from queue.jobs as x
-                   where x.queue = claim.queues[1]
-                     and x.status = 'running' and x.lease_expires_at <= v_now
-                   order by x.lease_expires_at limit 1) is null
-              and (select g.id from queue.jobs as g
-                   where g.queue = claim.queues[1]
-                     and g.status = 'pending' and g.category is not null
-                     and g.available_at <= now()
-                   order by g.priority desc, g.available_at, g.id limit 1) is null
-              and (select p.queue from queue.queues as p
-                   where p.paused and p.queue = claim.queues[1]) is null
-            returning j.id, j.queue, j.category, j.priority, j.payload, j.attempt,
-                j.max_attempts, j.token, j.lease_expires_at, j.enqueued_at, j.cache_key,
-                j.cache_version, j.available_at
-        )
-        select c.id, c.queue, c.category, c.priority, c.payload, c.attempt, c.max_attempts,
-            c.token, c.lease_expires_at, c.enqueued_at, c.cache_key, c.cache_version
-        from claimed as c
-        order by c.priority desc, c.available_at, c.id;
-        if found then
-            return;
-        end if;
-    end if;
-
-    -- General path: several queues, or the direct path claimed nothing (a lease expired, a
-    -- gated job is ready, a queue is paused, or no job is ready: the direct statement cannot
-    -- tell which, and what its probes saw may have changed since).
-
-    -- Paused queues are left out: a claim of every queue becomes one of the queues with
-    -- pending jobs that are not paused (queue._unpaused_queues; expired leases of queues
-    -- with running jobs only are then taken back by their own claims or queue.maintain).
-    if (select p.queue from queue.queues as p where p.paused limit 1) is not null then
-        claim.queues := queue._unpaused_queues(claim.queues);
-        if cardinality(claim.queues) = 0 then
-            return;
-        end if;
-    end if;
-
-    -- Take back expired leases first (an index probe when there are none).
-    if claim.queues is null then
-        if (select x.lease_expires_at from queue.jobs as x
-            where x.status = 'running' and x.lease_expires_at <= v_now
-            order by x.lease_expires_at limit 1) is not null then
-            perform queue._reap(100);
-        end if;
-    elsif exists (
-        select from unnest(claim.queues) as q (name)
-        where (select x.lease_expires_at from queue.jobs as x
-               where x.queue = q.name
-                 and x.status = 'running' and x.lease_expires_at <= v_now
-               order by x.lease_expires_at limit 1) is not null
-    ) then
-        perform queue._reap(100, claim.queues);
-    end if;
-
-    -- Categories that cannot take a job now: paused, or as many live slots as their limit
-    -- (a slot whose lease expired is not live, whichever queue its job is in).
-    v_exclude := queue._full_categories(v_now);
-
-    -- 1. The best `batch` candidates, locked.
-    select array_agg(c.id order by c.priority desc, c.available_at, c.id),
-        array_agg(c.category order by c.priority desc, c.available_at, c.id)
-    into v_ids, v_cats
-    from queue._candidates(claim.queues, claim.batch, v_exclude, '{}') as c;
-    if v_ids is null then
-        return;
-    end if;
-
-    if cardinality(array_remove(v_cats, null)) = 0 then
-        -- none has a category: lease them all
-        v_take := v_ids;
-    else
-        -- 2. Some candidates have a category. Gate them: one row try-lock per category
-        --    serialises its claimers without waiting; under the lock, recount the
-        --    category's live slots and take what is free. A category that runs out of slots
-        --    (or whose lock is busy) is left out and the batch is filled from further
-        --    candidates, in rounds.
-        for v_round in 1 .. 8 loop
-            v_dropped := false;
-            v_take := v_take || array(
-                select c.id from unnest(v_ids, v_cats) as c (id, cat) where c.cat is null);
-            for v_cat in
-                select distinct c.cat from unnest(v_cats) as c (cat) where c.cat is not null
-            loop
-                select c.id, c.max_running into v_cat_id, v_max
-                from queue.categories as c where c.category = v_cat;
-                if v_cat_id is null then
-                    v_cat_id := queue._category_id(v_cat);
-                    v_max := 1;
-                end if;
-                if not v_cat_id = any (v_locked) then
-                    -- The gate lock is a row lock on the category's row, not an advisory
-                    -- lock: any role that can connect can take any advisory key (and read
-                    -- the held ones in pg_locks), but only andal's roles can lock this row.
-                    -- The limit is re-read under the lock.
-                    -- (with the starts its rate limit leaves, if it has one)
-                    select c.max_running, c.rate_starts, c.rate_starts - (
-                            select count(*) from unnest(c.rate_log) as t (at)
-                            where t.at > now() - c.rate_per)
-                    into v_max, v_rate, v_rate_left
-                    from queue.categories as c
-                    where c.id = v_cat_id
-                    for no key update skip locked;
-                    v_got := found;
-                    v_stat_ids := v_stat_ids || v_cat_id;
-                    v_stat_fail := v_stat_fail || (case when v_got then 0 else 1 end)::bigint;
-                    v_stat_rate := v_stat_rate || 0::bigint;
-                    if v_got and v_rate is not null then
-                        v_rated := v_rated || v_cat_id;
-                        v_rated_left := v_rated_left || v_rate_left;
-                        v_rated_taken := v_rated_taken || 0;
-                    end if;
-                    if not v_got then
-                        v_exclude := v_exclude || v_cat;
-                        v_dropped := true;
-                        continue;
-                    end if;
-                    v_locked := v_locked || v_cat_id;
-                end if;
-                select v_max - count(*) into v_free
-                from queue.worker_locks as w
-                join queue.jobs as j on j.id = w.job_id
-                where w.category_id = v_cat_id
-                  and (j.lease_expires_at > v_now or j.id = any (v_take));
-                -- a rate limit: no more starts than the sliding window has left
-                v_r := array_position(v_rated, v_cat_id);
-                if v_r is not null and v_rated_left[v_r] < v_free then
-                    v_free := greatest(v_rated_left[v_r], 0);
-                    v_stat_rate[array_position(v_stat_ids, v_cat_id)] := 1;
-                end if;
-                with taken as (
-                    insert into queue.worker_locks (job_id, category_id, worker)
-                    select c.id, v_cat_id, claim.worker
-                    from unnest(v_ids, v_cats) with ordinality as c (id, cat, n)
-                    where c.cat = v_cat
-                    order by c.n
-                    limit greatest(v_free, 0)
-                    returning job_id
-                )
-                select array_agg(t.job_id) into v_taken from taken as t;
-                v_take := v_take || coalesce(v_taken, '{}');
-                if v_r is not null then
-                    v_rated_left[v_r] := v_rated_left[v_r] - coalesce(cardinality(v_taken), 0);
-                    v_rated_taken[v_r] := v_rated_taken[v_r] + coalesce(cardinality(v_taken), 0);
-                end if;
-                if coalesce(cardinality(v_taken), 0) >= v_free then
-                    -- no slot left: its other candidates go back, the category is left out
-                    v_exclude := v_exclude || v_cat;
-                    v_dropped := v_dropped
-                        or (select count(*) from unnest(v_cats) as c (cat) where c.cat = v_cat)
-                           > coalesce(cardinality(v_taken), 0);
-                end if;
-            end loop;
-            exit when not v_dropped or cardinality(v_take) >= claim.batch;
-            select array_agg(c.id order by c.priority desc, c.available_at, c.id),
-                array_agg(c.category order by c.priority desc, c.available_at, c.id)
-            into v_ids, v_cats
-            from queue._candidates(claim.queues, claim.batch - cardinality(v_take), v_exclude,
-                v_take) as c;
-            exit when v_ids is null;
-        end loop;
-
-        insert into queue.lock_stats as s (
-            minute, backend, category_id, attempts, failures, rate_refusals
-        )
-        select date_trunc('minute', now()), pg_backend_pid(), u.cat_id, 1, u.f, u.r
-        from unnest(v_stat_ids, v_stat_fail, v_stat_rate) as u (cat_id, f, r)
-        on conflict (minute, backend, category_id) do update
-        set attempts = s.attempts + 1, failures = s.failures + excluded.failures,
-            rate_refusals = s.rate_refusals + excluded.rate_refusals;
-        -- the starts of rate-limited categories join their window: its latest rate_starts
-        -- start times are all a later claim needs (still under the category's row lock)
-        if cardinality(v_rated) > 0 then
-            perform queue._rate_record(v_rated, v_rated_taken);
-        end if;
-    end if;
-
-    -- 3. Lease the jobs taken, in claim order.
     return query
-    with claimed as (
-        update queue.jobs as j
-        set status = 'running', attempt = j.attempt + 1, token = gen_random_uuid(),
-            worker = claim.worker, claimed_at = v_now,
-            lease_expires_at = least(v_now + coalesce(
-                claim.lease,
-                (select q.lease from queue.queues as q where q.queue = j.queue),
-                queue._lease_default()), v_now + j.timeout)
-        where j.id = any (v_take)
-        returning j.id, j.queue, j.category, j.priority, j.payload, j.attempt, j.max_attempts,
-            j.token, j.lease_expires_at, j.enqueued_at, j.cache_key, j.cache_version,
-            j.available_at
-    )
-    select c.id, c.queue, c.category, c.priority, c.payload, c.attempt, c.max_attempts,
+    select c.job_id, c.queue, c.category, c.priority, c.payload, c.attempt, c.max_attempts,
         c.token, c.lease_expires_at, c.enqueued_at, c.cache_key, c.cache_version
-    from claimed as c
-    order by c.priority desc, c.available_at, c.id;
+    from queue._claim(claim.worker, claim.queues, claim.batch, claim.lease) as c;
 end
 $$;
 
@@ -4053,41 +4065,17 @@ COMMENT ON FUNCTION queue.claim(worker text, queues text[], batch integer, lease
 CREATE FUNCTION queue.claim(worker text, queues text[], batch integer, lease interval, deadlines boolean) RETURNS TABLE(job_id bigint, queue text, category text, priority integer, payload jsonb, attempt integer, max_attempts integer, token uuid, lease_expires_at timestamp with time zone, enqueued_at timestamp with time zone, cache_key text, cache_version bigint, deadline timestamp with time zone)
     LANGUAGE plpgsql SECURITY DEFINER ROWS 10
     SET search_path TO 'pg_catalog', 'pg_temp'
-    SET enable_seqscan TO 'off'
-    SET jit TO 'off'
     AS $$
 #variable_conflict use_column
-declare
-    v_row record;
 begin
     if claim.deadlines is null then
         raise exception 'deadlines must not be null' using errcode = '22004';
     end if;
-    -- the claim's result is complete before the first row is read here (a set-returning
-    -- PL/pgSQL function), so each lookup below sees the claimed row
-    for v_row in
-        select c.* from queue.claim(worker => claim.worker, queues => claim.queues,
-            batch => claim.batch, lease => claim.lease) as c
-    loop
-        job_id := v_row.job_id;
-        queue := v_row.queue;
-        category := v_row.category;
-        priority := v_row.priority;
-        payload := v_row.payload;
-        attempt := v_row.attempt;
-        max_attempts := v_row.max_attempts;
-        token := v_row.token;
-        lease_expires_at := v_row.lease_expires_at;
-        enqueued_at := v_row.enqueued_at;
-        cache_key := v_row.cache_key;
-        cache_version := v_row.cache_version;
-        deadline := null;
-        if claim.deadlines then
-            select j.claimed_at + j.timeout into deadline from queue.jobs as j
-            where j.id = v_row.job_id and j.queue = v_row.queue;
-        end if;
-        return next;
-    end loop;
+    return query
+    select c.job_id, c.queue, c.category, c.priority, c.payload, c.attempt, c.max_attempts,
+        c.token, c.lease_expires_at, c.enqueued_at, c.cache_key, c.cache_version,
+        case when claim.deadlines then c.deadline end
+    from queue._claim(claim.worker, claim.queues, claim.batch, claim.lease) as c;
 end
 $$;
 
@@ -4381,7 +4369,7 @@ $$;
 
 COMMENT ON FUNCTION queue.complete_many(job_ids bigint[], tokens uuid[], results jsonb[]) IS 'Complete several claimed jobs; returns completed = false where the lease was lost.';
 
-CREATE FUNCTION queue.complete_many_then_claim(job_ids bigint[], tokens uuid[], results jsonb[], worker text, queues text[], batch integer, lease interval) RETURNS TABLE(claimed boolean, job_id bigint, queue text, category text, priority integer, payload jsonb, attempt integer, max_attempts integer, token uuid, lease_expires_at timestamp with time zone, enqueued_at timestamp with time zone, cache_key text, cache_version bigint, completed boolean)
+CREATE FUNCTION queue.complete_many_then_claim(job_ids bigint[], tokens uuid[], results jsonb[], worker text, queues text[], batch integer, lease interval) RETURNS TABLE(claimed boolean, job_id bigint, queue text, category text, priority integer, payload jsonb, attempt integer, max_attempts integer, token uuid, lease_expires_at timestamp with time zone, enqueued_at timestamp with time zone, cache_key text, cache_version bigint, deadline timestamp with time zone, completed boolean)
     LANGUAGE plpgsql SECURITY DEFINER ROWS 20
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -4399,17 +4387,16 @@ begin
     return query
     select false, d.job_id, null::text, null::text, null::int, null::jsonb, null::int,
         null::int, null::uuid, null::timestamptz, null::timestamptz, null::text, null::bigint,
-        d.completed
+        null::timestamptz, d.completed
     from queue.complete_many(job_ids => complete_many_then_claim.job_ids,
         tokens => complete_many_then_claim.tokens,
         results => complete_many_then_claim.results) as d;
     return query
     select true, c.job_id, c.queue, c.category, c.priority, c.payload, c.attempt,
         c.max_attempts, c.token, c.lease_expires_at, c.enqueued_at, c.cache_key,
-        c.cache_version, null::boolean
-    from queue.claim(worker => complete_many_then_claim.worker,
-        queues => complete_many_then_claim.queues, batch => complete_many_then_claim.batch,
-        lease => complete_many_then_claim.lease) as c;
+        c.cache_version, c.deadline, null::boolean
+    from queue._claim(complete_many_then_claim.worker, complete_many_then_claim.queues,
+        complete_many_then_claim.batch, complete_many_then_claim.lease) as c;
 end
 $$;
 
@@ -4982,7 +4969,7 @@ begin
             -- newest rate_starts leaves it
             case when c.rate_starts is not null then (
                 select t.at + c.rate_per from unnest(c.rate_log) as t (at)
-                where t.at > now() - c.rate_per
+                where t.at > queue._lease_clock() - c.rate_per
                 order by t.at desc offset c.rate_starts - 1 limit 1
             ) end as rate_free_at
         from queue.categories as c
@@ -6680,6 +6667,8 @@ REVOKE ALL ON FUNCTION queue._check_result(result jsonb, argument text) FROM PUB
 
 REVOKE ALL ON FUNCTION queue._check_trace_context(trace_context jsonb) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION queue._claim(worker text, queues text[], batch integer, lease interval) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION queue._config(queue_name text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._configure_queue(queue text, max_attempts integer, lease interval, backoff text, backoff_base interval, backoff_cap interval, jitter real, notify boolean, payload_limit integer, keep_results boolean, cache_policy text, timeout interval, results_retention interval, dead_retention interval) FROM PUBLIC;
@@ -6750,7 +6739,7 @@ REVOKE ALL ON FUNCTION queue._notify_ready(queue_name text, enabled boolean) FRO
 
 REVOKE ALL ON FUNCTION queue._prom_label(value text) FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION queue._rate_record(category_ids bigint[], taken integer[]) FROM PUBLIC;
+REVOKE ALL ON FUNCTION queue._rate_record(category_ids bigint[], taken integer[], at timestamp with time zone) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._reap(lim integer, queues text[]) FROM PUBLIC;
 

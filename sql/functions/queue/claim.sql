@@ -1,4 +1,6 @@
--- queue.claim: lease up to `batch` ready jobs to `worker`; returns them in claim order.
+-- queue.claim: lease up to `batch` ready jobs to `worker`; returns them in claim order. The
+-- body is queue._claim (private), which also returns each attempt's deadline (claim time +
+-- the job's timeout, null without one) for queue.claim(..., deadlines => true).
 --
 -- Guarantees:
 -- * Candidates are pending jobs with available_at <= now() of the given queues (null: every
@@ -50,11 +52,11 @@
 -- queue._candidates keep custom plans: a generic plan costs their filter on the excluded
 -- categories so low that it would sort the gated backlog instead of reading its index in
 -- order.
-create or replace function queue.claim(
+create or replace function queue._claim(
     worker text,
-    queues text[] default null,
-    batch int default 1,
-    lease interval default null
+    queues text[],
+    batch int,
+    lease interval
 ) returns table (
     job_id bigint,
     queue text,
@@ -67,10 +69,10 @@ create or replace function queue.claim(
     lease_expires_at timestamptz,
     enqueued_at timestamptz,
     cache_key text,
-    cache_version bigint
+    cache_version bigint,
+    deadline timestamptz
 )
 language plpgsql
-security definer
 set search_path = pg_catalog, pg_temp
 set plan_cache_mode = force_generic_plan
 set enable_seqscan = off
@@ -104,18 +106,18 @@ declare
     v_now timestamptz := queue._lease_clock();
 begin
     -- Validation inline, in plain expressions (no query): this is the hot path.
-    if claim.worker is null or length(claim.worker) not between 1 and 128 then
-        perform queue._check_name(claim.worker, 'worker');
+    if _claim.worker is null or length(_claim.worker) not between 1 and 128 then
+        perform queue._check_name(_claim.worker, 'worker');
     end if;
-    if claim.batch is null or claim.batch < 1 or claim.batch > 1000 then
-        raise exception 'batch must be between 1 and 1000 (got %)', claim.batch
+    if _claim.batch is null or _claim.batch < 1 or _claim.batch > 1000 then
+        raise exception 'batch must be between 1 and 1000 (got %)', _claim.batch
             using errcode = '22023';
     end if;
-    if claim.lease is not null then
-        perform queue._check_interval(claim.lease, 'lease', true, false, 'lease');
+    if _claim.lease is not null then
+        perform queue._check_interval(_claim.lease, 'lease', true, false, 'lease');
     end if;
-    if claim.queues is not null then
-        foreach v_name in array claim.queues loop
+    if _claim.queues is not null then
+        foreach v_name in array _claim.queues loop
             if v_name is null or length(v_name) not between 1 and 128 then
                 raise exception 'queues must hold queue names (1 to 128 characters, no nulls)'
                     using errcode = '22023';
@@ -131,16 +133,16 @@ begin
 
     -- A schedule of the claimed queues is due: fire its ticks first, so their jobs can be
     -- claimed now (one index probe when none is due).
-    if claim.queues is null then
+    if _claim.queues is null then
         if (select s.next_at from queue.schedules as s
             where s.task is null and s.next_at <= now()
             order by s.next_at limit 1) is not null then
             perform queue._fire_due(null, 10);
         end if;
     elsif (select s.next_at from queue.schedules as s
-           where s.task is null and s.queue = any (claim.queues) and s.next_at <= now()
+           where s.task is null and s.queue = any (_claim.queues) and s.next_at <= now()
            limit 1) is not null then
-        perform queue._fire_due(claim.queues, 10);
+        perform queue._fire_due(_claim.queues, 10);
     end if;
 
     -- Direct path (every queue, or one queue): when no lease has expired and no ready job of
@@ -149,14 +151,14 @@ begin
     -- stops it, so it locks only the rows it returns) and the update leases them. Its two
     -- probes are evaluated first; when either finds a row nothing is scanned nor locked, and
     -- the general path below runs (as it does when the statement claims nothing).
-    if claim.queues is null then
+    if _claim.queues is null then
         return query
         with claimed as (
             update queue.jobs as j
             set status = 'running', attempt = j.attempt + 1, token = gen_random_uuid(),
-                worker = claim.worker, claimed_at = v_now,
+                worker = _claim.worker, claimed_at = v_now,
                 lease_expires_at = least(v_now + coalesce(
-                    claim.lease,
+                    _claim.lease,
                     (select q.lease from queue.queues as q where q.queue = j.queue),
                     queue._lease_default()), v_now + j.timeout)
             where j.id = any (array(
@@ -164,7 +166,7 @@ begin
                     where c.status = 'pending' and c.category is null
                       and c.available_at <= now()
                     order by c.priority desc, c.available_at, c.id
-                    limit claim.batch
+                    limit _claim.batch
                     for update skip locked))
               and (select x.lease_expires_at from queue.jobs as x
                    where x.status = 'running' and x.lease_expires_at <= v_now
@@ -176,51 +178,51 @@ begin
               and (select p.queue from queue.queues as p where p.paused limit 1) is null
             returning j.id, j.queue, j.category, j.priority, j.payload, j.attempt,
                 j.max_attempts, j.token, j.lease_expires_at, j.enqueued_at, j.cache_key,
-                j.cache_version, j.available_at
+                j.cache_version, j.available_at, v_now + j.timeout as deadline
         )
         select c.id, c.queue, c.category, c.priority, c.payload, c.attempt, c.max_attempts,
-            c.token, c.lease_expires_at, c.enqueued_at, c.cache_key, c.cache_version
+            c.token, c.lease_expires_at, c.enqueued_at, c.cache_key, c.cache_version, c.deadline
         from claimed as c
         order by c.priority desc, c.available_at, c.id;
         if found then
             return;
         end if;
-    elsif cardinality(claim.queues) = 1 then
+    elsif cardinality(_claim.queues) = 1 then
         return query
         with claimed as (
             update queue.jobs as j
             set status = 'running', attempt = j.attempt + 1, token = gen_random_uuid(),
-                worker = claim.worker, claimed_at = v_now,
+                worker = _claim.worker, claimed_at = v_now,
                 lease_expires_at = least(v_now + coalesce(
-                    claim.lease,
-                    (select q.lease from queue.queues as q where q.queue = claim.queues[1]),
+                    _claim.lease,
+                    (select q.lease from queue.queues as q where q.queue = _claim.queues[1]),
                     queue._lease_default()), v_now + j.timeout)
             where j.id = any (array(
                     select c.id from queue.jobs as c
-                    where c.queue = claim.queues[1]
+                    where c.queue = _claim.queues[1]
                       and c.status = 'pending' and c.category is null
                       and c.available_at <= now()
                     order by c.priority desc, c.available_at, c.id
-                    limit claim.batch
+                    limit _claim.batch
                     for update skip locked))
-              and j.queue = claim.queues[1]
+              and j.queue = _claim.queues[1]
               and (select x.lease_expires_at from queue.jobs as x
-                   where x.queue = claim.queues[1]
+                   where x.queue = _claim.queues[1]
                      and x.status = 'running' and x.lease_expires_at <= v_now
                    order by x.lease_expires_at limit 1) is null
               and (select g.id from queue.jobs as g
-                   where g.queue = claim.queues[1]
+                   where g.queue = _claim.queues[1]
                      and g.status = 'pending' and g.category is not null
                      and g.available_at <= now()
                    order by g.priority desc, g.available_at, g.id limit 1) is null
               and (select p.queue from queue.queues as p
-                   where p.paused and p.queue = claim.queues[1]) is null
+                   where p.paused and p.queue = _claim.queues[1]) is null
             returning j.id, j.queue, j.category, j.priority, j.payload, j.attempt,
                 j.max_attempts, j.token, j.lease_expires_at, j.enqueued_at, j.cache_key,
-                j.cache_version, j.available_at
+                j.cache_version, j.available_at, v_now + j.timeout as deadline
         )
         select c.id, c.queue, c.category, c.priority, c.payload, c.attempt, c.max_attempts,
-            c.token, c.lease_expires_at, c.enqueued_at, c.cache_key, c.cache_version
+            c.token, c.lease_expires_at, c.enqueued_at, c.cache_key, c.cache_version, c.deadline
         from claimed as c
         order by c.priority desc, c.available_at, c.id;
         if found then
@@ -236,27 +238,27 @@ begin
     -- pending jobs that are not paused (queue._unpaused_queues; expired leases of queues
     -- with running jobs only are then taken back by their own claims or queue.maintain).
     if (select p.queue from queue.queues as p where p.paused limit 1) is not null then
-        claim.queues := queue._unpaused_queues(claim.queues);
-        if cardinality(claim.queues) = 0 then
+        _claim.queues := queue._unpaused_queues(_claim.queues);
+        if cardinality(_claim.queues) = 0 then
             return;
         end if;
     end if;
 
     -- Take back expired leases first (an index probe when there are none).
-    if claim.queues is null then
+    if _claim.queues is null then
         if (select x.lease_expires_at from queue.jobs as x
             where x.status = 'running' and x.lease_expires_at <= v_now
             order by x.lease_expires_at limit 1) is not null then
             perform queue._reap(100);
         end if;
     elsif exists (
-        select from unnest(claim.queues) as q (name)
+        select from unnest(_claim.queues) as q (name)
         where (select x.lease_expires_at from queue.jobs as x
                where x.queue = q.name
                  and x.status = 'running' and x.lease_expires_at <= v_now
                order by x.lease_expires_at limit 1) is not null
     ) then
-        perform queue._reap(100, claim.queues);
+        perform queue._reap(100, _claim.queues);
     end if;
 
     -- Categories that cannot take a job now: paused, or as many live slots as their limit
@@ -267,7 +269,7 @@ begin
     select array_agg(c.id order by c.priority desc, c.available_at, c.id),
         array_agg(c.category order by c.priority desc, c.available_at, c.id)
     into v_ids, v_cats
-    from queue._candidates(claim.queues, claim.batch, v_exclude, '{}') as c;
+    from queue._candidates(_claim.queues, _claim.batch, v_exclude, '{}') as c;
     if v_ids is null then
         return;
     end if;
@@ -336,7 +338,7 @@ begin
                 end if;
                 with taken as (
                     insert into queue.worker_locks (job_id, category_id, worker)
-                    select c.id, v_cat_id, claim.worker
+                    select c.id, v_cat_id, _claim.worker
                     from unnest(v_ids, v_cats) with ordinality as c (id, cat, n)
                     where c.cat = v_cat
                     order by c.n
@@ -357,11 +359,11 @@ begin
                            > coalesce(cardinality(v_taken), 0);
                 end if;
             end loop;
-            exit when not v_dropped or cardinality(v_take) >= claim.batch;
+            exit when not v_dropped or cardinality(v_take) >= _claim.batch;
             select array_agg(c.id order by c.priority desc, c.available_at, c.id),
                 array_agg(c.category order by c.priority desc, c.available_at, c.id)
             into v_ids, v_cats
-            from queue._candidates(claim.queues, claim.batch - cardinality(v_take), v_exclude,
+            from queue._candidates(_claim.queues, _claim.batch - cardinality(v_take), v_exclude,
                 v_take) as c;
             exit when v_ids is null;
         end loop;
@@ -386,22 +388,59 @@ begin
     with claimed as (
         update queue.jobs as j
         set status = 'running', attempt = j.attempt + 1, token = gen_random_uuid(),
-            worker = claim.worker, claimed_at = v_now,
+            worker = _claim.worker, claimed_at = v_now,
             lease_expires_at = least(v_now + coalesce(
-                claim.lease,
+                _claim.lease,
                 (select q.lease from queue.queues as q where q.queue = j.queue),
                 queue._lease_default()), v_now + j.timeout)
         where j.id = any (v_take)
         returning j.id, j.queue, j.category, j.priority, j.payload, j.attempt, j.max_attempts,
             j.token, j.lease_expires_at, j.enqueued_at, j.cache_key, j.cache_version,
-            j.available_at
+            j.available_at, v_now + j.timeout as deadline
     )
     select c.id, c.queue, c.category, c.priority, c.payload, c.attempt, c.max_attempts,
-        c.token, c.lease_expires_at, c.enqueued_at, c.cache_key, c.cache_version
+        c.token, c.lease_expires_at, c.enqueued_at, c.cache_key, c.cache_version, c.deadline
     from claimed as c
     order by c.priority desc, c.available_at, c.id;
 end
 $$;
+
+-- The public form: exactly queue._claim's jobs, without their deadlines (queue.claim with
+-- deadlines => true adds them; claim_deadlines.sql).
+create or replace function queue.claim(
+    worker text,
+    queues text[] default null,
+    batch int default 1,
+    lease interval default null
+) returns table (
+    job_id bigint,
+    queue text,
+    category text,
+    priority int,
+    payload jsonb,
+    attempt int,
+    max_attempts int,
+    token uuid,
+    lease_expires_at timestamptz,
+    enqueued_at timestamptz,
+    cache_key text,
+    cache_version bigint
+)
+language plpgsql
+security definer
+set search_path = pg_catalog, pg_temp
+rows 10
+as $$
+begin
+    return query
+    select c.job_id, c.queue, c.category, c.priority, c.payload, c.attempt, c.max_attempts,
+        c.token, c.lease_expires_at, c.enqueued_at, c.cache_key, c.cache_version
+    from queue._claim(claim.worker, claim.queues, claim.batch, claim.lease) as c;
+end
+$$;
+
+
+revoke all on function queue._claim(text, text[], int, interval) from public;
 
 comment on function queue.claim(text, text[], int, interval) is
 'Lease up to batch ready jobs to a worker (SKIP LOCKED, category-gated, fenced by a token).';

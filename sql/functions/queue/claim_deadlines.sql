@@ -30,42 +30,18 @@ create or replace function queue.claim(
 language plpgsql
 security definer
 set search_path = pg_catalog, pg_temp
-set enable_seqscan = off
-set jit = off
 rows 10
 as $$
 #variable_conflict use_column
-declare
-    v_row record;
 begin
     if claim.deadlines is null then
         raise exception 'deadlines must not be null' using errcode = '22004';
     end if;
-    -- the claim's result is complete before the first row is read here (a set-returning
-    -- PL/pgSQL function), so each lookup below sees the claimed row
-    for v_row in
-        select c.* from queue.claim(worker => claim.worker, queues => claim.queues,
-            batch => claim.batch, lease => claim.lease) as c
-    loop
-        job_id := v_row.job_id;
-        queue := v_row.queue;
-        category := v_row.category;
-        priority := v_row.priority;
-        payload := v_row.payload;
-        attempt := v_row.attempt;
-        max_attempts := v_row.max_attempts;
-        token := v_row.token;
-        lease_expires_at := v_row.lease_expires_at;
-        enqueued_at := v_row.enqueued_at;
-        cache_key := v_row.cache_key;
-        cache_version := v_row.cache_version;
-        deadline := null;
-        if claim.deadlines then
-            select j.claimed_at + j.timeout into deadline from queue.jobs as j
-            where j.id = v_row.job_id and j.queue = v_row.queue;
-        end if;
-        return next;
-    end loop;
+    return query
+    select c.job_id, c.queue, c.category, c.priority, c.payload, c.attempt, c.max_attempts,
+        c.token, c.lease_expires_at, c.enqueued_at, c.cache_key, c.cache_version,
+        case when claim.deadlines then c.deadline end
+    from queue._claim(claim.worker, claim.queues, claim.batch, claim.lease) as c;
 end
 $$;
 

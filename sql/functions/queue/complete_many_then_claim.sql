@@ -68,9 +68,8 @@ begin
     select true, c.job_id, c.queue, c.category, c.priority, c.payload, c.attempt,
         c.max_attempts, c.token, c.lease_expires_at, c.enqueued_at, c.cache_key,
         c.cache_version, c.deadline, null::boolean
-    from queue.claim(worker => complete_many_then_claim.worker,
-        queues => complete_many_then_claim.queues, batch => complete_many_then_claim.batch,
-        lease => complete_many_then_claim.lease, deadlines => true) as c;
+    from queue._claim(complete_many_then_claim.worker, complete_many_then_claim.queues,
+        complete_many_then_claim.batch, complete_many_then_claim.lease) as c;
 end
 $$;
 
