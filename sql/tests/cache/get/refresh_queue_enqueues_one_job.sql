@@ -1,4 +1,4 @@
--- Rule 4: with refresh_queue, a missing or stale key gets exactly one refresh job in that
+-- Refresh on read: with refresh_queue, a missing or stale key gets exactly one refresh job in that
 -- queue (payload {"key": ...}, dedup_key = the key), however many readers ask; a fresh key
 -- gets none.
 begin;

@@ -1,4 +1,4 @@
--- Rule 9, 55000: cancelling an already dead job is an illegal transition; the job is left as
+-- Errors carry a SQLSTATE, 55000: cancelling an already dead job is an illegal transition; the job is left as
 -- it was. (A running job is not refused any more: it gets an abort request, see
 -- running_job_gets_an_abort_request.sql.)
 begin;

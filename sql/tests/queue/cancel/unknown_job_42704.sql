@@ -1,4 +1,4 @@
--- Rule 9, 42704: cancel, requeue_dead of a job that does not exist; nothing written.
+-- Errors carry a SQLSTATE, 42704: cancel, requeue_dead of a job that does not exist; nothing written.
 begin;
 \ir ../_fixtures.psql
 select plan(5);

@@ -1,4 +1,4 @@
--- Rule 9 at claim: batch < 1 or > 1000, bad worker or queue names, non-positive lease are
+-- Bad input at claim: batch < 1 or > 1000, bad worker or queue names, non-positive lease are
 -- 22023 (a null worker 22004); each message names the argument and nothing is written.
 begin;
 \ir ../_fixtures.psql

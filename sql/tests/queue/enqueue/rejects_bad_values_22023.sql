@@ -1,4 +1,4 @@
--- Rule 9, 22023 at enqueue: a non-object payload, a negative delay, max_attempts < 1, empty
+-- Bad input, 22023 at enqueue: a non-object payload, a negative delay, max_attempts < 1, empty
 -- or over-long names. Each message names the argument; nothing is written.
 begin;
 \ir ../_fixtures.psql
