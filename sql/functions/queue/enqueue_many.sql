@@ -87,14 +87,23 @@ begin
             hint = 'Enqueue without dedup_keys, or in a READ COMMITTED transaction.';
     end if;
     v_cfg := queue._config(_enqueue_many.queue);
-    for v_i in 1 .. v_n loop
+    -- The elements are checked by one statement, not one call per job: it finds the first
+    -- position whose payload (or dedup key) breaks a rule, and the checks then raise that
+    -- element's error, the one a check of every element in order would raise first.
+    select e.n::int into v_i
+    from unnest(_enqueue_many.payloads, _enqueue_many.dedup_keys) with ordinality
+        as e (payload, key, n)
+    where e.payload is null or jsonb_typeof(e.payload) <> 'object'
+       or octet_length(e.payload::text) > v_cfg.payload_limit
+       or length(e.key) not between 1 and 512
+    order by e.n
+    limit 1;
+    if v_i is not null then
         perform queue._check_payload(_enqueue_many.payloads[v_i],
             format('payloads[%s]', v_i), v_cfg.payload_limit);
-        if _enqueue_many.dedup_keys is not null then
-            perform queue._check_name(_enqueue_many.dedup_keys[v_i],
-                format('dedup_keys[%s]', v_i), false, 512);
-        end if;
-    end loop;
+        perform queue._check_name(_enqueue_many.dedup_keys[v_i],
+            format('dedup_keys[%s]', v_i), false, 512);
+    end if;
     if _enqueue_many.category is not null then
         perform queue._category_id(_enqueue_many.category);
     end if;
