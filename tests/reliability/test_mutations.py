@@ -120,7 +120,7 @@ def test_gate_past_its_limit_is_over_limit(rconn: psycopg.Connection, broken: bo
     with maybe(
         broken,
         rconn,
-        "queue.claim(text, text[], int, interval)",
+        "queue._claim(text, text[], int, interval)",
         "select v_max - count(*) into v_free",
         "select v_max + 100 - count(*) into v_free",
     ):
@@ -142,9 +142,9 @@ def test_claim_before_available_at_is_seen(rconn: psycopg.Connection, broken: bo
         sql = "select pg_get_functiondef(%s::regprocedure)"
         return rconn.execute(sql, (function,)).fetchone()[0]
 
-    # every candidate scan: claim's direct path (every queue, one queue), _scan's (and its
-    # per-category scan of the gated jobs when categories are left out)
-    claim = source("queue.claim(text, text[], int, interval)")
+    # every candidate scan: the claim's direct path (queue._claim: every queue, one queue),
+    # _scan's (and its per-category scan of the gated jobs when categories are left out)
+    claim = source("queue._claim(text, text[], int, interval)")
     scan = source("queue._scan(text[], int, text[], bigint[])")
     gated = source("queue._gated_scan(text[], int, text[], bigint[])")
     assert claim.count("c.available_at <= now()") == 2
@@ -154,7 +154,7 @@ def test_claim_before_available_at_is_seen(rconn: psycopg.Connection, broken: bo
         maybe(
             broken,
             rconn,
-            "queue.claim(text, text[], int, interval)",
+            "queue._claim(text, text[], int, interval)",
             "c.available_at <= now()",
             "c.available_at <= now() + interval '1 hour'",
         ),
