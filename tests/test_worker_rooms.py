@@ -185,3 +185,47 @@ def test_abort_notifications_name_the_worker_and_job() -> None:
     assert abort_target('{"job_id": 7, "worker": "w2"}', "w1") == (False, None)
     assert abort_target("{}", "w1") == (True, None)  # locked down: any of its jobs
     assert abort_target("not json", "w1") == (True, None)
+
+
+def test_trouble_stops_a_misconfigured_worker_and_takes_a_lost_databases_share(
+    conn,
+) -> None:
+    import psycopg
+
+    from andal.worker.observe import Observer
+    from andal.worker.slots import Slots
+    from andal.worker.trouble import REFUSALS, Trouble
+
+    a = Source(0, "dbname=a", "a@h:1", 1.0)
+    b = Source(1, "dbname=b", "b@h:1", 1.0)
+    observer = Observer("w", None, [a, b])
+    slots = Slots(4, 100, [a, b], observer, lambda: False)
+    slots.configure(leased=True, tx_forms=[])
+    stops: list[bool] = []
+    trouble = Trouble(
+        slots,
+        observer,
+        Interrupter(slots.lock, observer, slots.count),
+        "w",
+        lambda: stops.append(True),
+        lambda: False,
+    )
+    with pytest.raises(psycopg.Error) as refused:  # a real refusal from the server
+        conn.execute("select andal_no_such_function()")
+    for i in range(REFUSALS):
+        assert trouble.refused(a, "claim", refused.value)
+        assert stops == ([True] if i == REFUSALS - 1 else [])
+    assert trouble.misconfigured and slots.counts["config_errors"] == REFUSALS
+    assert not trouble.refused(a, "claim", RuntimeError("not a configuration problem"))
+    assert slots.reserve(a, 10) == 2 and slots.reserve(b, 10) == 2
+    run = a_run(b, 1)
+    b.active[1] = run
+    trouble.db_trouble(b, "claim", psycopg.OperationalError("server closed the connection"))
+    assert not b.up and b.down_since is not None and slots.counts["db_errors"] == 1
+    trouble.lease_lost(run, "heartbeat")
+    trouble.lease_lost(run, "heartbeat")  # once
+    assert run.lost and slots.counts["lease_lost"] == 1 and b.counts["lease_lost"] == 1
+    run.deadline = time.monotonic() + 30
+    assert not trouble.give_up([run])  # its lease is not past: the outcome is resent
+    run.deadline = time.monotonic() - 1
+    assert trouble.give_up([run])

@@ -250,7 +250,14 @@ class Worker:
         self._completer = Completer(self)
         self.claimer = Claimer(self)
         self._shutdown = Shutdown(self)
-        self.trouble = Trouble(self)
+        self.trouble = Trouble(
+            self.slots,
+            self.observer,
+            self.interrupter,
+            self.name,
+            self.stop,
+            lambda: self._signals > 1,
+        )
         self.startup = Startup(self)
         self._maintenance: dict[int, Maintenance] = {}
         self._registrations: dict[int, Registration] = {}  # made at start
