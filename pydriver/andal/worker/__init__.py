@@ -14,7 +14,8 @@
 * ``observe``: metrics, traces and per-job logs behind one interface;
 * ``startup``, ``shutdown``, ``trouble`` (lost connections, configuration problems, lost
   leases); ``handlers`` (``Job``, ``Registry``, ``Retry``, ``Fail``), ``databases``
-  (``Source``: one database's pool, lanes, state) and ``state`` (a held job's bookkeeping).
+  (``Source``: one database's pool, lanes, state), ``state`` (a held job's bookkeeping) and
+  ``options`` (refusing options that cannot work).
 
 A worker serves one andal database or several (``Worker([dsn_a, dsn_b], ...)``); a job is
 reported to the database it came from, always. Every decision (which job, how long a lease,
@@ -30,7 +31,6 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import timedelta
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
@@ -65,6 +65,7 @@ from .interrupt import Interrupter
 from .listen import listen_via, report_listening
 from .maintenance import Maintenance
 from .observe import Observer
+from .options import check_options, listen_dsns
 from .shutdown import Shutdown
 from .slots import Slots
 from .startup import Startup
@@ -165,7 +166,7 @@ class Worker:
         cache: Cache | None = None,
     ) -> None:
         dsns = dsn_list(dsn)
-        _check_options(concurrency, batch, poll, grace, lease, metrics_port, pooler, tracing)
+        check_options(concurrency, batch, poll, grace, lease, metrics_port, pooler, tracing)
         #: As given: one connection string, or the sequence of them.
         self.dsn = dsn
         #: Every connection string, in order.
@@ -187,7 +188,7 @@ class Worker:
         #: "transaction" or "session": a pooler (pgbouncer) is between the worker and the
         #: databases (see docs/poolers.md); None: direct connections.
         self.pooler = pooler
-        for src, direct in zip(self.sources, _listen_dsns(listen_dsn, len(dsns)), strict=True):
+        for src, direct in zip(self.sources, listen_dsns(listen_dsn, len(dsns)), strict=True):
             src.listen_dsn = direct
         self.heartbeat = heartbeat
         self.pool_timeout = pool_timeout
@@ -388,44 +389,3 @@ class Worker:
         # exc_info is an argument of the logging call, not a field (logging refuses it there)
         info = exc if exc is not None else True
         log.error("internal_error", exc_info=info, extra={"worker": self.name, "where": where})
-
-    # -- listener (one per database) -----------------------------------------------------
-
-
-def _listen_dsns(given: str | Sequence[str] | None, count: int) -> list[str | None]:
-    """One listen DSN per database (None: none given)."""
-    if given is None:
-        return [None] * count
-    dsns = dsn_list(given)
-    if len(dsns) != count:
-        raise ValueError("listen_dsn: give one connection string per database")
-    return list(dsns)
-
-
-def _check_options(
-    concurrency: int,
-    batch: int,
-    poll: float,
-    grace: float,
-    lease: Seconds | None,
-    metrics_port: int | None,
-    pooler: str | None,
-    tracing: bool | None,
-) -> None:
-    """Refuse a worker's options that cannot work (``ValueError``, saying which)."""
-    if concurrency < 1:
-        raise ValueError("concurrency must be at least 1")
-    if not 1 <= batch <= 1000:
-        raise ValueError("batch must be between 1 and 1000")
-    if poll <= 0:
-        raise ValueError("poll must be positive")
-    if grace < 0:
-        raise ValueError("grace must not be negative")
-    if lease is not None and (as_interval(lease) or timedelta(0)) <= timedelta(0):
-        raise ValueError("lease must be positive")
-    if metrics_port is not None and not 0 <= metrics_port <= 65535:
-        raise ValueError("metrics_port must be between 0 and 65535")
-    if pooler not in (None, "transaction", "session"):
-        raise ValueError("pooler must be 'transaction', 'session' or None")
-    if tracing and not tracing_.AVAILABLE:
-        raise ValueError("tracing needs opentelemetry: pip install 'andal-pg[otel]'")
