@@ -47,7 +47,7 @@ from .databases import (
     dsn_list,
     is_connection_error,
 )
-from .execute import Executor, TxGroup
+from .execute import Executor
 from .handlers import (
     F,
     Fail,
@@ -74,6 +74,7 @@ from .state import (
     plain_array,
     text_array,
 )
+from .transact import TxGroup
 from .trouble import EXIT_CONFIG, Trouble
 from .vacuum import VACUUM_LOCK_KEY, VacuumReport, vacuum_tables
 

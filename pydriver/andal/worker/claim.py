@@ -23,9 +23,9 @@ import psycopg
 from .. import statements as sql
 from ..logs import event
 from .databases import Source, is_connection_error
-from .execute import TxGroup
 from .handlers import Job, undecodable
 from .state import _Backoff, _Run, one_line, text_array
+from .transact import TxGroup
 
 if TYPE_CHECKING:
     from . import Worker
