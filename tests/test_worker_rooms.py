@@ -229,3 +229,124 @@ def test_trouble_stops_a_misconfigured_worker_and_takes_a_lost_databases_share(
     assert not trouble.give_up([run])  # its lease is not past: the outcome is resent
     run.deadline = time.monotonic() - 1
     assert trouble.give_up([run])
+
+
+class FakeTrouble:
+    def __init__(self) -> None:
+        self.refusals, self.troubles = 5, []
+
+    def db_trouble(self, src: Source, what: str, exc: BaseException) -> None:
+        self.troubles.append(what)
+
+    def refused(self, src: Source, during: str, exc: BaseException) -> bool:
+        return False
+
+
+class FakeExecutor:
+    limited = False
+
+    def __init__(self) -> None:
+        self.dispatched: list[_Run] = []
+
+    def dispatch(self, runs: list[_Run]) -> None:
+        self.dispatched += runs
+
+
+def a_source(dsn: str, slots_for: int = 2):
+    from psycopg_pool import ConnectionPool
+
+    from andal.worker.observe import Observer
+    from andal.worker.slots import Slots
+    from andal.worker.state import _Lane
+
+    src = Source(0, dsn, "t@h:1", 1.0)
+    src.pool = ConnectionPool(dsn, min_size=1, max_size=3, kwargs={"autocommit": True}, open=True)
+    src.claim_lane = _Lane(src.pool)
+    observer = Observer("w-rooms", None, [src])
+    return src, observer, Slots(slots_for, 100, [src], observer, lambda: False)
+
+
+def test_claimer_fills_the_free_slots_and_releases_a_claim_landing_after_a_stop(dsn, clean) -> None:
+    from andal.worker.claim import Claimer
+
+    with psycopg_connect(dsn) as c:
+        ids = andal.enqueue_many(c, [{"n": i} for i in range(3)], "rooms_claim")
+    src, observer, slots = a_source(dsn, slots_for=2)
+    slots.configure(leased=True, tx_forms=[])
+    trouble, executor, released = FakeTrouble(), FakeExecutor(), []
+    registry = andal.Registry({"rooms_claim": print})
+    claimer = Claimer(
+        slots, observer, trouble, registry, "w-rooms", None, 100, 0.0, lambda: False,
+        lambda s: None, lambda s: None, lambda where, exc=None: None,
+        lambda runs, why: released.extend(runs),
+    )  # fmt: skip
+    claimer.setup(["rooms_claim"], [], executor, {}, {})  # type: ignore[arg-type]
+    try:
+        assert claimer.claim_leased(src) == (2, 2)  # two free slots: two claimed
+        assert [r.job.id for r in executor.dispatched] == ids[:2]
+        assert slots.busy == 2 and set(src.active) == set(ids[:2])
+        assert trouble.refusals == 0  # a claim that works ends a run of refusals
+        assert claimer.claim_leased(src) == (0, 0)  # no room
+        for run in executor.dispatched:
+            slots.finish(run)
+        slots.closed = True  # a stop began: what a claim takes now goes back at once
+        assert claimer.claim_leased(src) == (2, 1)
+        assert [r.job.id for r in released] == ids[2:] and released[0].state == "released"
+        assert executor.dispatched[2:] == [] and slots.counts["claimed"] == 3
+    finally:
+        assert src.claim_lane is not None and src.pool is not None
+        src.claim_lane.release()
+        src.pool.close()
+
+
+def psycopg_connect(dsn: str):
+    import psycopg
+
+    return psycopg.connect(dsn, autocommit=True)
+
+
+@pytest.mark.parametrize("fails", [False, True])
+def test_transactions_commit_a_handlers_writes_with_its_outcome(dsn, clean, fails) -> None:
+    from andal.worker.claim import Claimer
+    from andal.worker.limits import Limits
+    from andal.worker.transact import Transactions, TxGroup
+
+    with psycopg_connect(dsn) as c:
+        c.execute("create table if not exists rooms_tx (job_id bigint)")
+        c.execute("truncate rooms_tx")
+        (job_id,) = andal.enqueue_many(c, [{}], "rooms_tx", max_attempts=1)
+
+    def handle(job: andal.Job, conn) -> None:
+        conn.execute("insert into rooms_tx values (%s)", (job.id,))
+        if fails:
+            raise andal.Fail("hopeless")
+
+    src, observer, slots = a_source(dsn, slots_for=1)
+    slots.configure(leased=False, tx_forms=[False])
+    registry = andal.Registry()
+    registry.handler("rooms_tx", transactional=True)(handle)
+    trouble, done = FakeTrouble(), []
+    claims = Claimer(
+        slots, observer, trouble, registry, "w-rooms", None, 1, 0.0, lambda: False,
+        lambda s: None, lambda s: None, lambda where, exc=None: None, lambda runs, why: None,
+    )  # fmt: skip
+    tx = Transactions(
+        slots, observer, claims, trouble, "w-rooms", Limits({}), done.append,
+        lambda: False, lambda s: None, lambda s: {},
+    )  # fmt: skip
+    try:
+        assert slots.reserve(src, 1) == 1
+        src.probes[False].searching = 1
+        tx.run(src, TxGroup(["rooms_tx"], False))
+        assert [r.job.id for r in done] == [job_id] and trouble.troubles == []
+        assert slots.busy == 0 and src.probes[False].searching == 0
+        assert slots.counts["dead" if fails else "completed"] == 1
+        with psycopg_connect(dsn) as c:
+            written = c.execute("select job_id from rooms_tx").fetchall()
+            info = andal.jobs.job(c, job_id)
+        assert written == ([] if fails else [(job_id,)])  # a failing handler's writes roll back
+        # a completed job is forgotten (no results kept); a dead one waits in the dead letters
+        assert (info.state if info else None) == ("dead" if fails else None)
+    finally:
+        assert src.pool is not None
+        src.pool.close()

@@ -216,7 +216,6 @@ class Worker:
         self._stopped = threading.Event()
         self._helpers_stop = threading.Event()
         self._signals = 0
-        self._closed = False  # set by a stop: a claim landing later is released at once
         self._prepared = False
         self._leased_queues: list[str] = []
         self._leased_array = "{}"
@@ -245,12 +244,10 @@ class Worker:
         """The worker's rooms (the executor and the maintenance of each database are made
         at start, see ``Startup.prepare``)."""
         self._executor: Executor | None = None
-        self._limited = False  # a queue has a handler limit (set at start)
         self._host = _Host(self)  # the worker, as its rooms see it
         #: Tells handlers to stop at their deadline or on an abort request.
         self.interrupter = Interrupter(self.slots.lock, self.observer, self.slots.count)
         self._completer = Completer(self)
-        self.claimer = Claimer(self)
         self._shutdown = Shutdown(self)
         self.trouble = Trouble(
             self.slots,
@@ -260,6 +257,11 @@ class Worker:
             self.stop,
             lambda: self._signals > 1,
         )
+        self.claimer = Claimer(
+            self.slots, self.observer, self.trouble, self.registry, self.name, self.lease,
+            self.batch, self.maintain_every, self._should_stop, self._pause, self._hint,
+            self._internal_error, lambda runs, why: self._shutdown.release_all(runs, why),
+        )  # fmt: skip
         self.startup = Startup(self)
         self._maintenance: dict[int, Maintenance] = {}
         self._registrations: dict[int, Registration] = {}  # made at start

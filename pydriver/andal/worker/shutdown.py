@@ -44,7 +44,7 @@ class Shutdown:
         for t in self.w._claimers:
             t.join(max(deadline - time.monotonic(), 0.01))
         with self.w.slots.lock:
-            self.w._closed = True
+            self.w.slots.closed = True
             unstarted = [
                 r for s in self.w.sources for r in s.active.values() if r.state == "claimed"
             ]

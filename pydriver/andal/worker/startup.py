@@ -82,10 +82,16 @@ class Startup:
             for src in self.w.sources
         }
         limits = Limits[_Run]({h.queue: h.limit for h in handlers if h.limit is not None})
-        self.w._limited = bool(limits)
         threads = self.w.concurrency if any(not h.is_async for h in handlers) else 0
         needs_loop = any(h.is_async for h in handlers)
         self.w._executor = self.executor(threads, needs_loop, limits)
+        self.w.claimer.setup(
+            self.w._leased_queues,
+            self.w._tx_groups,
+            self.w._executor,
+            self.w._registrations,
+            self.w._maintenance,
+        )
         tracing = self.w.tracing if self.w.tracing is not None else tracing_.configured()
         self.w.observer.start_tracing(bool(tracing))
         self.w.observer.serve(self.w.metrics_port, self.w.metrics_addr)
