@@ -350,3 +350,56 @@ def test_transactions_commit_a_handlers_writes_with_its_outcome(dsn, clean, fail
     finally:
         assert src.pool is not None
         src.pool.close()
+
+
+def test_completer_records_a_batch_of_successes_and_a_failure(dsn, clean) -> None:
+    from andal.worker.claim import Claimer
+    from andal.worker.complete import Completer
+    from andal.worker.state import _STOP, _Lane
+    from andal.worker.trouble import Trouble
+
+    with psycopg_connect(dsn) as c:
+        ids = andal.enqueue_many(c, [{"n": i} for i in range(3)], "rooms_done", max_attempts=1)
+    src, observer, slots = a_source(dsn, slots_for=3)
+    assert src.pool is not None
+    src.complete_lane = _Lane(src.pool)
+    slots.configure(leased=True, tx_forms=[])
+    trouble = Trouble(
+        slots, observer, Interrupter(slots.lock, observer, slots.count), "w-rooms",
+        lambda: None, lambda: False,
+    )  # fmt: skip
+    claimer = Claimer(
+        slots, observer, trouble, andal.Registry({"rooms_done": print}), "w-rooms", None, 100,
+        0.0, lambda: False, lambda s: None, lambda s: None, lambda where, exc=None: None,
+        lambda runs, why: None,
+    )  # fmt: skip
+    executor = FakeExecutor()
+    claimer.setup(["rooms_done"], [], executor, {}, {})  # type: ignore[arg-type]
+    errors: list[str] = []
+    completer = Completer(
+        slots, observer, trouble, claimer, "w-rooms", 100, lambda: False,
+        lambda where, exc=None: errors.append(where), set(),
+    )  # fmt: skip
+    try:
+        assert claimer.claim_leased(src) == (3, 3)
+        for run in executor.dispatched:
+            run.state = "running"
+            ok = run.job.id != ids[2]
+            outcome = (
+                _Outcome(run, True, 1.0, result="{}")
+                if ok
+                else _failure(run, andal.Fail("hopeless"))
+            )
+            outcome.rides = slots.handler_done(run, outcome.ok)
+            src.done.put(outcome)
+        src.done.put(_STOP)
+        completer.run(src)  # until the stop: records the batch, then returns
+        assert errors == [] and slots.busy == 0 and slots.reporting == 0
+        assert slots.counts["completed"] == 2 and slots.counts["dead"] == 1
+        with psycopg_connect(dsn) as c:
+            infos = [andal.jobs.job(c, i) for i in ids]
+        assert [info.state if info else None for info in infos] == [None, None, "dead"]
+    finally:
+        src.claim_lane.release()  # type: ignore[union-attr]
+        src.complete_lane.release()
+        src.pool.close()

@@ -222,7 +222,6 @@ class Worker:
         self._tx_queues: list[str] = []
         self._queue_set: set[str] = set()
         self._claimers: list[threading.Thread] = []
-        self._in_handler: set[threading.Thread] = set()  # completers running a handler
         self._threads: list[threading.Thread] = []
         self._runner: threading.Thread | None = None
         self._exit_code: int | None = None
@@ -247,7 +246,6 @@ class Worker:
         self._host = _Host(self)  # the worker, as its rooms see it
         #: Tells handlers to stop at their deadline or on an abort request.
         self.interrupter = Interrupter(self.slots.lock, self.observer, self.slots.count)
-        self._completer = Completer(self)
         self._shutdown = Shutdown(self)
         self.trouble = Trouble(
             self.slots,
@@ -261,6 +259,11 @@ class Worker:
             self.slots, self.observer, self.trouble, self.registry, self.name, self.lease,
             self.batch, self.maintain_every, self._should_stop, self._pause, self._hint,
             self._internal_error, lambda runs, why: self._shutdown.release_all(runs, why),
+        )  # fmt: skip
+        self._in_handler: set[threading.Thread] = set()  # completers running a handler
+        self._completer = Completer(
+            self.slots, self.observer, self.trouble, self.claimer, self.name, self.batch,
+            self._should_stop, self._internal_error, self._in_handler,
         )  # fmt: skip
         self.startup = Startup(self)
         self._maintenance: dict[int, Maintenance] = {}

@@ -85,6 +85,7 @@ class Startup:
         threads = self.w.concurrency if any(not h.is_async for h in handlers) else 0
         needs_loop = any(h.is_async for h in handlers)
         self.w._executor = self.executor(threads, needs_loop, limits)
+        self.w._completer.executor = self.w._executor
         self.w.claimer.setup(
             self.w._leased_queues,
             self.w._tx_groups,
