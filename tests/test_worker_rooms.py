@@ -403,3 +403,49 @@ def test_completer_records_a_batch_of_successes_and_a_failure(dsn, clean) -> Non
         src.claim_lane.release()  # type: ignore[union-attr]
         src.complete_lane.release()
         src.pool.close()
+
+
+def test_shutdown_hands_back_unstarted_jobs_and_closes_the_pools(dsn, clean) -> None:
+    from andal.worker.claim import Claimer
+    from andal.worker.shutdown import Shutdown
+    from andal.worker.trouble import Trouble
+
+    with psycopg_connect(dsn) as c:
+        ids = andal.enqueue_many(c, [{}, {}], "rooms_stop")
+    src, observer, slots = a_source(dsn, slots_for=2)
+    slots.configure(leased=True, tx_forms=[])
+    trouble = Trouble(
+        slots, observer, Interrupter(slots.lock, observer, slots.count), "w-rooms",
+        lambda: None, lambda: False,
+    )  # fmt: skip
+    stopping, helpers_stop = threading.Event(), threading.Event()
+    shutdown = Shutdown(
+        slots, trouble, [src], "w-rooms", 5.0, 1.0, stopping, helpers_stop, lambda: False,
+        [], [], set(),
+    )  # fmt: skip
+    claimer = Claimer(
+        slots, observer, trouble, andal.Registry({"rooms_stop": print}), "w-rooms", None, 100,
+        0.0, lambda: False, lambda s: None, lambda s: None, lambda where, exc=None: None,
+        shutdown.release_all,
+    )  # fmt: skip
+    executor = FakeExecutor()
+    claimer.setup(["rooms_stop"], [], executor, {}, {})  # type: ignore[arg-type]
+
+    class Maintenance:
+        stopped = False
+
+        def stop(self) -> None:
+            self.stopped = True
+
+    maintenance = Maintenance()
+    shutdown.setup(None, {0: maintenance}, {})  # type: ignore[dict-item]
+    assert src.claim_lane is not None
+    assert claimer.claim_leased(src) == (2, 2)
+    src.claim_lane.release()
+    assert shutdown.run() == 0  # nothing was running: a clean stop
+    assert stopping.is_set() and helpers_stop.is_set() and maintenance.stopped
+    assert slots.closed and slots.busy == 0 and slots.counts["released"] == 2
+    assert src.pool is not None and src.pool.closed
+    with psycopg_connect(dsn) as c:
+        infos = [andal.jobs.job(c, i) for i in ids]
+    assert [info.state if info else None for info in infos] == ["pending", "pending"]

@@ -211,18 +211,18 @@ class Worker:
         self.slots = Slots(concurrency, batch, self.sources, self.observer, self._should_stop)
         #: What happened, over all databases (each ``Source`` counts its own too).
         self.counts: Counter[str] = self.slots.counts
-        self._rooms()
         self._stopping = threading.Event()
         self._stopped = threading.Event()
         self._helpers_stop = threading.Event()
         self._signals = 0
+        self._claimers: list[threading.Thread] = []
+        self._threads: list[threading.Thread] = []
+        self._rooms()
         self._prepared = False
         self._leased_queues: list[str] = []
         self._leased_array = "{}"
         self._tx_queues: list[str] = []
         self._queue_set: set[str] = set()
-        self._claimers: list[threading.Thread] = []
-        self._threads: list[threading.Thread] = []
         self._runner: threading.Thread | None = None
         self._exit_code: int | None = None
 
@@ -246,7 +246,6 @@ class Worker:
         self._host = _Host(self)  # the worker, as its rooms see it
         #: Tells handlers to stop at their deadline or on an abort request.
         self.interrupter = Interrupter(self.slots.lock, self.observer, self.slots.count)
-        self._shutdown = Shutdown(self)
         self.trouble = Trouble(
             self.slots,
             self.observer,
@@ -255,12 +254,17 @@ class Worker:
             self.stop,
             lambda: self._signals > 1,
         )
+        self._in_handler: set[threading.Thread] = set()  # completers running a handler
+        self._shutdown = Shutdown(
+            self.slots, self.trouble, self.sources, self.name, self.grace, self.pool_timeout,
+            self._stopping, self._helpers_stop, lambda: self._signals > 1,
+            self._claimers, self._threads, self._in_handler,
+        )  # fmt: skip
         self.claimer = Claimer(
             self.slots, self.observer, self.trouble, self.registry, self.name, self.lease,
             self.batch, self.maintain_every, self._should_stop, self._pause, self._hint,
-            self._internal_error, lambda runs, why: self._shutdown.release_all(runs, why),
+            self._internal_error, self._shutdown.release_all,
         )  # fmt: skip
-        self._in_handler: set[threading.Thread] = set()  # completers running a handler
         self._completer = Completer(
             self.slots, self.observer, self.trouble, self.claimer, self.name, self.batch,
             self._should_stop, self._internal_error, self._in_handler,

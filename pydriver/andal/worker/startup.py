@@ -86,6 +86,7 @@ class Startup:
         needs_loop = any(h.is_async for h in handlers)
         self.w._executor = self.executor(threads, needs_loop, limits)
         self.w._completer.executor = self.w._executor
+        self.w._shutdown.setup(self.w._executor, self.w._maintenance, self.w._registrations)
         self.w.claimer.setup(
             self.w._leased_queues,
             self.w._tx_groups,
