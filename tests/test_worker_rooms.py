@@ -449,3 +449,27 @@ def test_shutdown_hands_back_unstarted_jobs_and_closes_the_pools(dsn, clean) -> 
     with psycopg_connect(dsn) as c:
         infos = [andal.jobs.job(c, i) for i in ids]
     assert [info.state if info else None for info in infos] == ["pending", "pending"]
+
+
+def test_host_shows_the_heartbeat_the_held_leased_runs_only() -> None:
+    from andal.worker.hosts import _Host
+    from andal.worker.observe import Observer
+    from andal.worker.slots import Slots
+    from andal.worker.trouble import Trouble
+
+    src = Source(0, "dbname=x", "x@h:1", 1.0)
+    observer = Observer("w", None, [src])
+    slots = Slots(4, 100, [src], observer, lambda: False)
+    stops = Interrupter(slots.lock, observer, slots.count)
+    trouble = Trouble(slots, observer, stops, "w", lambda: None, lambda: False)
+    hinted: list[Source] = []
+    host = _Host(slots, trouble, observer, stops, hinted.append, lambda where, exc=None: None)
+    held, lost, done = a_run(src, 1), a_run(src, 2), a_run(src, 3)
+    lost.lost, done.state = True, "done"
+    src.active.update({1: held, 2: lost, 3: done})
+    assert host.held(src) == [held] and host.holding(held) and not host.holding(done)
+    host.beaten(src, 0.01)
+    host.hint(src)
+    assert slots.counts["heartbeats"] == 1 and hinted == [src]
+    host.lost(held, "heartbeat")
+    assert held.lost and host.held(src) == []

@@ -243,7 +243,6 @@ class Worker:
         """The worker's rooms (the executor and the maintenance of each database are made
         at start, see ``Startup.prepare``)."""
         self._executor: Executor | None = None
-        self._host = _Host(self)  # the worker, as its rooms see it
         #: Tells handlers to stop at their deadline or on an abort request.
         self.interrupter = Interrupter(self.slots.lock, self.observer, self.slots.count)
         self.trouble = Trouble(
@@ -254,6 +253,11 @@ class Worker:
             self.stop,
             lambda: self._signals > 1,
         )
+        #: The worker, as the heartbeats and the maintenance see it.
+        self._host = _Host(
+            self.slots, self.trouble, self.observer, self.interrupter, self._hint,
+            self._internal_error,
+        )  # fmt: skip
         self._in_handler: set[threading.Thread] = set()  # completers running a handler
         self._shutdown = Shutdown(
             self.slots, self.trouble, self.sources, self.name, self.grace, self.pool_timeout,
