@@ -473,3 +473,16 @@ def test_host_shows_the_heartbeat_the_held_leased_runs_only() -> None:
     assert slots.counts["heartbeats"] == 1 and hinted == [src]
     host.lost(held, "heartbeat")
     assert held.lost and host.held(src) == []
+
+
+def test_a_stop_request_cuts_a_pause_short() -> None:
+    from andal.worker.stopping import StopRequest
+
+    stop = StopRequest()
+    assert not stop.requested() and not stop.hard()
+    threading.Timer(0.05, stop.set).start()
+    before = time.monotonic()
+    stop.pause(60.0)  # returns at the stop, not after a minute
+    assert stop.requested() and time.monotonic() - before < 30
+    stop.signals = 2
+    assert stop.hard()

@@ -14,8 +14,9 @@
 * ``observe``: metrics, traces and per-job logs behind one interface;
 * ``startup``, ``shutdown``, ``trouble`` (lost connections, configuration problems, lost
   leases); ``handlers`` (``Job``, ``Registry``, ``Retry``, ``Fail``), ``databases``
-  (``Source``: one database's pool, lanes, state), ``state`` (a held job's bookkeeping) and
-  ``options`` (refusing options that cannot work).
+  (``Source``: one database's pool, lanes, state), ``state`` (a held job's bookkeeping),
+  ``options`` (refusing options that cannot work), ``stopping`` (a stop asked, signals) and
+  ``transact`` (transactional probes).
 
 A worker serves one andal database or several (``Worker([dsn_a, dsn_b], ...)``); a job is
 reported to the database it came from, always. Every decision (which job, how long a lease,
@@ -25,14 +26,10 @@ handlers.
 
 from __future__ import annotations
 
-import os
-import signal
 import threading
-import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from types import FrameType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .. import tracing as tracing_
 from ..logs import event, log
@@ -74,6 +71,7 @@ from .state import (
     plain_array,
     text_array,
 )
+from .stopping import StopRequest
 from .transact import TxGroup
 from .trouble import EXIT_CONFIG, Trouble
 from .vacuum import VACUUM_LOCK_KEY, VacuumReport, vacuum_tables
@@ -208,13 +206,14 @@ class Worker:
         self.tracing = tracing
 
         #: Slot accounting: the one owner of the state the worker's threads share.
+        #: Whether a stop is asked (``stop()``, a signal): every room's loops ask it.
+        self._stop = StopRequest()
+        self._should_stop, self._pause = self._stop.requested, self._stop.pause
         self.slots = Slots(concurrency, batch, self.sources, self.observer, self._should_stop)
         #: What happened, over all databases (each ``Source`` counts its own too).
         self.counts: Counter[str] = self.slots.counts
-        self._stopping = threading.Event()
         self._stopped = threading.Event()
         self._helpers_stop = threading.Event()
-        self._signals = 0
         self._claimers: list[threading.Thread] = []
         self._threads: list[threading.Thread] = []
         self._rooms()
@@ -251,7 +250,7 @@ class Worker:
             self.interrupter,
             self.name,
             self.stop,
-            lambda: self._signals > 1,
+            self._stop.hard,
         )
         #: The worker, as the heartbeats and the maintenance see it.
         self._host = _Host(
@@ -261,7 +260,7 @@ class Worker:
         self._in_handler: set[threading.Thread] = set()  # completers running a handler
         self._shutdown = Shutdown(
             self.slots, self.trouble, self.sources, self.name, self.grace, self.pool_timeout,
-            self._stopping, self._helpers_stop, lambda: self._signals > 1,
+            self._stop.event, self._helpers_stop, self._stop.hard,
             self._claimers, self._threads, self._in_handler,
         )  # fmt: skip
         self.claimer = Claimer(
@@ -306,7 +305,7 @@ class Worker:
     def _run(self, install_signals: bool | None) -> int:
         if install_signals is None:
             install_signals = threading.current_thread() is threading.main_thread()
-        previous = self._install_signals() if install_signals else {}
+        previous = self._stop.install() if install_signals else {}
         try:
             self.startup.start_threads()
             event(
@@ -325,13 +324,12 @@ class Worker:
                 # The claim loops work; this thread waits for a stop. Short waits, so a
                 # signal (which only sets a count) is seen promptly.
                 while not self._should_stop():
-                    self._stopping.wait(0.2)
+                    self._stop.event.wait(0.2)
             finally:
                 code = self._shutdown.run()
                 code = self._exit_code = EXIT_CONFIG if self.trouble.misconfigured else code
         finally:
-            for signum, handler in previous.items():
-                signal.signal(signum, handler)
+            self._stop.restore(previous)
             self.observer.close()
             self._stopped.set()
         event("worker_stopped", worker=self.name, exit_code=code, **self.counts)
@@ -339,7 +337,7 @@ class Worker:
 
     def stop(self) -> None:
         """Stop claiming, release unstarted jobs, let running handlers finish (``grace``)."""
-        self._stopping.set()
+        self._stop.set()
         self.slots.wake_all()
 
     def join(self, timeout: float | None = None) -> int | None:
@@ -360,34 +358,6 @@ class Worker:
     def _tracer(self) -> tracing_.JobTracer | None:
         """The job tracer (None when not tracing)."""
         return self.observer.tracer
-
-    def _install_signals(self) -> dict[int, Any]:
-        previous: dict[int, Any] = {}
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            previous[signum] = signal.signal(signum, self._on_signal)
-        return previous
-
-    def _on_signal(self, signum: int, _frame: FrameType | None) -> None:
-        # Runs in the main thread between two bytecodes, maybe while that thread holds a lock
-        # (an Event's, say): only plain assignments here. The runner and the claim loops see
-        # the count within 0.2 s.
-        self._signals += 1
-        if self._signals > 1:
-            os.write(2, b'{"event": "worker_killed", "logger": "andal", "level": "warning"}\n')
-            os._exit(128 + signum)
-
-    def _should_stop(self) -> bool:
-        return self._signals > 0 or self._stopping.is_set()
-
-    # -- claim loop (one per database) ---------------------------------------------------
-
-    def _pause(self, seconds: float) -> None:
-        deadline = time.monotonic() + seconds
-        while not self._should_stop():
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return
-            self._stopping.wait(min(left, 0.2))
 
     def _hint(self, src: Source) -> None:
         """New work may be in ``src``: claim at once instead of waiting for the poll timer."""
