@@ -85,15 +85,7 @@ class Startup:
         threads = self.w.concurrency if any(not h.is_async for h in handlers) else 0
         needs_loop = any(h.is_async for h in handlers)
         self.w._executor = self.executor(threads, needs_loop, limits)
-        self.w._completer.executor = self.w._executor
-        self.w._shutdown.setup(self.w._executor, self.w._maintenance, self.w._registrations)
-        self.w.claimer.setup(
-            self.w._leased_queues,
-            self.w._tx_groups,
-            self.w._executor,
-            self.w._registrations,
-            self.w._maintenance,
-        )
+        self.hand_over(self.w._executor)
         tracing = self.w.tracing if self.w.tracing is not None else tracing_.configured()
         self.w.observer.start_tracing(bool(tracing))
         self.w.observer.serve(self.w.metrics_port, self.w.metrics_addr)
@@ -110,6 +102,13 @@ class Startup:
                 executor.queue_done, w._should_stop, w._pause, self.pool_options,
             )  # fmt: skip
         return executor
+
+    def hand_over(self, executor: Executor) -> None:
+        """What the start made, to the rooms that use it."""
+        w = self.w
+        w._completer.executor = executor
+        w._shutdown.setup(executor, w._maintenance, w._registrations)
+        w.claimer.setup(w._leased_queues, w._tx_groups, executor, w._registrations, w._maintenance)
 
     def pool_options(self, src: Source) -> dict[str, Any]:
         """The options of ``src``'s connection pools (the threads' and the event loop's).
