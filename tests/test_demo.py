@@ -11,7 +11,8 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from andal.demo import Cluster, local_server, pg_bin, plan
+from andal.cluster import Cluster, pg_bin
+from andal.demo import local_server, plan
 
 ROOT = Path(__file__).resolve().parent.parent
 

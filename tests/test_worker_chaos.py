@@ -16,7 +16,7 @@ from workers.procs import spawn_worker, stop_worker
 from workers.recording import make_tables
 
 import andal
-from andal.demo import Cluster
+from andal.cluster import Cluster
 from andal.install import install
 
 LEASE, POLL = 2.0, 1.0

@@ -185,3 +185,304 @@ def test_abort_notifications_name_the_worker_and_job() -> None:
     assert abort_target('{"job_id": 7, "worker": "w2"}', "w1") == (False, None)
     assert abort_target("{}", "w1") == (True, None)  # locked down: any of its jobs
     assert abort_target("not json", "w1") == (True, None)
+
+
+def test_trouble_stops_a_misconfigured_worker_and_takes_a_lost_databases_share(
+    conn,
+) -> None:
+    import psycopg
+
+    from andal.worker.observe import Observer
+    from andal.worker.slots import Slots
+    from andal.worker.trouble import REFUSALS, Trouble
+
+    a = Source(0, "dbname=a", "a@h:1", 1.0)
+    b = Source(1, "dbname=b", "b@h:1", 1.0)
+    observer = Observer("w", None, [a, b])
+    slots = Slots(4, 100, [a, b], observer, lambda: False)
+    slots.configure(leased=True, tx_forms=[])
+    stops: list[bool] = []
+    trouble = Trouble(
+        slots,
+        observer,
+        Interrupter(slots.lock, observer, slots.count),
+        "w",
+        lambda: stops.append(True),
+        lambda: False,
+    )
+    with pytest.raises(psycopg.Error) as refused:  # a real refusal from the server
+        conn.execute("select andal_no_such_function()")
+    for i in range(REFUSALS):
+        assert trouble.refused(a, "claim", refused.value)
+        assert stops == ([True] if i == REFUSALS - 1 else [])
+    assert trouble.misconfigured and slots.counts["config_errors"] == REFUSALS
+    assert not trouble.refused(a, "claim", RuntimeError("not a configuration problem"))
+    assert slots.reserve(a, 10) == 2 and slots.reserve(b, 10) == 2
+    run = a_run(b, 1)
+    b.active[1] = run
+    trouble.db_trouble(b, "claim", psycopg.OperationalError("server closed the connection"))
+    assert not b.up and b.down_since is not None and slots.counts["db_errors"] == 1
+    trouble.lease_lost(run, "heartbeat")
+    trouble.lease_lost(run, "heartbeat")  # once
+    assert run.lost and slots.counts["lease_lost"] == 1 and b.counts["lease_lost"] == 1
+    run.deadline = time.monotonic() + 30
+    assert not trouble.give_up([run])  # its lease is not past: the outcome is resent
+    run.deadline = time.monotonic() - 1
+    assert trouble.give_up([run])
+
+
+class FakeTrouble:
+    def __init__(self) -> None:
+        self.refusals, self.troubles = 5, []
+
+    def db_trouble(self, src: Source, what: str, exc: BaseException) -> None:
+        self.troubles.append(what)
+
+    def refused(self, src: Source, during: str, exc: BaseException) -> bool:
+        return False
+
+
+class FakeExecutor:
+    limited = False
+
+    def __init__(self) -> None:
+        self.dispatched: list[_Run] = []
+
+    def dispatch(self, runs: list[_Run]) -> None:
+        self.dispatched += runs
+
+
+def a_source(dsn: str, slots_for: int = 2):
+    from psycopg_pool import ConnectionPool
+
+    from andal.worker.observe import Observer
+    from andal.worker.slots import Slots
+    from andal.worker.state import _Lane
+
+    src = Source(0, dsn, "t@h:1", 1.0)
+    src.pool = ConnectionPool(dsn, min_size=1, max_size=3, kwargs={"autocommit": True}, open=True)
+    src.claim_lane = _Lane(src.pool)
+    observer = Observer("w-rooms", None, [src])
+    return src, observer, Slots(slots_for, 100, [src], observer, lambda: False)
+
+
+def test_claimer_fills_the_free_slots_and_releases_a_claim_landing_after_a_stop(dsn, clean) -> None:
+    from andal.worker.claim import Claimer
+
+    with psycopg_connect(dsn) as c:
+        ids = andal.enqueue_many(c, [{"n": i} for i in range(3)], "rooms_claim")
+    src, observer, slots = a_source(dsn, slots_for=2)
+    slots.configure(leased=True, tx_forms=[])
+    trouble, executor, released = FakeTrouble(), FakeExecutor(), []
+    registry = andal.Registry({"rooms_claim": print})
+    claimer = Claimer(
+        slots, observer, trouble, registry, "w-rooms", None, 100, 0.0, lambda: False,
+        lambda s: None, lambda s: None, lambda where, exc=None: None,
+        lambda runs, why: released.extend(runs),
+    )  # fmt: skip
+    claimer.setup(["rooms_claim"], [], executor, {}, {})  # type: ignore[arg-type]
+    try:
+        assert claimer.claim_leased(src) == (2, 2)  # two free slots: two claimed
+        assert [r.job.id for r in executor.dispatched] == ids[:2]
+        assert slots.busy == 2 and set(src.active) == set(ids[:2])
+        assert trouble.refusals == 0  # a claim that works ends a run of refusals
+        assert claimer.claim_leased(src) == (0, 0)  # no room
+        for run in executor.dispatched:
+            slots.finish(run)
+        slots.closed = True  # a stop began: what a claim takes now goes back at once
+        assert claimer.claim_leased(src) == (2, 1)
+        assert [r.job.id for r in released] == ids[2:] and released[0].state == "released"
+        assert executor.dispatched[2:] == [] and slots.counts["claimed"] == 3
+    finally:
+        assert src.claim_lane is not None and src.pool is not None
+        src.claim_lane.release()
+        src.pool.close()
+
+
+def psycopg_connect(dsn: str):
+    import psycopg
+
+    return psycopg.connect(dsn, autocommit=True)
+
+
+@pytest.mark.parametrize("fails", [False, True])
+def test_transactions_commit_a_handlers_writes_with_its_outcome(dsn, clean, fails) -> None:
+    from andal.worker.claim import Claimer
+    from andal.worker.limits import Limits
+    from andal.worker.transact import Transactions, TxGroup
+
+    with psycopg_connect(dsn) as c:
+        c.execute("create table if not exists rooms_tx (job_id bigint)")
+        c.execute("truncate rooms_tx")
+        (job_id,) = andal.enqueue_many(c, [{}], "rooms_tx", max_attempts=1)
+
+    def handle(job: andal.Job, conn) -> None:
+        conn.execute("insert into rooms_tx values (%s)", (job.id,))
+        if fails:
+            raise andal.Fail("hopeless")
+
+    src, observer, slots = a_source(dsn, slots_for=1)
+    slots.configure(leased=False, tx_forms=[False])
+    registry = andal.Registry()
+    registry.handler("rooms_tx", transactional=True)(handle)
+    trouble, done = FakeTrouble(), []
+    claims = Claimer(
+        slots, observer, trouble, registry, "w-rooms", None, 1, 0.0, lambda: False,
+        lambda s: None, lambda s: None, lambda where, exc=None: None, lambda runs, why: None,
+    )  # fmt: skip
+    tx = Transactions(
+        slots, observer, claims, trouble, "w-rooms", Limits({}), done.append,
+        lambda: False, lambda s: None, lambda s: {},
+    )  # fmt: skip
+    try:
+        assert slots.reserve(src, 1) == 1
+        src.probes[False].searching = 1
+        tx.run(src, TxGroup(["rooms_tx"], False))
+        assert [r.job.id for r in done] == [job_id] and trouble.troubles == []
+        assert slots.busy == 0 and src.probes[False].searching == 0
+        assert slots.counts["dead" if fails else "completed"] == 1
+        with psycopg_connect(dsn) as c:
+            written = c.execute("select job_id from rooms_tx").fetchall()
+            info = andal.jobs.job(c, job_id)
+        assert written == ([] if fails else [(job_id,)])  # a failing handler's writes roll back
+        # a completed job is forgotten (no results kept); a dead one waits in the dead letters
+        assert (info.state if info else None) == ("dead" if fails else None)
+    finally:
+        assert src.pool is not None
+        src.pool.close()
+
+
+def test_completer_records_a_batch_of_successes_and_a_failure(dsn, clean) -> None:
+    from andal.worker.claim import Claimer
+    from andal.worker.complete import Completer
+    from andal.worker.state import _STOP, _Lane
+    from andal.worker.trouble import Trouble
+
+    with psycopg_connect(dsn) as c:
+        ids = andal.enqueue_many(c, [{"n": i} for i in range(3)], "rooms_done", max_attempts=1)
+    src, observer, slots = a_source(dsn, slots_for=3)
+    assert src.pool is not None
+    src.complete_lane = _Lane(src.pool)
+    slots.configure(leased=True, tx_forms=[])
+    trouble = Trouble(
+        slots, observer, Interrupter(slots.lock, observer, slots.count), "w-rooms",
+        lambda: None, lambda: False,
+    )  # fmt: skip
+    claimer = Claimer(
+        slots, observer, trouble, andal.Registry({"rooms_done": print}), "w-rooms", None, 100,
+        0.0, lambda: False, lambda s: None, lambda s: None, lambda where, exc=None: None,
+        lambda runs, why: None,
+    )  # fmt: skip
+    executor = FakeExecutor()
+    claimer.setup(["rooms_done"], [], executor, {}, {})  # type: ignore[arg-type]
+    errors: list[str] = []
+    completer = Completer(
+        slots, observer, trouble, claimer, "w-rooms", 100, lambda: False,
+        lambda where, exc=None: errors.append(where), set(),
+    )  # fmt: skip
+    try:
+        assert claimer.claim_leased(src) == (3, 3)
+        for run in executor.dispatched:
+            run.state = "running"
+            ok = run.job.id != ids[2]
+            outcome = (
+                _Outcome(run, True, 1.0, result="{}")
+                if ok
+                else _failure(run, andal.Fail("hopeless"))
+            )
+            outcome.rides = slots.handler_done(run, outcome.ok)
+            src.done.put(outcome)
+        src.done.put(_STOP)
+        completer.run(src)  # until the stop: records the batch, then returns
+        assert errors == [] and slots.busy == 0 and slots.reporting == 0
+        assert slots.counts["completed"] == 2 and slots.counts["dead"] == 1
+        with psycopg_connect(dsn) as c:
+            infos = [andal.jobs.job(c, i) for i in ids]
+        assert [info.state if info else None for info in infos] == [None, None, "dead"]
+    finally:
+        src.claim_lane.release()  # type: ignore[union-attr]
+        src.complete_lane.release()
+        src.pool.close()
+
+
+def test_shutdown_hands_back_unstarted_jobs_and_closes_the_pools(dsn, clean) -> None:
+    from andal.worker.claim import Claimer
+    from andal.worker.shutdown import Shutdown
+    from andal.worker.trouble import Trouble
+
+    with psycopg_connect(dsn) as c:
+        ids = andal.enqueue_many(c, [{}, {}], "rooms_stop")
+    src, observer, slots = a_source(dsn, slots_for=2)
+    slots.configure(leased=True, tx_forms=[])
+    trouble = Trouble(
+        slots, observer, Interrupter(slots.lock, observer, slots.count), "w-rooms",
+        lambda: None, lambda: False,
+    )  # fmt: skip
+    stopping, helpers_stop = threading.Event(), threading.Event()
+    shutdown = Shutdown(
+        slots, trouble, [src], "w-rooms", 5.0, 1.0, stopping, helpers_stop, lambda: False,
+        [], [], set(),
+    )  # fmt: skip
+    claimer = Claimer(
+        slots, observer, trouble, andal.Registry({"rooms_stop": print}), "w-rooms", None, 100,
+        0.0, lambda: False, lambda s: None, lambda s: None, lambda where, exc=None: None,
+        shutdown.release_all,
+    )  # fmt: skip
+    executor = FakeExecutor()
+    claimer.setup(["rooms_stop"], [], executor, {}, {})  # type: ignore[arg-type]
+
+    class Maintenance:
+        stopped = False
+
+        def stop(self) -> None:
+            self.stopped = True
+
+    maintenance = Maintenance()
+    shutdown.setup(None, {0: maintenance}, {})  # type: ignore[dict-item]
+    assert src.claim_lane is not None
+    assert claimer.claim_leased(src) == (2, 2)
+    src.claim_lane.release()
+    assert shutdown.run() == 0  # nothing was running: a clean stop
+    assert stopping.is_set() and helpers_stop.is_set() and maintenance.stopped
+    assert slots.closed and slots.busy == 0 and slots.counts["released"] == 2
+    assert src.pool is not None and src.pool.closed
+    with psycopg_connect(dsn) as c:
+        infos = [andal.jobs.job(c, i) for i in ids]
+    assert [info.state if info else None for info in infos] == ["pending", "pending"]
+
+
+def test_host_shows_the_heartbeat_the_held_leased_runs_only() -> None:
+    from andal.worker.hosts import _Host
+    from andal.worker.observe import Observer
+    from andal.worker.slots import Slots
+    from andal.worker.trouble import Trouble
+
+    src = Source(0, "dbname=x", "x@h:1", 1.0)
+    observer = Observer("w", None, [src])
+    slots = Slots(4, 100, [src], observer, lambda: False)
+    stops = Interrupter(slots.lock, observer, slots.count)
+    trouble = Trouble(slots, observer, stops, "w", lambda: None, lambda: False)
+    hinted: list[Source] = []
+    host = _Host(slots, trouble, observer, stops, hinted.append, lambda where, exc=None: None)
+    held, lost, done = a_run(src, 1), a_run(src, 2), a_run(src, 3)
+    lost.lost, done.state = True, "done"
+    src.active.update({1: held, 2: lost, 3: done})
+    assert host.held(src) == [held] and host.holding(held) and not host.holding(done)
+    host.beaten(src, 0.01)
+    host.hint(src)
+    assert slots.counts["heartbeats"] == 1 and hinted == [src]
+    host.lost(held, "heartbeat")
+    assert held.lost and host.held(src) == []
+
+
+def test_a_stop_request_cuts_a_pause_short() -> None:
+    from andal.worker.stopping import StopRequest
+
+    stop = StopRequest()
+    assert not stop.requested() and not stop.hard()
+    threading.Timer(0.05, stop.set).start()
+    before = time.monotonic()
+    stop.pause(60.0)  # returns at the stop, not after a minute
+    assert stop.requested() and time.monotonic() - before < 30
+    stop.signals = 2
+    assert stop.hard()

@@ -17,50 +17,16 @@ name modulo the number of databases.
 from __future__ import annotations
 
 import zlib
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, TypeVar, overload
+from collections.abc import Awaitable, Mapping, Sequence
+from typing import Any, overload
 
 import psycopg
 from psycopg.types.json import Jsonb
 
-from . import jobs, propagation
+from . import calls, jobs, propagation
 from . import statements as sql
-from .errors import translated
+from .calls import AnyConnection
 from .worker import Seconds, as_interval, dsn_list
-
-T = TypeVar("T")
-AnyConnection = psycopg.Connection[Any] | psycopg.AsyncConnection[Any]
-Rows = list[tuple[Any, ...]]
-
-
-def _send(
-    conn: AnyConnection, statement: str, params: dict[str, Any], shape: Callable[[Rows], T]
-) -> T | Awaitable[T]:
-    """Run ``statement`` on ``conn`` and give its rows to ``shape``: at once on a
-    ``Connection``, as an awaitable on an ``AsyncConnection``."""
-    if isinstance(conn, psycopg.AsyncConnection):
-
-        async def run() -> T:
-            with translated():
-                cur = await conn.execute(statement, params)
-                return shape(await cur.fetchall() if cur.description else [])
-
-        return run()
-    with translated():
-        cur = conn.execute(statement, params)
-        return shape(cur.fetchall() if cur.description else [])
-
-
-def _first(rows: Rows) -> Any:
-    return rows[0][0] if rows else None
-
-
-def _column(rows: Rows) -> list[Any]:
-    return [row[0] for row in rows]
-
-
-def _nothing(rows: Rows) -> None:
-    return None
 
 
 def route(queue: str, count: int) -> int:
@@ -144,9 +110,9 @@ def enqueue(
     )
     context = propagation.carrier()  # None unless a span is current (tracing on)
     if context is None:
-        return _send(conn, sql.ENQUEUE, params, _first)
+        return calls.send(conn, sql.ENQUEUE, params, calls.first)
     params["trace_context"] = Jsonb(context)
-    return _send(conn, sql.ENQUEUE_TRACED, params, _first)
+    return calls.send(conn, sql.ENQUEUE_TRACED, params, calls.first)
 
 
 @overload
@@ -191,7 +157,7 @@ def enqueue_many(
         payloads=[Jsonb(p) for p in payloads],
         dedup_keys=list(dedup_keys) if dedup_keys is not None else None,
     )
-    return _send(conn, sql.ENQUEUE_MANY, params, _column)
+    return calls.send(conn, sql.ENQUEUE_MANY, params, calls.column)
 
 
 class _Routes:
@@ -389,7 +355,7 @@ def configure_queue(conn: AnyConnection, queue: str, **policy: Any) -> None | Aw
     params: dict[str, Any] = {name: policy.get(name) for name in names}
     for name in ("lease", "backoff_base", "backoff_cap"):
         params[name] = as_interval(params[name])
-    return _send(conn, sql.CONFIGURE_QUEUE, {"queue": queue, **params}, _nothing)
+    return calls.send(conn, sql.CONFIGURE_QUEUE, {"queue": queue, **params}, calls.nothing)
 
 
 def set_category_limit(
@@ -398,4 +364,4 @@ def set_category_limit(
     """At most ``max_running`` running jobs of ``category`` at once (0 pauses it); on an
     ``AsyncConnection``, returns an awaitable."""
     params = {"category": category, "max_running": max_running}
-    return _send(conn, sql.SET_CATEGORY_LIMIT, params, _nothing)
+    return calls.send(conn, sql.SET_CATEGORY_LIMIT, params, calls.nothing)

@@ -17,8 +17,9 @@ size (``andal.batch``), so every trace is whole on its own. A job enqueued insid
 span (``andal.enqueue`` in a request, say) carries that span's W3C trace context
 (``propagation``), and its ``andal.job`` span links to the producer's span: the request and
 the jobs it caused are one click apart, each attempt still its own trace.
-``andal.job`` ends with ``andal.outcome`` (completed, retried, dead, lease_lost, released,
-rolled_back) and an error status for every outcome but completed and released.
+``andal.job`` ends with ``andal.outcome`` (completed, retried, dead, cancelled (an abort
+acknowledged), timed_out (stopped at its deadline), lease_lost, released, rolled_back) and an
+error status for every outcome but completed and released.
 
 Spans go to the global tracer provider (set by your code, or by ``opentelemetry-instrument``
 from the ``OTEL_*`` environment). A worker traces by default when a provider has been set by

@@ -128,7 +128,7 @@ class PrivateCluster:
         import tempfile
         from pathlib import Path
 
-        from andal.demo import free_port
+        from andal.cluster import free_port
 
         self.root = Path(tempfile.mkdtemp(prefix="andal-rel-pg-"))
         self.data = self.root / "data"
@@ -142,7 +142,7 @@ class PrivateCluster:
         return f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
 
     def _run(self, *argv: str) -> None:
-        from andal.demo import pg_bin
+        from andal.cluster import pg_bin
 
         cmd = [pg_bin(argv[0]), *argv[1:]]
         if self.as_postgres:

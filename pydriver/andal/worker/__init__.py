@@ -14,7 +14,9 @@
 * ``observe``: metrics, traces and per-job logs behind one interface;
 * ``startup``, ``shutdown``, ``trouble`` (lost connections, configuration problems, lost
   leases); ``handlers`` (``Job``, ``Registry``, ``Retry``, ``Fail``), ``databases``
-  (``Source``: one database's pool, lanes, state) and ``state`` (a held job's bookkeeping).
+  (``Source``: one database's pool, lanes, state), ``state`` (a held job's bookkeeping),
+  ``options`` (refusing options that cannot work), ``stopping`` (a stop asked, signals) and
+  ``transact`` (transactional probes).
 
 A worker serves one andal database or several (``Worker([dsn_a, dsn_b], ...)``); a job is
 reported to the database it came from, always. Every decision (which job, how long a lease,
@@ -24,15 +26,10 @@ handlers.
 
 from __future__ import annotations
 
-import os
-import signal
 import threading
-import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import timedelta
-from types import FrameType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .. import tracing as tracing_
 from ..logs import event, log
@@ -47,7 +44,7 @@ from .databases import (
     dsn_list,
     is_connection_error,
 )
-from .execute import Executor, TxGroup
+from .execute import Executor
 from .handlers import (
     F,
     Fail,
@@ -65,6 +62,7 @@ from .interrupt import Interrupter
 from .listen import listen_via, report_listening
 from .maintenance import Maintenance
 from .observe import Observer
+from .options import check_options, listen_dsns
 from .shutdown import Shutdown
 from .slots import Slots
 from .startup import Startup
@@ -73,6 +71,8 @@ from .state import (
     plain_array,
     text_array,
 )
+from .stopping import StopRequest
+from .transact import TxGroup
 from .trouble import EXIT_CONFIG, Trouble
 from .vacuum import VACUUM_LOCK_KEY, VacuumReport, vacuum_tables
 
@@ -165,7 +165,7 @@ class Worker:
         cache: Cache | None = None,
     ) -> None:
         dsns = dsn_list(dsn)
-        _check_options(concurrency, batch, poll, grace, lease, metrics_port, pooler, tracing)
+        check_options(concurrency, batch, poll, grace, lease, metrics_port, pooler, tracing)
         #: As given: one connection string, or the sequence of them.
         self.dsn = dsn
         #: Every connection string, in order.
@@ -187,7 +187,7 @@ class Worker:
         #: "transaction" or "session": a pooler (pgbouncer) is between the worker and the
         #: databases (see docs/poolers.md); None: direct connections.
         self.pooler = pooler
-        for src, direct in zip(self.sources, _listen_dsns(listen_dsn, len(dsns)), strict=True):
+        for src, direct in zip(self.sources, listen_dsns(listen_dsn, len(dsns)), strict=True):
             src.listen_dsn = direct
         self.heartbeat = heartbeat
         self.pool_timeout = pool_timeout
@@ -206,23 +206,22 @@ class Worker:
         self.tracing = tracing
 
         #: Slot accounting: the one owner of the state the worker's threads share.
+        #: Whether a stop is asked (``stop()``, a signal): every room's loops ask it.
+        self._stop = StopRequest()
+        self._should_stop, self._pause = self._stop.requested, self._stop.pause
         self.slots = Slots(concurrency, batch, self.sources, self.observer, self._should_stop)
         #: What happened, over all databases (each ``Source`` counts its own too).
         self.counts: Counter[str] = self.slots.counts
-        self._rooms()
-        self._stopping = threading.Event()
         self._stopped = threading.Event()
         self._helpers_stop = threading.Event()
-        self._signals = 0
-        self._closed = False  # set by a stop: a claim landing later is released at once
+        self._claimers: list[threading.Thread] = []
+        self._threads: list[threading.Thread] = []
+        self._rooms()
         self._prepared = False
         self._leased_queues: list[str] = []
         self._leased_array = "{}"
         self._tx_queues: list[str] = []
         self._queue_set: set[str] = set()
-        self._claimers: list[threading.Thread] = []
-        self._in_handler: set[threading.Thread] = set()  # completers running a handler
-        self._threads: list[threading.Thread] = []
         self._runner: threading.Thread | None = None
         self._exit_code: int | None = None
 
@@ -243,14 +242,36 @@ class Worker:
         """The worker's rooms (the executor and the maintenance of each database are made
         at start, see ``Startup.prepare``)."""
         self._executor: Executor | None = None
-        self._limited = False  # a queue has a handler limit (set at start)
-        self._host = _Host(self)  # the worker, as its rooms see it
         #: Tells handlers to stop at their deadline or on an abort request.
         self.interrupter = Interrupter(self.slots.lock, self.observer, self.slots.count)
-        self._completer = Completer(self)
-        self.claimer = Claimer(self)
-        self._shutdown = Shutdown(self)
-        self.trouble = Trouble(self)
+        self.trouble = Trouble(
+            self.slots,
+            self.observer,
+            self.interrupter,
+            self.name,
+            self.stop,
+            self._stop.hard,
+        )
+        #: The worker, as the heartbeats and the maintenance see it.
+        self._host = _Host(
+            self.slots, self.trouble, self.observer, self.interrupter, self._hint,
+            self._internal_error,
+        )  # fmt: skip
+        self._in_handler: set[threading.Thread] = set()  # completers running a handler
+        self._shutdown = Shutdown(
+            self.slots, self.trouble, self.sources, self.name, self.grace, self.pool_timeout,
+            self._stop.event, self._helpers_stop, self._stop.hard,
+            self._claimers, self._threads, self._in_handler,
+        )  # fmt: skip
+        self.claimer = Claimer(
+            self.slots, self.observer, self.trouble, self.registry, self.name, self.lease,
+            self.batch, self.maintain_every, self._should_stop, self._pause, self._hint,
+            self._internal_error, self._shutdown.release_all,
+        )  # fmt: skip
+        self._completer = Completer(
+            self.slots, self.observer, self.trouble, self.claimer, self.name, self.batch,
+            self._should_stop, self._internal_error, self._in_handler,
+        )  # fmt: skip
         self.startup = Startup(self)
         self._maintenance: dict[int, Maintenance] = {}
         self._registrations: dict[int, Registration] = {}  # made at start
@@ -284,7 +305,7 @@ class Worker:
     def _run(self, install_signals: bool | None) -> int:
         if install_signals is None:
             install_signals = threading.current_thread() is threading.main_thread()
-        previous = self._install_signals() if install_signals else {}
+        previous = self._stop.install() if install_signals else {}
         try:
             self.startup.start_threads()
             event(
@@ -303,13 +324,12 @@ class Worker:
                 # The claim loops work; this thread waits for a stop. Short waits, so a
                 # signal (which only sets a count) is seen promptly.
                 while not self._should_stop():
-                    self._stopping.wait(0.2)
+                    self._stop.event.wait(0.2)
             finally:
                 code = self._shutdown.run()
                 code = self._exit_code = EXIT_CONFIG if self.trouble.misconfigured else code
         finally:
-            for signum, handler in previous.items():
-                signal.signal(signum, handler)
+            self._stop.restore(previous)
             self.observer.close()
             self._stopped.set()
         event("worker_stopped", worker=self.name, exit_code=code, **self.counts)
@@ -317,7 +337,7 @@ class Worker:
 
     def stop(self) -> None:
         """Stop claiming, release unstarted jobs, let running handlers finish (``grace``)."""
-        self._stopping.set()
+        self._stop.set()
         self.slots.wake_all()
 
     def join(self, timeout: float | None = None) -> int | None:
@@ -339,34 +359,6 @@ class Worker:
         """The job tracer (None when not tracing)."""
         return self.observer.tracer
 
-    def _install_signals(self) -> dict[int, Any]:
-        previous: dict[int, Any] = {}
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            previous[signum] = signal.signal(signum, self._on_signal)
-        return previous
-
-    def _on_signal(self, signum: int, _frame: FrameType | None) -> None:
-        # Runs in the main thread between two bytecodes, maybe while that thread holds a lock
-        # (an Event's, say): only plain assignments here. The runner and the claim loops see
-        # the count within 0.2 s.
-        self._signals += 1
-        if self._signals > 1:
-            os.write(2, b'{"event": "worker_killed", "logger": "andal", "level": "warning"}\n')
-            os._exit(128 + signum)
-
-    def _should_stop(self) -> bool:
-        return self._signals > 0 or self._stopping.is_set()
-
-    # -- claim loop (one per database) ---------------------------------------------------
-
-    def _pause(self, seconds: float) -> None:
-        deadline = time.monotonic() + seconds
-        while not self._should_stop():
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return
-            self._stopping.wait(min(left, 0.2))
-
     def _hint(self, src: Source) -> None:
         """New work may be in ``src``: claim at once instead of waiting for the poll timer."""
         src.leased_dry.hint()
@@ -381,44 +373,3 @@ class Worker:
         # exc_info is an argument of the logging call, not a field (logging refuses it there)
         info = exc if exc is not None else True
         log.error("internal_error", exc_info=info, extra={"worker": self.name, "where": where})
-
-    # -- listener (one per database) -----------------------------------------------------
-
-
-def _listen_dsns(given: str | Sequence[str] | None, count: int) -> list[str | None]:
-    """One listen DSN per database (None: none given)."""
-    if given is None:
-        return [None] * count
-    dsns = dsn_list(given)
-    if len(dsns) != count:
-        raise ValueError("listen_dsn: give one connection string per database")
-    return list(dsns)
-
-
-def _check_options(
-    concurrency: int,
-    batch: int,
-    poll: float,
-    grace: float,
-    lease: Seconds | None,
-    metrics_port: int | None,
-    pooler: str | None,
-    tracing: bool | None,
-) -> None:
-    """Refuse a worker's options that cannot work (``ValueError``, saying which)."""
-    if concurrency < 1:
-        raise ValueError("concurrency must be at least 1")
-    if not 1 <= batch <= 1000:
-        raise ValueError("batch must be between 1 and 1000")
-    if poll <= 0:
-        raise ValueError("poll must be positive")
-    if grace < 0:
-        raise ValueError("grace must not be negative")
-    if lease is not None and (as_interval(lease) or timedelta(0)) <= timedelta(0):
-        raise ValueError("lease must be positive")
-    if metrics_port is not None and not 0 <= metrics_port <= 65535:
-        raise ValueError("metrics_port must be between 0 and 65535")
-    if pooler not in (None, "transaction", "session"):
-        raise ValueError("pooler must be 'transaction', 'session' or None")
-    if tracing and not tracing_.AVAILABLE:
-        raise ValueError("tracing needs opentelemetry: pip install 'andal-pg[otel]'")

@@ -15,67 +15,121 @@ import json
 import logging
 import random
 import time
+from collections.abc import Callable, Mapping
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import psycopg
 
 from .. import statements as sql
 from ..logs import event
 from .databases import Source, is_connection_error
-from .execute import TxGroup
-from .handlers import Job, undecodable
+from .handlers import Job, Registry, undecodable
 from .state import _Backoff, _Run, one_line, text_array
+from .transact import Troubles, TxGroup
 
 if TYPE_CHECKING:
-    from . import Worker
+    from .execute import Executor, InternalError
+    from .maintenance import Maintenance
+    from .observe import Observer
+    from .registration import Registration
+    from .slots import Slots
+
+
+class Refusals(Troubles, Protocol):
+    """What the claim loop needs of the trouble room: ``Troubles``, and the count of
+    configuration errors in a row, which a claim that works resets."""
+
+    refusals: int
 
 
 class Claimer:
-    """The claim loops of one worker (``run(src)``: the loop of ``src``'s claim thread)."""
+    """The claim loops of one worker (``run(src)``: the loop of ``src``'s claim thread).
 
-    def __init__(self, worker: Worker) -> None:
-        self.w = worker
+    ``slots``: the shared state; ``observer``: metrics, traces and job logs; ``trouble``: a
+    failed statement (``Refusals``); ``registry``: the handlers (a claimed row's); ``name``,
+    ``lease``, ``batch``, ``maintain_every``: the worker's options; ``should_stop()``,
+    ``pause(s)``, ``hint(src)``, ``internal_error(where)``: the worker's controls;
+    ``release(runs, why)``: hand back runs a claim took after a stop. What the start decides
+    (the queues, the executor, each database's registration and maintenance) comes with
+    ``setup``.
+    """
+
+    def __init__(
+        self,
+        slots: Slots,
+        observer: Observer,
+        trouble: Refusals,
+        registry: Registry,
+        name: str,
+        lease: Any,
+        batch: int,
+        maintain_every: float,
+        should_stop: Callable[[], bool],
+        pause: Callable[[float], None],
+        hint: Callable[[Source], None],
+        internal_error: InternalError,
+        release: Callable[[list[_Run], str], None],
+    ) -> None:
+        self.slots, self.observer, self.trouble, self.registry = slots, observer, trouble, registry
+        self.name, self.lease, self.batch, self.maintain_every = name, lease, batch, maintain_every
+        self.should_stop, self.pause, self.hint = should_stop, pause, hint
+        self.internal_error, self.release = internal_error, release
+        self.setup([], [], None, {}, {})
+
+    def setup(
+        self,
+        leased_queues: list[str],
+        tx_groups: list[TxGroup],
+        executor: Executor | None,
+        registrations: Mapping[int, Registration],
+        maintenance: Mapping[int, Maintenance],
+    ) -> None:
+        """What the start decided: the leased queues and transactional groups claimed from,
+        the executor claimed jobs go to, each database's registration and maintenance."""
+        self.leased_queues, self.leased_array = leased_queues, text_array(leased_queues)
+        self.tx_groups, self.executor = tx_groups, executor
+        self.registrations, self.maintenance = registrations, maintenance
 
     def run(self, src: Source) -> None:
         backoff = _Backoff()
-        next_maintain = time.monotonic() + random.random() * min(self.w.maintain_every, 5.0)
-        while not self.w._should_stop():
+        next_maintain = time.monotonic() + random.random() * min(self.maintain_every, 5.0)
+        while not self.should_stop():
             try:
                 src.wake.clear()
                 if not src.up:
                     if not self.reconnect(src):
-                        self.w._pause(backoff.next())
+                        self.pause(backoff.next())
                         continue
                     backoff.reset()
                 now = time.monotonic()
                 assert src.claim_lane is not None
-                self.w._registrations[src.index].due(src.claim_lane, now)
-                if self.w.maintain_every > 0 and now >= next_maintain:
-                    next_maintain = now + self.w.maintain_every
+                self.registrations[src.index].due(src.claim_lane, now)
+                if self.maintain_every > 0 and now >= next_maintain:
+                    next_maintain = now + self.maintain_every
                     assert src.claim_lane is not None
-                    self.w._maintenance[src.index].run(src.claim_lane)
+                    self.maintenance[src.index].run(src.claim_lane)
                 more = False
-                if self.w._leased_queues and src.up and src.leased_dry.ready(now):
+                if self.leased_queues and src.up and src.leased_dry.ready(now):
                     claimed = self.claim_leased(src)
                     if claimed is None:
-                        self.w._pause(backoff.next())
+                        self.pause(backoff.next())
                         continue
                     backoff.reset()
                     asked, got = claimed
                     more = bool(asked) and got == asked
-                for group in self.w._tx_groups:
+                for group in self.tx_groups:
                     self.start_probe(src, group, now)
-                if more and self.w.slots.has_room(src):
+                if more and self.slots.has_room(src):
                     continue
                 # Short waits so a signal (which only sets a count) is seen promptly.
                 now = time.monotonic()
-                dry = [src.leased_dry] + [src.probes[g.is_async].dry for g in self.w._tx_groups]
+                dry = [src.leased_dry] + [src.probes[g.is_async].dry for g in self.tx_groups]
                 wait = min([0.2] + [d.until - now for d in dry if d.until > now])
                 src.wake.wait(max(wait, 0.001))
             except Exception:  # a bug of ours must not stop a database's claims for good
-                self.w._internal_error("claim loop")
-                self.w._pause(0.2)
+                self.internal_error("claim loop")
+                self.pause(0.2)
 
     def start_probe(self, src: Source, group: TxGroup, now: float) -> None:
         """A transactional probe of ``group`` when ``src`` may have its jobs and none is
@@ -83,12 +137,12 @@ class Claimer:
         probe = src.probes[group.is_async]
         if not (src.up and probe.dry.ready(now) and probe.searching == 0):
             return
-        if self.w._should_stop() or not self.w.slots.reserve(src, 1):
+        if self.should_stop() or not self.slots.reserve(src, 1):
             return
-        with self.w.slots.lock:
+        with self.slots.lock:
             probe.searching += 1
-        assert self.w._executor is not None
-        self.w._executor.probe(src, group)
+        assert self.executor is not None
+        self.executor.probe(src, group)
 
     def reconnect(self, src: Source) -> bool:
         """While ``src`` is down: whether it answers again (then it is up: claimed from)."""
@@ -100,18 +154,18 @@ class Claimer:
             event(
                 "database_still_down",
                 logging.DEBUG,
-                worker=self.w.name,
+                worker=self.name,
                 database=src.label,
                 error=one_line(exc),
             )
             return False
-        with self.w.slots.lock:
+        with self.slots.lock:
             was_down, src.up = not src.up, True
             since, src.down_since = src.down_since, None
         if was_down:
             down_s = None if since is None else round(time.monotonic() - since, 3)
-            event("database_up", worker=self.w.name, database=src.label, down_s=down_s)
-        self.w._hint(src)  # notifications were missed while away
+            event("database_up", worker=self.name, database=src.label, down_s=down_s)
+        self.hint(src)  # notifications were missed while away
         return True
 
     def make_run(
@@ -120,7 +174,7 @@ class Claimer:
         """A run of the claimed ``row`` (``sql.CLAIM``'s columns). ``now``: the monotonic
         clock, ``logged``: whether the ``claimed`` event is logged (both taken once per batch
         by ``_claimed``)."""
-        handler = self.w.registry[row[1]]
+        handler = self.registry[row[1]]
         try:
             payload = json.loads(row[4])
         except (RecursionError, ValueError) as exc:
@@ -137,17 +191,17 @@ class Claimer:
         run = _Run(src, job, handler, (row[8] - db_now).total_seconds(), now)
         if row[13] is not None:  # by the database's clock, as the lease
             run.time_up = run.claimed_at + (row[13] - db_now).total_seconds()
-        if logged and self.w.observer.job_logs():  # no formatting when not logged
+        if logged and self.observer.job_logs():  # no formatting when not logged
             waited = round((db_now - job.enqueued_at).total_seconds() * 1000, 3)
-            self.w.observer.job_line("claimed", run, duration_ms=waited)
+            self.observer.job_line("claimed", run, duration_ms=waited)
         return run
 
     def params(self, queues: list[str], batch: int) -> dict[str, Any]:
         return {
-            "worker": self.w.name,
+            "worker": self.name,
             "queues": text_array(queues),
             "batch": batch,
-            "lease": self.w.lease,
+            "lease": self.lease,
         }
 
     def claim_leased(self, src: Source) -> tuple[int, int] | None:
@@ -155,34 +209,34 @@ class Claimer:
         slots. Returns (asked, got), (0, 0) when ``src`` has no room; None when the database
         failed."""
         assert src.claim_lane is not None
-        if src.riding or not self.w.slots.has_room(src):  # riding: the completer claims (_complete)
+        if src.riding or not self.slots.has_room(src):  # riding: the completer claims (_complete)
             return 0, 0
         n = 0
         try:
             # A connection first, the slots next: a database that does not answer holds none.
             with src.claim_lane.connection() as conn:
-                params = self.leased_params(self.w.batch)
-                n = self.w.slots.reserve(src, self.w.batch) if params is not None else 0
+                params = self.leased_params(self.batch)
+                n = self.slots.reserve(src, self.batch) if params is not None else 0
                 if not n or params is None:
                     return 0, 0
                 params["batch"] = n
-                started, started_ns = time.perf_counter(), self.w.observer.now_ns()
+                started, started_ns = time.perf_counter(), self.observer.now_ns()
                 hints = src.leased_dry.hints
                 rows = conn.execute(sql.CLAIM, params).fetchall()
                 next_in = None if rows else self.next_available(conn, params["queues"])
         except psycopg.Error as exc:
-            self.w.slots.back(src, n)
-            self.w.observer.claim_error("leased")
+            self.slots.back(src, n)
+            self.observer.claim_error("leased")
             if is_connection_error(exc):
-                self.w.trouble.db_trouble(src, "claim", exc)
+                self.trouble.db_trouble(src, "claim", exc)
                 return None
-            if self.w.trouble.refused(src, "claim", exc):
+            if self.trouble.refused(src, "claim", exc):
                 return None
-            self.w.slots.count("errors", src=src)
+            self.slots.count("errors", src=src)
             event(
                 "claim_failed",
                 logging.ERROR,
-                worker=self.w.name,
+                worker=self.name,
                 database=src.label,
                 error=one_line(exc),
             )
@@ -209,14 +263,13 @@ class Claimer:
     def leased_params(self, n: int) -> dict[str, Any] | None:
         """The parameters of a leased claim of ``n``; None when every queue is at its
         handler limit (nothing to claim)."""
-        queues = self.w._leased_array
-        if self.w._limited:
-            assert self.w._executor is not None
-            open_ = self.w._executor.limits.open(self.w._leased_queues)
+        queues = self.leased_array
+        if self.executor is not None and self.executor.limited:
+            open_ = self.executor.limits.open(self.leased_queues)
             if not open_:
                 return None
             queues = text_array(open_)
-        return {"worker": self.w.name, "queues": queues, "batch": n, "lease": self.w.lease}
+        return {"worker": self.name, "queues": queues, "batch": n, "lease": self.lease}
 
     def claimed(
         self,
@@ -231,34 +284,34 @@ class Claimer:
         """Hand the jobs of a leased claim of ``n`` (``rows``) to the slots (or to ``keep``: the
         caller runs them), give back the slots it did not fill, and note whether ``src`` had
         work. Returns how many were claimed."""
-        now, logged = time.monotonic(), self.w.observer.job_logs()
+        now, logged = time.monotonic(), self.observer.job_logs()
         runs = [self.make_run(src, row, now, logged) for row in rows]
-        self.w.observer.claim("leased", took, n, len(rows))
-        self.w.trouble.refusals = 0
+        self.observer.claim("leased", took, n, len(rows))
+        self.trouble.refusals = 0
         if runs:
-            self.w.observer.claimed(src, runs, started_ns)
-        with self.w.slots.lock:
-            closed = self.w._closed
+            self.observer.claimed(src, runs, started_ns)
+        with self.slots.lock:
+            closed = self.slots.closed
             for run in runs:
                 if closed:
                     run.state = "released"
                 src.active[run.job.id] = run
             if runs:
-                self.w.counts["claimed"] += len(runs)
+                self.slots.counts["claimed"] += len(runs)
                 src.counts["claimed"] += len(runs)
         if closed:  # the stop has already handed back the unstarted jobs: these too
-            self.w.slots.back(src, n - len(runs))
-            self.w._shutdown.release_all(runs, "not started")
+            self.slots.back(src, n - len(runs))
+            self.release(runs, "not started")
             return len(runs)
         if keep is not None:
             keep.extend(runs)
         elif runs:
-            assert self.w._executor is not None
-            self.w._executor.dispatch(runs)
-        self.w.slots.back(src, n - len(runs))
+            assert self.executor is not None
+            self.executor.dispatch(runs)
+        self.slots.back(src, n - len(runs))
         if not runs:
             src.leased_dry.empty(hints)
-            self.w.slots.wake_others(src)  # idle now: its share is theirs
+            self.slots.wake_others(src)  # idle now: its share is theirs
         else:
             src.leased_dry.found()
         return len(runs)

@@ -15,6 +15,7 @@ import logging
 import queue as queues_
 import threading
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import psycopg
@@ -28,15 +29,41 @@ from .interrupt import aborted
 from .state import _LINGER, _STOP, _Backoff, _Outcome, _Run, one_line, plain_array, text_array
 
 if TYPE_CHECKING:
-    from . import Worker
+    from .claim import Claimer
+    from .execute import Executor, InternalError
+    from .observe import Observer
+    from .slots import Slots
+    from .trouble import Trouble
 
 
 class Completer:
     """The outcomes of one worker's jobs, database by database (``run(src)``: the loop of
-    ``src``'s completer thread)."""
+    ``src``'s completer thread).
 
-    def __init__(self, worker: Worker) -> None:
-        self.w = worker
+    ``slots``: the shared state; ``observer``: metrics, traces and job logs; ``trouble``: a
+    failed statement or a lost lease; ``claims``: the claim room (the next claim rides on a
+    batch of completions); ``name``, ``batch``: the worker's; ``should_stop()``,
+    ``internal_error(where)``: the worker's controls; ``in_handler``: the completer threads
+    running a handler (with one slot, see ``_complete``), which a stop does not wait for.
+    ``executor`` (set at start) runs that job.
+    """
+
+    def __init__(
+        self,
+        slots: Slots,
+        observer: Observer,
+        trouble: Trouble,
+        claims: Claimer,
+        name: str,
+        batch: int,
+        should_stop: Callable[[], bool],
+        internal_error: InternalError,
+        in_handler: set[threading.Thread],
+    ) -> None:
+        self.slots, self.observer, self.trouble, self.claims = slots, observer, trouble, claims
+        self.name, self.batch, self.should_stop = name, batch, should_stop
+        self.internal_error, self.in_handler = internal_error, in_handler
+        self.executor: Executor | None = None
 
     def run(self, src: Source) -> None:
         while True:
@@ -53,7 +80,7 @@ class Completer:
                 try:
                     item = src.done.get_nowait()
                 except queues_.Empty:
-                    if src.busy <= 0 or self.w._should_stop():
+                    if src.busy <= 0 or self.should_stop():
                         break
                     now = time.monotonic()
                     if not linger:
@@ -71,19 +98,19 @@ class Completer:
             try:
                 self._record(batch)
             except Exception:
-                self.w._internal_error("completer")
+                self.internal_error("completer")
                 for o in batch:  # whatever happened, the slots are free again
-                    self.w.slots.finish(o.run)
+                    self.slots.finish(o.run)
             while src.inline:  # the job its claim took, with one slot (see _complete)
                 me = threading.current_thread()
-                self.w._in_handler.add(me)
+                self.in_handler.add(me)
                 try:
-                    assert self.w._executor is not None
-                    self.w._executor.run_here(src.inline.pop())
+                    assert self.executor is not None
+                    self.executor.run_here(src.inline.pop())
                 except Exception:
-                    self.w._internal_error("slot")
+                    self.internal_error("slot")
                 finally:
-                    self.w._in_handler.discard(me)
+                    self.in_handler.discard(me)
             if stop:
                 return
 
@@ -98,19 +125,19 @@ class Completer:
             self._record_batch(outcomes, ride)
         finally:
             if ride[0]:
-                with self.w.slots.lock:
+                with self.slots.lock:
                     src.riding -= ride[0]
                 src.wake.set()
 
     def _record_batch(self, outcomes: list[_Outcome], ride: list[int]) -> None:
         keep: list[_Outcome] = []
         dropped: list[_Outcome] = []
-        with self.w.slots.lock:
+        with self.slots.lock:
             for o in outcomes:
                 if o.run.lost or o.run.state == "released":
                     o.run.state = "done"
                     dropped.append(o)
-                    self.w.counts["discarded"] += 1
+                    self.slots.counts["discarded"] += 1
                     o.run.source.counts["discarded"] += 1
                 else:
                     o.run.state = "finishing"
@@ -118,8 +145,8 @@ class Completer:
                         o = aborted(o.run, o)
                     keep.append(o)
         for o in dropped:
-            event("outcome_discarded", logging.DEBUG, worker=self.w.name, **o.run.fields())
-            self.w.slots.finish(o.run)
+            event("outcome_discarded", logging.DEBUG, worker=self.name, **o.run.fields())
+            self.slots.finish(o.run)
         oks = [o for o in keep if o.ok]
         if oks:
             self._complete(oks, ride)
@@ -142,15 +169,15 @@ class Completer:
         }
         backoff = _Backoff()
         retried = False
-        combine = bool(self.w._leased_queues)
+        combine = bool(self.claims.leased_queues)
         n = 0
         claimed: list[tuple[Any, ...]] = []
         while True:
-            started, started_ns = time.perf_counter(), self.w.observer.now_ns()
+            started, started_ns = time.perf_counter(), self.observer.now_ns()
             try:
                 with lane.connection() as conn:
-                    claim = self.w.claimer.leased_params(self.w.batch) if combine else None
-                    n = self.w.slots.reserve_next(src, ride, claim is not None) if combine else 0
+                    claim = self.claims.leased_params(self.batch) if combine else None
+                    n = self.slots.reserve_next(src, ride, claim is not None) if combine else 0
                     hints = src.leased_dry.hints
                     if n and claim is not None:
                         claim["batch"] = n
@@ -164,11 +191,11 @@ class Completer:
                 break
             except psycopg.Error as exc:
                 if ride and ride[0]:  # no claim rides on a failed attempt
-                    self.w.slots.reserve_next(src, ride, claim=False)
+                    self.slots.reserve_next(src, ride, claim=False)
                     src.wake.set()
                 if n:
-                    self.w.slots.back(src, n)
-                    self.w.observer.claim_error("leased")
+                    self.slots.back(src, n)
+                    self.observer.claim_error("leased")
                     n, combine = 0, False
                     if not is_connection_error(exc):
                         # The claim or the completion was refused, both rolled back: log it
@@ -197,20 +224,20 @@ class Completer:
             # With one slot, the completer runs the job it claimed itself, once this batch is
             # recorded (_complete_loop): the only outcome it can wait for is that job's,
             # and two thread hand-offs per job (to a slot and back) are saved.
-            keep = src.inline if self.w.concurrency == 1 else None
-            self.w.claimer.claimed(src, n, claimed, took, started_ns, hints, keep)
+            keep = src.inline if self.slots.concurrency == 1 else None
+            self.claims.claimed(src, n, claimed, took, started_ns, hints, keep)
         self._recorded(oks, rows, took, started_ns, retried)
 
     def _claim_refused(self, src: Source, exc: psycopg.Error, completions: int) -> None:
         """The claim sent with completions was refused (both rolled back): logged as the claim
         loop would; the completions are then sent alone."""
-        if self.w.trouble.refused(src, "claim", exc):
+        if self.trouble.refused(src, "claim", exc):
             return
-        self.w.slots.count("errors", src=src)
+        self.slots.count("errors", src=src)
         event(
             "claim_failed",
             logging.ERROR,
-            worker=self.w.name,
+            worker=self.name,
             database=src.label,
             error=one_line(exc),
             with_completions=completions,
@@ -219,46 +246,46 @@ class Completer:
     def _connection_lost(self, src: Source, oks: list[_Outcome], exc: psycopg.Error) -> bool:
         """The connection went while completing ``oks``: their slots go to the other
         databases meanwhile. Returns True when resending is over (every lease is past)."""
-        self.w.trouble.db_trouble(src, "complete", exc)
-        self.w.slots.unslot([o.run for o in oks])
-        if not self.w.trouble.give_up([o.run for o in oks]):
+        self.trouble.db_trouble(src, "complete", exc)
+        self.slots.unslot([o.run for o in oks])
+        if not self.trouble.give_up([o.run for o in oks]):
             return False
         for o in oks:
-            self.w.trouble.lease_lost(o.run, "complete", outcome="unknown: connection lost")
-            self.w.slots.finish(o.run)
+            self.trouble.lease_lost(o.run, "complete", outcome="unknown: connection lost")
+            self.slots.finish(o.run)
         return True
 
     def _recorded(
         self, oks: list[_Outcome], rows: list[Any], took: float, started_ns: int, retried: bool
     ) -> None:
         """``queue.complete_many`` answered ``rows`` (job id, completed) for ``oks``."""
-        self.w.observer.reported_many([o.run for o in oks], took, started_ns)
+        self.observer.reported_many([o.run for o in oks], took, started_ns)
         completed = dict(rows)
-        logged = self.w.observer.job_logs()
+        logged = self.observer.job_logs()
         done: list[_Run] = []
         for o in oks:
             run = o.run
             if completed.get(run.job.id):
                 if logged:
-                    self.w.observer.job_line("completed", run, duration_ms=o.duration_ms)
+                    self.observer.job_line("completed", run, duration_ms=o.duration_ms)
                 done.append(run)
                 continue
             if retried:
-                self.w.trouble.lease_lost(
+                self.trouble.lease_lost(
                     run, "complete", outcome="unknown: resent after a lost connection"
                 )
             elif self._acknowledge(o):
                 continue
             else:
-                self.w.trouble.lease_lost(run, "complete")
-            self.w.slots.finish(run)
+                self.trouble.lease_lost(run, "complete")
+            self.slots.finish(run)
         if done:
-            self.w.slots.finish_many(done, "completed")
+            self.slots.finish_many(done, "completed")
 
     def _complete_one(self, o: _Outcome) -> None:
         src = o.run.source
         assert src.complete_lane is not None
-        started, started_ns = time.perf_counter(), self.w.observer.now_ns()
+        started, started_ns = time.perf_counter(), self.observer.now_ns()
         try:
             with src.complete_lane.connection() as conn:
                 conn.execute(
@@ -269,12 +296,12 @@ class Completer:
             if is_lease_lost(exc):
                 if self._acknowledge(o):
                     return
-                self.w.trouble.lease_lost(o.run, "complete")
+                self.trouble.lease_lost(o.run, "complete")
             elif is_connection_error(exc):
-                self.w.trouble.db_trouble(src, "complete", exc)
-                self.w.trouble.lease_lost(o.run, "complete", outcome="unknown: connection lost")
-            elif self.w.trouble.refused(src, "complete", exc):
-                self.w.trouble.lease_lost(
+                self.trouble.db_trouble(src, "complete", exc)
+                self.trouble.lease_lost(o.run, "complete", outcome="unknown: connection lost")
+            elif self.trouble.refused(src, "complete", exc):
+                self.trouble.lease_lost(
                     o.run, "complete", outcome="unknown: queue.complete refused"
                 )
             else:  # the result itself was refused: fail the attempt with the reason
@@ -283,11 +310,11 @@ class Completer:
                 self._fail(o)
                 return
         else:
-            self.w.observer.reported(o.run, "complete", started, started_ns)
-            self.w.observer.job_line("completed", o.run, duration_ms=o.duration_ms)
-            self.w.slots.finish(o.run, "completed")
+            self.observer.reported(o.run, "complete", started, started_ns)
+            self.observer.job_line("completed", o.run, duration_ms=o.duration_ms)
+            self.slots.finish(o.run, "completed")
             return
-        self.w.slots.finish(o.run)
+        self.slots.finish(o.run)
 
     def _acknowledge(self, o: _Outcome) -> bool:
         """A completion refused while the lease is still current by this worker's clock: the
@@ -314,41 +341,41 @@ class Completer:
         }
         backoff = _Backoff()
         while True:
-            started, started_ns = time.perf_counter(), self.w.observer.now_ns()
+            started, started_ns = time.perf_counter(), self.observer.now_ns()
             try:
                 with lane.connection() as conn:
                     row = conn.execute(sql.FAIL, params).fetchone()
                 break
             except psycopg.Error as exc:
                 if is_lease_lost(exc):
-                    self.w.trouble.lease_lost(o.run, "fail")
-                    self.w.slots.finish(o.run)
+                    self.trouble.lease_lost(o.run, "fail")
+                    self.slots.finish(o.run)
                     return
-                if is_connection_error(exc) and not self.w.trouble.give_up([o.run]):
-                    self.w.trouble.db_trouble(src, "fail", exc)
-                    self.w.slots.unslot([o.run])
+                if is_connection_error(exc) and not self.trouble.give_up([o.run]):
+                    self.trouble.db_trouble(src, "fail", exc)
+                    self.slots.unslot([o.run])
                     time.sleep(backoff.next())
                     continue
-                if not self.w.trouble.refused(src, "fail", exc):
+                if not self.trouble.refused(src, "fail", exc):
                     event("fail_failed", logging.ERROR, error=one_line(exc), **o.run.fields())
-                self.w.trouble.lease_lost(o.run, "fail", outcome="unknown: queue.fail not recorded")
-                self.w.slots.finish(o.run)
+                self.trouble.lease_lost(o.run, "fail", outcome="unknown: queue.fail not recorded")
+                self.slots.finish(o.run)
                 return
         status = row[0] if row else None
         error = o.summary()
         fields = o.run.fields(duration_ms=o.duration_ms, reason=o.reason, error=error)
         if status == "cancelled":  # an abort acknowledged (or one requested meanwhile)
-            self.w.observer.reported(o.run, "fail", started, started_ns, outcome="cancelled")
-            event("cancelled", worker=self.w.name, **{**fields, "reason": "aborted"})
-            self.w.slots.finish(o.run, "cancelled", error)
+            self.observer.reported(o.run, "fail", started, started_ns, outcome="cancelled")
+            event("cancelled", worker=self.name, **{**fields, "reason": "aborted"})
+            self.slots.finish(o.run, "cancelled", error)
             return
         outcome = "dead" if status == "dead" else "retried"
-        self.w.observer.reported(o.run, "fail", started, started_ns, outcome=outcome)
+        self.observer.reported(o.run, "fail", started, started_ns, outcome=outcome)
         if outcome == "dead":
             fields["reason"] = row[1] if row else None  # the dead letter's (queue.fail_outcome)
-            event("dead", logging.WARNING, worker=self.w.name, **fields)
+            event("dead", logging.WARNING, worker=self.name, **fields)
         else:
             if o.retry_in is not None:
                 fields["retry_in_s"] = o.retry_in.total_seconds()
-            event("retried", worker=self.w.name, **fields)
-        self.w.slots.finish(o.run, outcome, error)
+            event("retried", worker=self.name, **fields)
+        self.slots.finish(o.run, outcome, error)

@@ -4,25 +4,41 @@ in a test."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from .databases import Source
 from .state import _Run
 
 if TYPE_CHECKING:
-    from . import Worker
+    from .execute import InternalError
+    from .interrupt import Interrupter
+    from .observe import Observer
+    from .slots import Slots
+    from .trouble import Trouble
 
 
 class _Host:
-    """The worker, as its rooms see it (``heartbeat.Host``, ``maintenance.Host``)."""
+    """The worker, as its rooms see it (``heartbeat.Host``, ``maintenance.Host``): the shared
+    state (``slots``), ``trouble``, the ``observer``, the ``interrupter``, and the worker's
+    ``hint(src)`` and ``internal_error(where)``."""
 
-    __slots__ = ("w",)
+    __slots__ = ("slots", "trouble_", "observer", "interrupter", "hint_", "internal_error_")
 
-    def __init__(self, worker: Worker) -> None:
-        self.w = worker
+    def __init__(
+        self,
+        slots: Slots,
+        trouble: Trouble,
+        observer: Observer,
+        interrupter: Interrupter,
+        hint: Callable[[Source], None],
+        internal_error: InternalError,
+    ) -> None:
+        self.slots, self.trouble_, self.observer = slots, trouble, observer
+        self.interrupter, self.hint_, self.internal_error_ = interrupter, hint, internal_error
 
     def held(self, src: Source) -> list[_Run]:
-        with self.w.slots.lock:
+        with self.slots.lock:
             return [
                 r
                 for r in src.active.values()
@@ -30,30 +46,30 @@ class _Host:
             ]
 
     def holding(self, run: _Run) -> bool:
-        with self.w.slots.lock:
+        with self.slots.lock:
             return run.state in ("claimed", "running")
 
     def lost(self, run: _Run, detected_by: str) -> None:
-        self.w.trouble.lease_lost(run, detected_by)
+        self.trouble_.lease_lost(run, detected_by)
 
     def trouble(self, src: Source, during: str, exc: BaseException) -> None:
-        self.w.trouble.db_trouble(src, during, exc)
+        self.trouble_.db_trouble(src, during, exc)
 
     def beaten(self, src: Source, took: float) -> None:
-        self.w.slots.count("heartbeats", src=src)
-        self.w.observer.heartbeat(took)
+        self.slots.count("heartbeats", src=src)
+        self.observer.heartbeat(took)
 
     def interrupt(self, run: _Run, reason: str) -> None:
-        self.w.interrupter.stop(run, reason)
+        self.interrupter.stop(run, reason)
 
     def due_now(self, runs: list[_Run], now: float) -> list[_Run]:
-        return self.w.interrupter.due(runs, now)
+        return self.interrupter.due(runs, now)
 
     def hint(self, src: Source) -> None:
-        self.w._hint(src)
+        self.hint_(src)
 
     def vacuumed(self, tables: list[str]) -> None:
-        self.w.observer.vacuumed(tables)
+        self.observer.vacuumed(tables)
 
     def internal_error(self, where: str) -> None:
-        self.w._internal_error(where)
+        self.internal_error_(where)

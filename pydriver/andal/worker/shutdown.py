@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
@@ -24,71 +25,110 @@ from .databases import is_connection_error
 from .state import _STOP, _Run, one_line
 
 if TYPE_CHECKING:
-    from . import Worker
+    from .databases import Source
+    from .execute import Executor
+    from .maintenance import Maintenance
+    from .registration import Registration
+    from .slots import Slots
+    from .trouble import Trouble
 
 
 class Shutdown:
-    """The stop of one worker (``run``: returns its exit code)."""
+    """The stop of one worker (``run``: returns its exit code).
 
-    def __init__(self, worker: Worker) -> None:
-        self.w = worker
+    ``slots``: the shared state (what is held, the condition a stop waits on); ``trouble``: a
+    lease found lost by a release; ``sources``: the databases; ``name``, ``grace``,
+    ``pool_timeout``: the worker's; ``stopping``: set by a stop (the claim loops end);
+    ``helpers_stop``: ends the helper threads; ``hard_stop()``: whether a second signal asks
+    to stop at once; ``claimers``, ``threads``: the claim loops' threads and the others (as
+    the start fills them in); ``in_handler``: completer threads running a handler (not waited
+    for). What the start makes (the executor, each database's maintenance and registration)
+    comes with ``setup``.
+    """
+
+    def __init__(
+        self,
+        slots: Slots,
+        trouble: Trouble,
+        sources: Sequence[Source],
+        name: str,
+        grace: float,
+        pool_timeout: float,
+        stopping: threading.Event,
+        helpers_stop: threading.Event,
+        hard_stop: Callable[[], bool],
+        claimers: list[threading.Thread],
+        threads: list[threading.Thread],
+        in_handler: set[threading.Thread],
+    ) -> None:
+        self.slots, self.trouble, self.sources, self.name = slots, trouble, sources, name
+        self.grace, self.pool_timeout, self.hard_stop = grace, pool_timeout, hard_stop
+        self.stopping, self.helpers_stop = stopping, helpers_stop
+        self.claimers, self.threads, self.in_handler = claimers, threads, in_handler
+        self.setup(None, {}, {})
+
+    def setup(
+        self,
+        executor: Executor | None,
+        maintenance: Mapping[int, Maintenance],
+        registrations: Mapping[int, Registration],
+    ) -> None:
+        self.executor, self.maintenance, self.registrations = executor, maintenance, registrations
 
     def run(self) -> int:
-        self.w._stopping.set()
-        self.w.slots.wake_all()
-        event("worker_stopping", worker=self.w.name, running=self.w.slots.busy)
+        self.stopping.set()
+        self.slots.wake_all()
+        event("worker_stopping", worker=self.name, running=self.slots.busy)
         # No claim may land unnoticed: wait for the claim loops (one blocked on a database
         # that does not answer gives up at its pool timeout; a claim landing even later is
         # released by its loop, see _claim_leased).
-        deadline = time.monotonic() + self.w.pool_timeout + 1
-        for t in self.w._claimers:
+        deadline = time.monotonic() + self.pool_timeout + 1
+        for t in self.claimers:
             t.join(max(deadline - time.monotonic(), 0.01))
-        with self.w.slots.lock:
-            self.w._closed = True
-            unstarted = [
-                r for s in self.w.sources for r in s.active.values() if r.state == "claimed"
-            ]
+        with self.slots.lock:
+            self.slots.closed = True
+            unstarted = [r for s in self.sources for r in s.active.values() if r.state == "claimed"]
             for r in unstarted:
                 r.state = "released"
         self.release_all(unstarted, "not started")
         code = 0
-        deadline = time.monotonic() + self.w.grace
-        with self.w.slots.cv:
-            while (self.w.slots.busy > 0 or self.w.slots.reporting > 0) and self.w._signals < 2:
+        deadline = time.monotonic() + self.grace
+        with self.slots.cv:
+            while (self.slots.busy > 0 or self.slots.reporting > 0) and not self.hard_stop():
                 left = deadline - time.monotonic()
                 if left <= 0:
                     break
-                self.w.slots.cv.wait(min(left, 0.2))
-        if self.w.slots.busy > 0 or self.w.slots.reporting > 0:
+                self.slots.cv.wait(min(left, 0.2))
+        if self.slots.busy > 0 or self.slots.reporting > 0:
             code = 1
-            with self.w.slots.lock:
+            with self.slots.lock:
                 late = [
                     r
-                    for s in self.w.sources
+                    for s in self.sources
                     for r in s.active.values()
                     if r.state in ("claimed", "running") and not r.lost
                 ]
                 for r in late:
                     r.state = "released"
             self.release_all(late, "grace period over")
-        if self.w._executor is not None:
-            self.w._executor.stop()
-        for src in self.w.sources:
+        if self.executor is not None:
+            self.executor.stop()
+        for src in self.sources:
             src.done.put(_STOP)
-        self.w._helpers_stop.set()
+        self.helpers_stop.set()
         deadline = time.monotonic() + 5
-        for t in self.w._threads:
+        for t in self.threads:
             # Slot threads are not waited for, nor a completer running a handler (with one
             # slot, see _complete): a handler that outlived the grace period may never end.
-            if not t.name.startswith("andal-slot-") and t not in self.w._in_handler:
+            if not t.name.startswith("andal-slot-") and t not in self.in_handler:
                 t.join(max(deadline - time.monotonic(), 0.01))
-        for src in self.w.sources:
-            self.w._maintenance[src.index].stop()
-        for src in self.w.sources:
-            registration = self.w._registrations.get(src.index)
+        for src in self.sources:
+            self.maintenance[src.index].stop()
+        for src in self.sources:
+            registration = self.registrations.get(src.index)
             if registration is not None and src.pool is not None and src.up:
                 registration.unregister(src.pool)
-        for src in self.w.sources:
+        for src in self.sources:
             if src.pool is not None:
                 src.pool.close(timeout=1)
         return code
@@ -113,7 +153,7 @@ class Shutdown:
                     error="the database did not answer",
                     **r.fields(),
                 )
-                self.w.slots.finish(r)
+                self.slots.finish(r)
 
         groups = list(by_source.values())
         if len(groups) == 1:
@@ -138,14 +178,14 @@ class Shutdown:
                 )
         except psycopg.Error as exc:
             if is_lease_lost(exc):
-                self.w.trouble.lease_lost(run, "release")
+                self.trouble.lease_lost(run, "release")
             else:
                 reachable = not is_connection_error(exc)
                 event("release_failed", logging.WARNING, error=one_line(exc), **run.fields())
         else:
             duration = round((time.monotonic() - run.claimed_at) * 1000, 3)
-            event("released", worker=self.w.name, **run.fields(reason=why, duration_ms=duration))
-            self.w.slots.finish(run, "released")
+            event("released", worker=self.name, **run.fields(reason=why, duration_ms=duration))
+            self.slots.finish(run, "released")
             return True
-        self.w.slots.finish(run)
+        self.slots.finish(run)
         return reachable

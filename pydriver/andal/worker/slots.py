@@ -50,6 +50,8 @@ class Slots:
         self.counts: Counter[str] = Counter()
         self.leased = False
         self.tx_forms: list[bool] = []
+        #: Set by a stop (under the lock): a claim landing later is released at once.
+        self.closed = False
 
     def configure(self, leased: bool, tx_forms: list[bool]) -> None:
         self.leased, self.tx_forms = leased, tx_forms

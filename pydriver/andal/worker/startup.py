@@ -13,13 +13,14 @@ from psycopg_pool import ConnectionPool
 from .. import tracing as tracing_
 from ..logs import event
 from .databases import Source, check_installed, is_connection_error
-from .execute import Executor, TxGroup
+from .execute import Executor
 from .heartbeat import Heartbeat
 from .limits import Limits
 from .listen import VIA_POLLING, Listener, abort_target, listen_via, lost_event
 from .maintenance import Maintenance
 from .registration import Registration
 from .state import _Lane, _Run, one_line, text_array
+from .transact import Transactions, TxGroup
 
 if TYPE_CHECKING:
     from . import Worker
@@ -81,13 +82,33 @@ class Startup:
             for src in self.w.sources
         }
         limits = Limits[_Run]({h.queue: h.limit for h in handlers if h.limit is not None})
-        self.w._limited = bool(limits)
         threads = self.w.concurrency if any(not h.is_async for h in handlers) else 0
         needs_loop = any(h.is_async for h in handlers)
-        self.w._executor = Executor(self.w, threads, needs_loop, limits)
+        self.w._executor = self.executor(threads, needs_loop, limits)
+        self.hand_over(self.w._executor)
         tracing = self.w.tracing if self.w.tracing is not None else tracing_.configured()
         self.w.observer.start_tracing(bool(tracing))
         self.w.observer.serve(self.w.metrics_port, self.w.metrics_addr)
+
+    def executor(self, threads: int, needs_loop: bool, limits: Limits[_Run]) -> Executor:
+        """The executor, with the transactional probes when a queue is transactional."""
+        w = self.w
+        executor = Executor(
+            w.slots, w.observer, w.name, w._internal_error, threads, needs_loop, limits
+        )
+        if w._tx_groups:
+            executor.transactions = Transactions(
+                w.slots, w.observer, w.claimer, w.trouble, w.name, limits,
+                executor.queue_done, w._should_stop, w._pause, self.pool_options,
+            )  # fmt: skip
+        return executor
+
+    def hand_over(self, executor: Executor) -> None:
+        """What the start made, to the rooms that use it."""
+        w = self.w
+        w._completer.executor = executor
+        w._shutdown.setup(executor, w._maintenance, w._registrations)
+        w.claimer.setup(w._leased_queues, w._tx_groups, executor, w._registrations, w._maintenance)
 
     def pool_options(self, src: Source) -> dict[str, Any]:
         """The options of ``src``'s connection pools (the threads' and the event loop's).

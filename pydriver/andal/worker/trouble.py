@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from psycopg_pool import PoolTimeout
@@ -21,7 +22,9 @@ from .databases import Source, config_hint
 from .state import _Run, one_line
 
 if TYPE_CHECKING:
-    from . import Worker
+    from .interrupt import Interrupter
+    from .observe import Observer
+    from .slots import Slots
 
 #: The exit code of a worker stopped by a configuration problem.
 EXIT_CONFIG = 6
@@ -30,10 +33,28 @@ REFUSALS = 3
 
 
 class Trouble:
-    """The failure handling of one worker."""
+    """The failure handling of one worker.
 
-    def __init__(self, worker: Worker) -> None:
-        self.w = worker
+    ``slots``: the shared state (its lock, counts, the slots a lost database gives up);
+    ``observer``: metrics and traces; ``interrupter``: whether a run was fenced at its
+    deadline; ``name``: the worker's; ``stop``: stops the worker (too many configuration
+    errors); ``hard_stop``: whether a second signal asks to stop at once."""
+
+    def __init__(
+        self,
+        slots: Slots,
+        observer: Observer,
+        interrupter: Interrupter,
+        name: str,
+        stop: Callable[[], None],
+        hard_stop: Callable[[], bool],
+    ) -> None:
+        self.slots = slots
+        self.observer = observer
+        self.interrupter = interrupter
+        self.name = name
+        self.stop = stop
+        self.hard_stop = hard_stop
         self.refusals = 0  # configuration errors in a row (see refused)
         self.misconfigured = False
 
@@ -45,16 +66,16 @@ class Trouble:
         hint = config_hint(exc)
         if hint is None:
             return False
-        with self.w.slots.lock:
+        with self.slots.lock:
             self.refusals += 1
             stop = self.refusals >= REFUSALS and not self.misconfigured
             if stop:
                 self.misconfigured = True
-        self.w.slots.count("config_errors", src=src)
+        self.slots.count("config_errors", src=src)
         event(
             "configuration_error",
             logging.ERROR,
-            worker=self.w.name,
+            worker=self.name,
             database=src.label,
             during=during,
             sqlstate=getattr(exc, "sqlstate", None),
@@ -62,52 +83,52 @@ class Trouble:
             hint=hint,
         )
         if stop:
-            event("worker_misconfigured", logging.ERROR, worker=self.w.name, exit_code=EXIT_CONFIG)
-            self.w.stop()
+            event("worker_misconfigured", logging.ERROR, worker=self.name, exit_code=EXIT_CONFIG)
+            self.stop()
         return True
 
     def db_trouble(self, src: Source, what: str, exc: BaseException) -> None:
         """A lost connection or an unreachable server: ``src`` is down until its claim loop
         reaches it again; meanwhile its share of the slots goes to the other databases."""
-        self.w.slots.count("db_errors", src=src)
-        self.w.observer.db_error(what)
+        self.slots.count("db_errors", src=src)
+        self.observer.db_error(what)
         event(
             "db_error",
             logging.WARNING,
-            worker=self.w.name,
+            worker=self.name,
             database=src.label,
             during=what,
             error=one_line(exc),
         )
-        with self.w.slots.lock:
+        with self.slots.lock:
             went_down, src.up = src.up, False
             if went_down:
                 src.down_since = time.monotonic()
             waiting = [r for r in src.active.values() if r.ran]
         if went_down:
-            event("database_down", logging.WARNING, worker=self.w.name, database=src.label)
+            event("database_down", logging.WARNING, worker=self.name, database=src.label)
             # Outcomes waiting to be sent there hold no slot; its share goes to the others.
-            self.w.slots.unslot(waiting)
-            self.w.slots.wake_others(src)
+            self.slots.unslot(waiting)
+            self.slots.wake_others(src)
         if src.pool is not None and not isinstance(exc, PoolTimeout):
             with contextlib.suppress(Exception):  # a closing pool has nothing to check
                 src.pool.check()
 
     def lease_lost(self, run: _Run, detected_by: str, **extra: Any) -> None:
-        if self.w.interrupter.timed_out(run):  # fenced at its deadline: logged as a timeout
+        if self.interrupter.timed_out(run):  # fenced at its deadline: logged as a timeout
             return
-        with self.w.slots.lock:
+        with self.slots.lock:
             if run.lost:
                 return
             run.lost = True
-            self.w.counts["lease_lost"] += 1
+            self.slots.counts["lease_lost"] += 1
             run.source.counts["lease_lost"] += 1
-        self.w.observer.lease_lost(run.job.queue, detected_by)
+        self.observer.lease_lost(run.job.queue, detected_by)
         event(
             "lease_lost",
             # an aborted job not acknowledged in its lease is fenced: expected, not a fault
             logging.INFO if run.job.abort_requested else logging.WARNING,
-            worker=self.w.name,
+            worker=self.name,
             **run.fields(
                 detected_by=detected_by,
                 duration_ms=round((time.monotonic() - run.claimed_at) * 1000, 3),
@@ -117,4 +138,4 @@ class Trouble:
 
     def give_up(self, runs: list[_Run]) -> bool:
         """Stop resending an outcome once every lease is past or a hard stop is asked."""
-        return self.w._signals > 1 or time.monotonic() > max(r.deadline for r in runs)
+        return self.hard_stop() or time.monotonic() > max(r.deadline for r in runs)
