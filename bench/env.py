@@ -41,6 +41,16 @@ class Env:
         out += [s for s in ("procrastinate", "pgqueuer") if s in self.systems]
         return out
 
+    @property
+    def drain_labels(self) -> list[str]:
+        """W1's Python systems: py_labels, and the driver with an ``async def`` handler too."""
+        out = self.py_labels
+        return [
+            *out[: out.index("andal-py") + 1],
+            "andal-py-async",
+            *out[out.index("andal-py") + 1 :],
+        ]
+
     def dbname(self, system: str) -> str:
         return DATABASES[system]
 

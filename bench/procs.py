@@ -29,6 +29,7 @@ CTX = mp.get_context("spawn")
 PY_SYSTEMS = {
     "raw-py": "raw",
     "andal-py": "andal",
+    "andal-py-async": "andal",
     "procrastinate": "procrastinate",
     "pgqueuer": "pgqueuer",
 }
@@ -108,6 +109,8 @@ def child(label: str, dsn: str, opts: dict[str, Any], sh: Shared) -> None:
         _raw_worker(dsn, opts, sh, handle)
     elif label == "andal-py":
         _andal_worker(dsn, opts, sh, handle)
+    elif label == "andal-py-async":
+        _andal_worker(dsn, opts, sh, handle, use_async=True)
     elif label == "procrastinate":
         asyncio.run(_procrastinate_worker(dsn, opts, sh, handle))
     elif label == "pgqueuer":
@@ -141,13 +144,23 @@ def _raw_worker(dsn: str, opts: dict[str, Any], sh: Shared, handle: _Handle) -> 
                 )
 
 
-def _andal_worker(dsn: str, opts: dict[str, Any], sh: Shared, handle: _Handle) -> None:
+def _andal_worker(
+    dsn: str, opts: dict[str, Any], sh: Shared, handle: _Handle, use_async: bool = False
+) -> None:
+    """``andal.Worker`` with a no-op handler: a plain function (run in the worker's threads),
+    or with ``use_async`` an ``async def`` (awaited on the worker's event loop)."""
     import andal
+
+    async def async_noop(job: Any) -> None:
+        handle(job.payload)
+
+    def sync_noop(job: Any) -> None:
+        handle(job.payload)
 
     batch = int(opts.get("batch", 1))
     worker = andal.Worker(
         dsn,
-        {systems.QUEUE: lambda job: handle(job.payload)},
+        {systems.QUEUE: async_noop if use_async else sync_noop},
         concurrency=int(opts.get("concurrency", batch)),
         batch=batch,
         poll=float(opts.get("poll", 1.0)),

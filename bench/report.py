@@ -14,6 +14,7 @@ SYSTEM_ORDER = [
     "andal-sql",
     "raw-py",
     "andal-py",
+    "andal-py-async",
     "procrastinate",
     "pgqueuer",
     "raw",
@@ -27,6 +28,7 @@ COLORS = {
     "andal-sql": "#ff7f0e",
     "raw-py": "#17becf",
     "andal-py": "#d62728",
+    "andal-py-async": "#e377c2",
     "procrastinate": "#9467bd",
     "pgqueuer": "#8c564b",
 }

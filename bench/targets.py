@@ -73,6 +73,15 @@ def targets(data: dict[str, Any]) -> list[dict[str, Any]]:
                 2.0,
             )
             ratio(f"driver vs pgqueuer, {case}", mine, _get(data, "W1", "pgqueuer", case, tp), 1.3)
+            # the driver with an async def handler, against the two asyncio-native peers
+            mine_async = _get(data, "W1", "andal-py-async", case, tp)
+            for peer, goal in (("procrastinate", 2.0), ("pgqueuer", 1.3)):
+                ratio(
+                    f"driver (async handler) vs {peer}, {case}",
+                    mine_async,
+                    _get(data, "W1", peer, case, tp),
+                    goal,
+                )
     for w in (1, 4):  # and the same limit driven from Python (raw-py), as many processes
         case = f"workers={w} batch=100"
         mine = _get(data, "W1", "andal-py", case, tp)

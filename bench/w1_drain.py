@@ -2,7 +2,8 @@
 
 SQL level (pgbench, claim transaction + complete transaction per script run): raw and andal at
 1, 4 and 8 clients and batch 1, 10, 100. Python: raw-py (a psycopg SKIP LOCKED loop),
-andal-py (``andal.Worker``), procrastinate and pgqueuer with 1 and 4 worker processes, each
+andal-py (``andal.Worker``, a plain no-op handler), andal-py-async (the same with an
+``async def`` no-op handler), procrastinate and pgqueuer with 1 and 4 worker processes, each
 claiming ``batch`` jobs at a time with ``batch`` slots (procrastinate has no batch fetch: it
 runs at batch 1 only).
 
@@ -62,7 +63,7 @@ def run(cfg: Config, env: Env) -> None:
 
     for procs_n in py_procs:
         for batch in batches:
-            labels = [lbl for lbl in env.py_labels if _applies(lbl, batch, cfg)]
+            labels = [lbl for lbl in env.drain_labels if _applies(lbl, batch, cfg)]
             runs = {lbl: [] for lbl in labels}
             jobs = n_py_batch1 if batch == 1 else n
             for rep in range(cfg.reps):
