@@ -3024,8 +3024,23 @@ CREATE FUNCTION queue._free_slots(job_ids bigint[], queues text[]) RETURNS void
     SET enable_seqscan TO 'off'
     AS $$
 declare
+    v_cat bigint;
+    v_max int;
     v_queue text;
 begin
+    if cardinality(_free_slots.job_ids) = 1 then
+        delete from queue.worker_locks as w where w.job_id = _free_slots.job_ids[1]
+        returning w.category_id into v_cat;
+        if v_cat is not null then
+            select c.max_running into v_max from queue.categories as c where c.id = v_cat;
+            -- full before this free: the slots left, and the one just freed
+            if v_max > 0 and (select count(*) from queue.worker_locks as w
+                              where w.category_id = v_cat) + 1 >= v_max then
+                perform queue._notify_ready(_free_slots.queues[1]);
+            end if;
+        end if;
+        return;
+    end if;
     for v_queue in
         with freed as (
             delete from queue.worker_locks as w where w.job_id = any (_free_slots.job_ids)
@@ -3040,11 +3055,6 @@ begin
             -- full before this free: the statement's snapshot still holds the freed slots
             and (select count(*) from queue.worker_locks as w
                  where w.category_id = f.category_id) >= c.max_running
-            and exists (
-                select from queue.jobs as r
-                where array[r.queue, r.category] = array[q.queue, c.category]
-                    and r.status = 'pending' and r.category is not null
-                    and r.available_at <= now())
     loop
         perform queue._notify_ready(v_queue);
     end loop;
@@ -3393,9 +3403,13 @@ end
 $$;
 
 CREATE FUNCTION queue._lease_clock() RETURNS timestamp with time zone
-    LANGUAGE sql
+    LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$ select clock_timestamp() $$;
+    AS $$
+begin
+    return clock_timestamp();
+end
+$$;
 
 CREATE FUNCTION queue._lease_default() RETURNS interval
     LANGUAGE sql IMMUTABLE
