@@ -3086,9 +3086,54 @@ CREATE FUNCTION queue._gated_scan(queues text[], lim integer, exclude_categories
     LANGUAGE plpgsql ROWS 10
     SET search_path TO 'pg_catalog', 'pg_temp'
     SET plan_cache_mode TO 'auto'
+    SET enable_bitmapscan TO 'off'
     AS $$
 #variable_conflict use_column
+declare
+    v_head int := 4 * lim + 2 * coalesce(cardinality(exclude_categories), 0) + 16;
+    v_head_ids bigint[];
+    v_ids bigint[];
 begin
+    -- the head, read without locking (in index order: the function reads no bitmap)
+    if queues is null then
+        v_head_ids := array(
+            select j.id from queue.jobs as j
+            where j.status = 'pending' and j.category is not null and j.available_at <= now()
+            order by j.priority desc, j.available_at, j.id
+            limit v_head);
+    elsif cardinality(queues) = 1 then
+        v_head_ids := array(
+            select j.id from queue.jobs as j
+            where j.queue = queues[1] and j.status = 'pending' and j.category is not null
+              and j.available_at <= now()
+            order by j.priority desc, j.available_at, j.id
+            limit v_head);
+    end if;
+    if v_head_ids is not null then
+        -- its jobs outside the left-out categories, locked by primary key (re-checked on the
+        -- row locked), the best lim of them kept
+        v_ids := array(
+            select x.id from (
+                select j.id, j.priority, j.available_at from queue.jobs as j
+                where j.id = any (v_head_ids)
+                  -- (coalesce: no partial index of pending jobs can serve this statement,
+                  -- so it is the primary key's probes, never a walk of the gated backlog)
+                  and coalesce(j.status, '') = 'pending'
+                  and j.available_at <= now()
+                  and j.category <> all (exclude_categories) and j.id <> all (exclude_ids)
+                for update skip locked
+            ) as x
+            order by x.priority desc, x.available_at, x.id
+            limit lim);
+    end if;
+    if cardinality(v_ids) >= lim then
+        return query
+        select j.id, j.category, j.priority, j.available_at from queue.jobs as j
+        where j.id = any (v_ids) and (queues is null or j.queue = queues[1])
+        order by j.priority desc, j.available_at, j.id;
+        return;
+    end if;
+
     return query
     -- Pairs in the order of the index's expression, array[queue, category]. Listed
     -- queues: each queue's first pair (array[queue, ''] sorts before its first category),
