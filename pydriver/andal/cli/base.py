@@ -65,7 +65,7 @@ def _version(conn: psycopg.Connection) -> str:
     return str(row[0]) if row else "(version unknown)"
 
 
-#: C0 and C1 control characters and DEL: ESC starts a terminal escape sequence.
+#: Control characters (U+0000 to U+001F, DEL, U+0080 to U+009F): ESC starts an escape sequence.
 _CONTROL = str.maketrans({c: "?" for c in [*range(0x20), *range(0x7F, 0xA0)]})
 
 
