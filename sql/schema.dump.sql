@@ -2822,7 +2822,7 @@ CREATE FUNCTION queue._fail(job_id bigint, token uuid, error text, retry_in inte
     AS $$
 #variable_conflict use_column
 declare
-    v_job record;  -- not queue.jobs: queue.set_shards may replace the table mid-call
+    v_job record;
     v_cfg queue.queues;
     v_delay interval;
     v_error text;
@@ -3466,7 +3466,7 @@ CREATE FUNCTION queue._lease_lost(job_id bigint, token uuid) RETURNS void
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
-    v_job record;  -- not queue.jobs: queue.set_shards may replace the table mid-call
+    v_job record;
     v_detail text;
 begin
     select j.* into v_job from queue.jobs as j where j.id = _lease_lost.job_id;
@@ -3619,7 +3619,7 @@ CREATE FUNCTION queue._reap(lim integer DEFAULT 100, queues text[] DEFAULT NULL:
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
-    v_job record;  -- not queue.jobs: queue.set_shards may replace the table mid-call
+    v_job record;
     v_count int := 0;
     v_error text;
     v_timeout boolean;
@@ -4110,7 +4110,7 @@ CREATE FUNCTION queue.cancel(job_id bigint) RETURNS void
     AS $$
 #variable_conflict use_column
 declare
-    v_job record;  -- not queue.jobs: queue.set_shards may replace the table mid-call
+    v_job record;
 begin
     if cancel.job_id is null then
         raise exception 'job_id must not be null' using errcode = '22004';
@@ -5278,7 +5278,7 @@ CREATE FUNCTION queue.release(job_id bigint, token uuid, delay interval DEFAULT 
     AS $$
 #variable_conflict use_column
 declare
-    v_job record;  -- not queue.jobs: queue.set_shards may replace the table mid-call
+    v_job record;
     v_now timestamptz := queue._lease_clock();
 begin
     if release.job_id is null or release.token is null then

@@ -42,7 +42,7 @@ language plpgsql
 set search_path = pg_catalog, pg_temp
 as $$
 declare
-    v_job record;  -- not queue.jobs: queue.set_shards may replace the table mid-call
+    v_job record;
     v_detail text;
 begin
     select j.* into v_job from queue.jobs as j where j.id = _lease_lost.job_id;
@@ -114,7 +114,7 @@ language plpgsql
 set search_path = pg_catalog, pg_temp
 as $$
 declare
-    v_job record;  -- not queue.jobs: queue.set_shards may replace the table mid-call
+    v_job record;
     v_count int := 0;
     v_error text;
     v_timeout boolean;

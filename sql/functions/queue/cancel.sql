@@ -19,7 +19,7 @@ set jit = off
 as $$
 #variable_conflict use_column
 declare
-    v_job record;  -- not queue.jobs: queue.set_shards may replace the table mid-call
+    v_job record;
 begin
     if cancel.job_id is null then
         raise exception 'job_id must not be null' using errcode = '22004';

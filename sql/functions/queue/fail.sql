@@ -29,7 +29,7 @@ set jit = off
 as $$
 #variable_conflict use_column
 declare
-    v_job record;  -- not queue.jobs: queue.set_shards may replace the table mid-call
+    v_job record;
     v_cfg queue.queues;
     v_delay interval;
     v_error text;

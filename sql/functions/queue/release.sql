@@ -18,7 +18,7 @@ set jit = off
 as $$
 #variable_conflict use_column
 declare
-    v_job record;  -- not queue.jobs: queue.set_shards may replace the table mid-call
+    v_job record;
     v_now timestamptz := queue._lease_clock();
 begin
     if release.job_id is null or release.token is null then
