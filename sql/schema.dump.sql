@@ -5379,11 +5379,11 @@ $$;
 
 COMMENT ON FUNCTION queue.resume(queue text) IS 'Resume a paused queue.';
 
-CREATE FUNCTION queue.roles() RETURNS TABLE(kind text, role_name name)
+CREATE FUNCTION queue.roles() RETURNS TABLE(kind text, role_name text)
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-    select k.kind, (s.role_prefix || '_' || k.kind)::name
+    select k.kind, s.role_prefix || '_' || k.kind
     from queue.install_state as s
     cross join unnest(array['producer', 'worker', 'admin', 'monitor'])
         with ordinality as k (kind, n)

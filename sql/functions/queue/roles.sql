@@ -5,12 +5,12 @@
 -- (docs/multi-db.md). Grant these, not a guess, to the application's login roles. Reads
 -- only; raises nothing.
 create or replace function queue.roles()
-returns table (kind text, role_name name)
+returns table (kind text, role_name text)
 language sql stable
 security definer
 set search_path = pg_catalog, pg_temp
 as $$
-    select k.kind, (s.role_prefix || '_' || k.kind)::name
+    select k.kind, s.role_prefix || '_' || k.kind
     from queue.install_state as s
     cross join unnest(array['producer', 'worker', 'admin', 'monitor'])
         with ordinality as k (kind, n)
