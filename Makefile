@@ -62,7 +62,7 @@ test: venv deps ## every test, on an unsharded and a sharded install, then the b
 test-sql: venv ## pgTAP tests in a fresh database (SHARDS=4: on a sharded install)
 	@psql -q -X -d postgres -c 'drop database if exists $(TEST_DB)' -c 'create database $(TEST_DB)'
 	$(PY) -m andal.install "postgresql://$(PGUSER)@$(PGHOST):$(PGPORT)/$(TEST_DB)" \
-		$(if $(SHARDS),--shards $(SHARDS)) >/dev/null
+		--role-prefix andal $(if $(SHARDS),--shards $(SHARDS)) >/dev/null
 	@psql -q -X -d $(TEST_DB) -c 'create extension if not exists pgtap'
 	pg_prove -d $(TEST_DB) --recurse --ext .sql sql/tests/
 	@psql -q -X -d postgres -c 'drop database if exists $(TEST_DB)'
@@ -70,7 +70,7 @@ test-sql: venv ## pgTAP tests in a fresh database (SHARDS=4: on a sharded instal
 test-isolation: venv ## isolation specs (sql/isolation) with PostgreSQL's isolationtester, in a fresh database (SHARDS=4: sharded)
 	@psql -q -X -d postgres -c 'drop database if exists $(ISOLATION_DB)' -c 'create database $(ISOLATION_DB)'
 	$(PY) -m andal.install "postgresql://$(PGUSER)@$(PGHOST):$(PGPORT)/$(ISOLATION_DB)" \
-		$(if $(SHARDS),--shards $(SHARDS)) >/dev/null
+		--role-prefix andal $(if $(SHARDS),--shards $(SHARDS)) >/dev/null
 	@rm -rf sql/isolation/output/$(ISOLATION_DB); mkdir -p sql/isolation/output/$(ISOLATION_DB); rc=0; \
 	$(PG_ISOLATION_REGRESS) --use-existing --bindir='$(PG_BINDIR)' --host=$(PGHOST) \
 		--port=$(PGPORT) --user=$(PGUSER) --dbname=$(ISOLATION_DB) --inputdir=sql/isolation \

@@ -5379,6 +5379,19 @@ $$;
 
 COMMENT ON FUNCTION queue.resume(queue text) IS 'Resume a paused queue.';
 
+CREATE FUNCTION queue.roles() RETURNS TABLE(kind text, role_name text)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    select k.kind, s.role_prefix || '_' || k.kind
+    from queue.install_state as s
+    cross join unnest(array['producer', 'worker', 'admin', 'monitor'])
+        with ordinality as k (kind, n)
+    order by k.n
+$$;
+
+COMMENT ON FUNCTION queue.roles() IS 'The names of this install''s producer, worker, admin and monitor roles.';
+
 CREATE FUNCTION queue.schedule(name text, queue text DEFAULT NULL::text, cron text DEFAULT NULL::text, every interval DEFAULT NULL::interval, payload jsonb DEFAULT '{}'::jsonb, timezone text DEFAULT 'UTC'::text, category text DEFAULT NULL::text, priority integer DEFAULT 0, max_attempts integer DEFAULT NULL::integer, missed text DEFAULT 'latest'::text, catch_up integer DEFAULT 100, enabled boolean DEFAULT true) RETURNS timestamp with time zone
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -7009,6 +7022,12 @@ GRANT ALL ON FUNCTION queue.requeue_dead(job_id bigint) TO andal_admin;
 
 REVOKE ALL ON FUNCTION queue.resume(queue text) FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.resume(queue text) TO andal_admin;
+
+REVOKE ALL ON FUNCTION queue.roles() FROM PUBLIC;
+GRANT ALL ON FUNCTION queue.roles() TO andal_producer;
+GRANT ALL ON FUNCTION queue.roles() TO andal_worker;
+GRANT ALL ON FUNCTION queue.roles() TO andal_admin;
+GRANT ALL ON FUNCTION queue.roles() TO andal_monitor;
 
 REVOKE ALL ON FUNCTION queue.schedule(name text, queue text, cron text, every interval, payload jsonb, timezone text, category text, priority integer, max_attempts integer, missed text, catch_up integer, enabled boolean) FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.schedule(name text, queue text, cron text, every interval, payload jsonb, timezone text, category text, priority integer, max_attempts integer, missed text, catch_up integer, enabled boolean) TO andal_admin;

@@ -18,6 +18,7 @@ import pytest
 from pytest_postgresql.janitor import DatabaseJanitor
 
 from andal.install import install
+from andal.roles import derived_prefix
 
 PGHOST = os.environ.get("PGHOST", "127.0.0.1")
 PGPORT = int(os.environ.get("PGPORT", "5432"))
@@ -35,7 +36,7 @@ def template_db() -> Iterator[str]:
     name = f"andal_tpl_{uuid.uuid4().hex[:8]}"
     janitor = DatabaseJanitor(user=PGUSER, host=PGHOST, port=PGPORT, dbname=name)
     janitor.init()
-    install(make_dsn(name), shards=SHARDS)
+    install(make_dsn(name), shards=SHARDS, role_prefix="andal")
     try:
         yield name
     finally:
@@ -78,6 +79,15 @@ def clean(dsn: str) -> None:
             " 'usage_state')"
         ).fetchone()[0]
         c.execute(f"truncate {tables}")
+
+
+def drop_roles_of(dbname: str) -> None:
+    """Drop the roles a default install of the dropped database ``dbname`` made for itself
+    (roles outlive their database): those of the prefix derived from its name."""
+    prefix = derived_prefix(dbname)
+    with psycopg.connect(make_dsn("postgres"), autocommit=True) as c:
+        for kind in ("producer", "worker", "admin", "monitor"):
+            c.execute(f'drop role if exists "{prefix}_{kind}"')
 
 
 def wait_for(

@@ -79,7 +79,7 @@ def main() -> int:
     with psycopg.connect(admin, autocommit=True) as conn:
         conn.execute(f"create database {name}")
     try:
-        install(psycopg.conninfo.make_conninfo(admin, dbname=name))
+        install(psycopg.conninfo.make_conninfo(admin, dbname=name), role_prefix="andal")
         COMMITTED.write_text(HEADER + dump(name))
     finally:
         with psycopg.connect(admin, autocommit=True) as conn:

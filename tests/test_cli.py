@@ -13,7 +13,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from conftest import PGHOST, PGUSER, make_dsn, wait_for
+from conftest import PGHOST, PGUSER, drop_roles_of, make_dsn, wait_for
 from workers.recording import make_tables
 
 HERE = Path(__file__).resolve().parent
@@ -53,6 +53,7 @@ def empty_db() -> Iterator[str]:
     finally:
         with psycopg.connect(server, autocommit=True) as c:
             c.execute(f"drop database if exists {name} with (force)")
+        drop_roles_of(name)
 
 
 # -- install --------------------------------------------------------------------------------

@@ -444,6 +444,8 @@ def read_only_calls(job: int, dead: int) -> list[Call]:
     return [Call(s, "25006", ro) for s in writes]
 
 
+#: What a refused call must leave unchanged: andal's sequences and this database's catalogs
+#: and ACL. Nothing cluster-wide (roles, memberships): other sessions change those.
 FINGERPRINT = """
 select (select md5(string_agg(f, '|' order by f)) from (
             select format('%s=%s', s.schemaname || '.' || s.sequencename, s.last_value) as f
@@ -451,7 +453,8 @@ select (select md5(string_agg(f, '|' order by f)) from (
        (select count(*) from pg_class), (select max(oid::int8) from pg_class),
        (select count(*) from pg_proc), (select count(*) from pg_trigger),
        (select count(*) from pg_type), (select count(*) from pg_namespace),
-       (select count(*) from pg_attribute), (select count(*) from pg_roles),
+       (select count(*) from pg_attribute), (select datacl::text from pg_database
+            where datname = current_database()),
        (select md5(string_agg(tgname || tgrelid::text || tgfoid::text, ',' order by tgname,
             tgrelid)) from pg_trigger)
 """

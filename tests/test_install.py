@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import threading
@@ -12,17 +11,10 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from conftest import PGHOST, PGPORT, PGUSER, drop_roles_of, make_dsn
 from pytest_postgresql.janitor import DatabaseJanitor
 
 from andal.install import install, manifest, sql_dir
-
-PGHOST = os.environ.get("PGHOST", "127.0.0.1")
-PGPORT = int(os.environ.get("PGPORT", "5432"))
-PGUSER = os.environ.get("PGUSER", "postgres")
-
-
-def make_dsn(dbname: str) -> str:
-    return f"postgresql://{PGUSER}@{PGHOST}:{PGPORT}/{dbname}"
 
 
 @pytest.fixture
@@ -34,6 +26,7 @@ def empty_db() -> Iterator[str]:
         yield name
     finally:
         janitor.drop()
+        drop_roles_of(name)
 
 
 def schema_dump(dbname: str) -> str:
@@ -68,7 +61,7 @@ def schema_dump(dbname: str) -> str:
 
 def test_second_install_changes_nothing(empty_db: str) -> None:
     dsn = make_dsn(empty_db)
-    first = install(dsn)
+    first = install(dsn, role_prefix="andal")
     assert any(step.startswith("migration 0001") for step in first)
     before = schema_dump(empty_db)
     assert install(dsn) == []
@@ -99,7 +92,7 @@ def test_upgrade_in_place_equals_fresh_install(empty_db: str, tmp_path: Path) ->
         )
     )
     dsn = make_dsn(empty_db)
-    install(dsn, root=old)
+    install(dsn, root=old, role_prefix="andal")
     with psycopg.connect(dsn, autocommit=True) as c:
         job = c.execute(
             "insert into queue.jobs (queue, payload, max_attempts) values ('up', '{\"k\": 1}', 5)"
@@ -118,7 +111,7 @@ def test_upgrade_in_place_equals_fresh_install(empty_db: str, tmp_path: Path) ->
     janitor = DatabaseJanitor(user=PGUSER, host=PGHOST, port=PGPORT, dbname=fresh)
     janitor.init()
     try:
-        install(make_dsn(fresh))
+        install(make_dsn(fresh), role_prefix="andal")
         assert schema_dump(empty_db) == schema_dump(fresh)
     finally:
         janitor.drop()
@@ -157,7 +150,7 @@ def test_non_superuser_database_owner_can_install(empty_db: str) -> None:
         with psycopg.connect(make_dsn(empty_db), autocommit=True) as su:
             su.execute(f"alter schema public owner to {owner}")
         dsn = f"postgresql://{owner}@{PGHOST}:{PGPORT}/{empty_db}"
-        assert install(dsn)
+        assert install(dsn, role_prefix="andal")
         with psycopg.connect(dsn, autocommit=True) as c:
             job = c.execute("select queue.enqueue(payload => '{}')").fetchone()[0]
             claimed = c.execute("select job_id from queue.claim(worker => 'w')").fetchone()

@@ -13,12 +13,14 @@ from collections.abc import Iterator
 
 import psycopg
 import pytest
-from conftest import PGHOST, PGPORT, PGUSER, make_dsn
+from conftest import PGHOST, PGPORT, PGUSER, drop_roles_of, make_dsn
 from pytest_postgresql.janitor import DatabaseJanitor
 
 from andal.install import INSTALL_LOCK, LOCK_TABLE, install
+from andal.roles import ROLE_PREFIX, derived_prefix
 
 PREFIX = f"andal_t{uuid.uuid4().hex[:6]}"
+CLAIM_APART = "select job_id from queue.claim(worker => 'w', queues => '{apart}')"
 
 
 @pytest.fixture
@@ -55,6 +57,8 @@ def test_an_install_with_its_own_roles(prefixed_db: str) -> None:
         ).fetchone()
         assert reads == (True, False), "the read-only role is the install's own too"
         assert c.execute("select role_prefix from queue.install_state").fetchone() == (PREFIX,)
+        names = c.execute("select kind, role_name from queue.roles()").fetchall()
+        assert names == [(k, f"{PREFIX}_{k}") for k in ("producer", "worker", "admin", "monitor")]
 
     assert install(prefixed_db) == [], "re-installing keeps the recorded prefix, changes nothing"
     with pytest.raises(psycopg.Error) as refused:
@@ -80,6 +84,8 @@ def _databases(n: int) -> Iterator[list[str]]:
     finally:
         for j in janitors:
             j.drop()
+        for name in names:
+            drop_roles_of(name)
 
 
 @pytest.fixture
@@ -207,3 +213,74 @@ def test_a_role_without_grants_cannot_hold_up_an_upgrade(three_dbs: list[str]) -
         with psycopg.connect(make_dsn(name), autocommit=True) as c:
             c.execute("drop schema if exists queue, cache cascade")
         _drop_roles(logins=(stranger,))
+
+
+def test_a_second_database_gets_roles_of_its_own(dsn: str, three_dbs: list[str]) -> None:
+    """The module's database uses the andal_* roles; a default install of another database of
+    the cluster takes roles derived from its own name, so a member granted one database's
+    worker role can claim there and nowhere else."""
+    other = three_dbs[0]
+    own = derived_prefix(other)
+    warnings: list[str] = []
+    steps = install(make_dsn(other), warn=warnings.append)
+    assert warnings == [], "nothing is shared, so nothing to warn about"
+    assert steps[-1].startswith(f"roles {own}_producer, {own}_worker"), steps[-1]
+    login_plain, login_own = (f"andal_wl_{uuid.uuid4().hex[:6]}" for _ in range(2))
+    try:
+        with psycopg.connect(make_dsn(other), autocommit=True) as c:
+            names = dict(c.execute("select kind, role_name from queue.roles()").fetchall())
+            assert names["worker"] == f"{own}_worker" and names["monitor"] == f"{own}_monitor"
+            can = c.execute(
+                "select has_function_privilege('andal_worker',"
+                " 'queue.claim(text, text[], int, interval)', 'execute')"
+            ).fetchone()
+            assert can == (False,), "the andal_* roles of the other database have no right here"
+        with psycopg.connect(make_dsn("postgres"), autocommit=True) as su:
+            su.execute(f'create role "{login_plain}" login in role andal_worker')
+            su.execute(f'create role "{login_own}" login in role "{own}_worker"')
+        for db in (other, psycopg.conninfo.conninfo_to_dict(dsn)["dbname"]):
+            with psycopg.connect(make_dsn(db), autocommit=True) as c:
+                c.execute("select queue.enqueue(payload => '{}', queue => 'apart')")
+
+        def claims(login: str, db: str) -> int:
+            with psycopg.connect(f"postgresql://{login}@{PGHOST}:{PGPORT}/{db}") as w:
+                got = w.execute(
+                    "select job_id from queue.claim(worker => 'w', queues => '{apart}')"
+                )
+                n = len(got.fetchall())
+                w.rollback()
+                return n
+
+        here = str(psycopg.conninfo.conninfo_to_dict(dsn)["dbname"])
+        assert claims(login_plain, here) == 1 and claims(login_own, other) == 1
+        for login, db in ((login_plain, other), (login_own, here)):
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                claims(login, db)
+        assert install(make_dsn(other)) == [], "an upgrade keeps the recorded prefix"
+    finally:
+        with psycopg.connect(make_dsn(other), autocommit=True) as c:
+            c.execute("drop schema if exists queue, cache cascade")
+        _drop_roles(logins=(login_plain, login_own))
+
+
+@pytest.mark.parametrize(
+    ("database", "prefix"),
+    [
+        ("app", "andal_app"),
+        ("billing_eu2", "andal_billing_eu2"),
+        ("App", None),  # changed by lower-casing: a hash keeps "App" and "app" apart
+        ("a-b", None),
+        ("a_b", "andal_a_b"),
+        ("", None),
+        ("письма", None),
+        ("x" * 63, None),
+    ],
+)
+def test_derived_prefixes_fit_and_stay_apart(database: str, prefix: str | None) -> None:
+    got = derived_prefix(database)
+    assert ROLE_PREFIX.fullmatch(got) and len(f"{got}_producer") <= 63, got
+    if prefix is not None:
+        assert got == prefix
+    else:
+        assert got != derived_prefix(database.upper() + "_") and got.startswith("andal_")
+    assert derived_prefix(database) == got, "the same name gives the same prefix"

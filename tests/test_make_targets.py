@@ -12,7 +12,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from conftest import PGHOST, PGPORT, PGUSER, make_dsn
+from conftest import PGHOST, PGPORT, PGUSER, drop_roles_of, make_dsn
 from pytest_postgresql.janitor import DatabaseJanitor
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -52,6 +52,7 @@ def empty_db() -> Iterator[str]:
         yield name
     finally:
         janitor.drop()
+        drop_roles_of(name)
 
 
 def test_make_install_without_a_database_refuses(empty_db: str) -> None:

@@ -21,7 +21,7 @@ from typing import Any
 
 import psycopg
 import pytest
-from conftest import PGHOST, PGPORT, PGUSER, make_dsn
+from conftest import PGHOST, PGPORT, PGUSER, drop_roles_of, make_dsn
 from psycopg.conninfo import make_conninfo
 from pytest_postgresql.janitor import DatabaseJanitor
 
@@ -297,6 +297,7 @@ CALLS = {
     "unregister_worker": "select queue.unregister_worker('rm-w')",
     "next_available": "select queue.next_available()",
     "version": "select queue.version()",
+    "roles": "select * from queue.roles()",
     "cancel": "select queue.cancel(0)",
     "requeue_dead": "select queue.requeue_dead(0)",
     "purge_dead": "select queue.purge_dead('100 years')",
@@ -327,8 +328,8 @@ CALLS = {
     "rate_limits": "select * from queue.rate_limits()",
 }
 READ = {"job", "jobs_by"}
-PRODUCER = {"enqueue", "enqueue:trace_context", "enqueue_many", "version", "shard_of", "watch",
-            *READ}  # fmt: skip
+PRODUCER = {"enqueue", "enqueue:trace_context", "enqueue_many", "version", "roles", "shard_of",
+            "watch", *READ}  # fmt: skip
 WORKER = {
     "claim",
     "complete",
@@ -354,6 +355,7 @@ WORKER = {
     "unregister_worker",
     "next_available",
     "version",
+    "roles",
     "shard_of",
     "watch",
     "schedules",
@@ -371,6 +373,7 @@ MONITOR = {
     "registered_workers",
     "next_available",
     "version",
+    "roles",
     "schedules",
     "queue_settings",
     "rate_limits",
@@ -485,4 +488,5 @@ def test_installed_functions_are_never_executable_by_public(
             ).fetchall()
     finally:
         janitor.drop()
+        drop_roles_of(name)
     assert public_exec == [], "PUBLIC can execute these andal functions"

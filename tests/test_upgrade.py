@@ -173,13 +173,13 @@ def test_a_release_upgrades_with_its_data(
         got = conn.execute("select value, stale from cache.get(key => 'user:1')").fetchone()
         assert got == ({"name": "Ana"}, False)
 
-    install(make_dsn(fresh), shards=shards)
+    install(make_dsn(fresh), shards=shards, role_prefix="andal")
     assert dump(old) == dump(fresh)
 
 
 def test_a_fresh_install_equals_the_committed_schema_dump(databases: Callable[[], str]) -> None:
     name = databases()
-    install(make_dsn(name))
+    install(make_dsn(name), role_prefix="andal")
     assert dump(name) == committed(), (
         "the schema differs from sql/schema.dump.sql: run `make schema-dump` and commit it"
         " with the change"

@@ -162,9 +162,9 @@ def test_an_install_with_its_own_roles() -> None:
         with andal_web(make_dsn(name), "--role-prefix", prefix) as server:
             assert f"actions enabled ({prefix}_admin)" in server.output()
             assert get(server.base + "/")[0] == 200
-        web = [sys.executable, "-m", "andal.cli", "--dsn", make_dsn(name), "web"]
-        result = subprocess.run(web, capture_output=True, text=True, timeout=60)
-        assert result.returncode == 4 and "--role-prefix" in result.stderr, result.stderr
+        # without --role-prefix it takes the install's own, as queue.roles() names them
+        with andal_web(make_dsn(name)) as server:
+            assert f"actions enabled ({prefix}_admin)" in server.output()
     finally:
         with psycopg.connect(server_dsn, autocommit=True) as c:
             c.execute(f"drop database if exists {name} with (force)")

@@ -10,10 +10,13 @@ works) once that table exists, which only its owner may take, so a role without 
 cannot delay an install or an upgrade; on a database where andal is not installed yet, where
 no table of andal's exists, by a session advisory lock (which any role could hold).
 
-The install's roles are cluster-wide: when they already hold grants in another database of the
-cluster, a member granted them for one database works in the other too. The install says so
-(one warning line naming those databases and the fix, ``--role-prefix``), or with
-``exclusive_roles`` refuses (SQLSTATE 55006) before anything is written.
+The install's roles are cluster-wide, so each install has a role prefix of its own
+(``andal.roles``): a new install without ``--role-prefix`` takes ``andal`` when no other
+database of the cluster uses those roles, else a prefix derived from its database's name.
+When the chosen roles already hold grants in another database (a prefix given on purpose),
+a member granted them for one database works in the other too: the install says so (one
+warning line naming those databases), or with ``exclusive_roles`` refuses (SQLSTATE 55006)
+before anything is written.
 
 ``shards`` (optional) then spreads the live table ``queue.jobs`` (partitioned by hash of the
 queue, see migration 0011) over that many shards, in place (``queue.set_shards``; 1:
@@ -24,7 +27,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -34,6 +36,17 @@ from typing import Any
 import psycopg
 import psycopg.sql
 
+from .roles import (
+    DEFAULT_PREFIX,
+    ROLE_PREFIX,
+    ROLES_SHARED,
+    check_shared,
+    choose_prefix,
+    role_names,
+    shared_role_databases,
+    warn_stderr,
+    with_roles,
+)
 from .sources import SqlNotFound, sql_dir, sql_version
 
 #: Session advisory lock that serialises installs into a database where andal's first
@@ -43,13 +56,16 @@ INSTALL_LOCK = 0x616E64616C
 #: with itself but not with the inserts into the table, and needs a privilege on the table
 #: (UPDATE, DELETE or TRUNCATE) that only its owner has. No migration may alter this table.
 LOCK_TABLE = "queue.schema_migrations"
-#: SQLSTATE of an install with ``exclusive_roles`` whose roles hold grants in another database.
-ROLES_SHARED = "55006"
-#: The role names in the SQL sources, replaced by ``<role_prefix>_...`` at install.
-ROLE_NAMES = re.compile(r"\bandal_(producer|worker|admin|monitor)\b")
-ROLE_PREFIX = re.compile(r"[a-z][a-z0-9_]{0,47}")
 
-__all__ = ["SqlNotFound", "install", "main", "sql_dir", "sql_version"]
+__all__ = [
+    "ROLES_SHARED",
+    "SqlNotFound",
+    "install",
+    "main",
+    "shared_role_databases",
+    "sql_dir",
+    "sql_version",
+]
 
 
 def migrations(root: Path | None = None) -> list[tuple[str, Path]]:
@@ -119,25 +135,28 @@ def install(
     ``shards`` is given; ``lock_down``: then ``queue._lock_down()`` (no CONNECT or TEMPORARY
     for PUBLIC, notifications without names). ``role_prefix``: the install's roles are
     ``<prefix>_producer``, ``_worker``, ``_admin`` and ``_monitor`` (default: the prefix it
-    was installed with, ``andal`` for a new install; another prefix than the recorded one is
-    refused with SQLSTATE 55000). When those roles hold grants in another database of the
-    cluster, ``warn`` (default: a line on stderr) is told, or with ``exclusive_roles`` the
-    install is refused with SQLSTATE 55006; both before anything is written. Returns what
-    was done."""
+    was installed with; for a new install ``andal`` when no other database of the cluster
+    uses the ``andal_*`` roles, else one derived from the database's name, see
+    ``andal.roles``; another prefix than the recorded one is refused with SQLSTATE 55000).
+    When those roles hold grants in another database of the cluster, ``warn`` (default: a
+    line on stderr) is told, or with ``exclusive_roles`` the install is refused with SQLSTATE
+    55006; both before anything is written. A new install's steps end with the names of its
+    roles. Returns what was done."""
     if role_prefix is not None and not ROLE_PREFIX.fullmatch(role_prefix):
         raise ValueError(f"role_prefix must match {ROLE_PREFIX.pattern} (got {role_prefix!r})")
     root = root or sql_dir()
     log = log or (lambda _msg: None)
     done: list[str] = []
     with psycopg.connect(dsn, autocommit=True) as conn, _serialised(conn, dsn) as locked:
-        prefix = _role_prefix(conn, role_prefix)
-        _check_shared_roles(conn, prefix, exclusive_roles, warn or _warn_stderr)
+        recorded = _recorded_prefix(conn)
+        prefix = choose_prefix(conn, recorded, role_prefix)
+        check_shared(conn, prefix, exclusive_roles, warn or warn_stderr)
         for version, path in migrations(root):
             if version in _applied(conn):  # read again: an install may have run meanwhile
                 continue
             log(f"applying migration {path.name}")
             with conn.transaction():
-                conn.execute(_with_roles(path.read_text(), prefix))
+                conn.execute(with_roles(path.read_text(), prefix))
                 conn.execute(
                     "insert into queue.schema_migrations (version, name) values (%s, %s)",
                     (version, path.stem),
@@ -150,6 +169,8 @@ def install(
                 "update queue.install_state set role_prefix = %(p)s where role_prefix <> %(p)s",
                 {"p": prefix},
             )
+        if recorded is None:
+            done.append(_roles_step(conn, prefix, role_prefix, warn))
         if shards is not None:
             done += _reshard(conn, shards, log)
         if lock_down:
@@ -204,13 +225,15 @@ def _apply_functions(
     with conn.transaction():
         conn.execute("set local check_function_bodies = off")
         for f in files:
-            conn.execute(_with_roles(f.read_text(), prefix))
+            conn.execute(with_roles(f.read_text(), prefix))
         conn.execute(
             "insert into queue.install_state (id, functions_digest)"
             " values (true, %s) on conflict (id) do update"
             " set functions_digest = excluded.functions_digest, installed_at = now()",
             (digest,),
         )
+        if _has_prefix_column(conn):  # recorded with the functions that grant to the roles
+            conn.execute("update queue.install_state set role_prefix = %s", (prefix,))
     return [f"functions ({len(files)} files)"]
 
 
@@ -225,66 +248,6 @@ def _reshard(conn: psycopg.Connection, shards: int, log: Callable[[str], None]) 
     return [f"shards {current} -> {shards} ({moved} live jobs moved)"]
 
 
-#: The other databases of the cluster in which any of the roles holds a grant or owns
-#: something (pg_shdepend; a grant on a database itself is recorded with dbid 0).
-SHARED_ROLES = """
-select coalesce(array_agg(distinct d.datname order by d.datname), '{}')
-from pg_catalog.pg_shdepend as s
-join pg_catalog.pg_roles as r on r.oid = s.refobjid
-join pg_catalog.pg_database as d on d.oid = case
-    when s.dbid = 0 and s.classid = 'pg_catalog.pg_database'::regclass then s.objid
-    else s.dbid end
-where s.refclassid = 'pg_catalog.pg_authid'::regclass
-  and r.rolname = any(%(roles)s::text[])
-  and d.datname <> current_database()
-"""
-
-
-def shared_role_databases(conn: psycopg.Connection, prefix: str) -> list[str]:
-    """The other databases of the cluster where the install's roles hold grants."""
-    roles = [f"{prefix}_{kind}" for kind in ("producer", "worker", "admin", "monitor")]
-    row = conn.execute(SHARED_ROLES, {"roles": roles}).fetchone()
-    return list(row[0]) if row else []
-
-
-def _check_shared_roles(
-    conn: psycopg.Connection, prefix: str, exclusive: bool, warn: Callable[[str], None]
-) -> None:
-    others = shared_role_databases(conn, prefix)
-    if not others:
-        return
-    names = ", ".join(others[:5]) + (f" and {len(others) - 5} more" if len(others) > 5 else "")
-    what = (
-        f"the roles {prefix}_producer, _worker, _admin and _monitor also hold grants in"
-        f" database(s) {names}: a role granted them for one of these databases works in all"
-    )
-    fix = (
-        "Install each application's database with a role prefix of its own (--role-prefix,"
-        " docs/multi-db.md)"
-    )
-    if exclusive:  # the texts travel as parameters (a database name may hold any character)
-        conn.execute(
-            "select set_config('andal.refusal', %s, false), set_config('andal.fix', %s, false)",
-            (what, fix + "."),
-        )
-        conn.execute(
-            "do $$ begin raise exception '%', current_setting('andal.refusal')"
-            f" using errcode = '{ROLES_SHARED}', hint = current_setting('andal.fix'); end $$"
-        )
-    warn(f"warning: {what}. {fix}, or pass --exclusive-roles to refuse such an install.")
-
-
-def _warn_stderr(message: str) -> None:
-    print(f"andal install: {message}", file=sys.stderr, flush=True)
-
-
-def _with_roles(text: str, prefix: str) -> str:
-    """The SQL source with the install's role names."""
-    if prefix == "andal":
-        return text
-    return ROLE_NAMES.sub(lambda m: f"{prefix}_{m.group(1)}", text)
-
-
 def _has_prefix_column(conn: psycopg.Connection) -> bool:
     row = conn.execute(
         "select exists (select from pg_attribute where attname = 'role_prefix'"
@@ -293,22 +256,29 @@ def _has_prefix_column(conn: psycopg.Connection) -> bool:
     return bool(row and row[0])
 
 
-def _role_prefix(conn: psycopg.Connection, wanted: str | None) -> str:
-    """The install's role prefix: the recorded one, else ``wanted`` or ``andal``. Another
-    prefix than the recorded one is refused (55000), before anything is written."""
+def _roles_step(
+    conn: psycopg.Connection,
+    prefix: str,
+    wanted: str | None,
+    warn: Callable[[str], None] | None,
+) -> str:
+    """What a new install says about its roles. A default ``andal`` is checked once more:
+    another database's first install, at the same moment, may have taken those names too."""
+    if wanted is None and prefix == DEFAULT_PREFIX:
+        check_shared(conn, prefix, False, warn or warn_stderr)
+    why = ""
+    if wanted is None and prefix != DEFAULT_PREFIX:
+        why = f" (the {DEFAULT_PREFIX}_* roles already serve another database of the cluster)"
+    return "roles " + ", ".join(role_names(prefix)) + why
+
+
+def _recorded_prefix(conn: psycopg.Connection) -> str | None:
+    """The role prefix this database's install recorded (``andal`` for an install older than
+    the record), or None on a new install."""
     row = None
     if _has_prefix_column(conn):
         row = conn.execute("select role_prefix from queue.install_state").fetchone()
-    recorded = row[0] if row else ("andal" if _applied(conn) else None)
-    if recorded and wanted and wanted != recorded:
-        conn.execute(
-            psycopg.sql.SQL(
-                "do $$ begin raise exception 'andal is installed here with role prefix %',"
-                " {r} using errcode = '55000', hint = 'Install with role prefix ' || {r}"
-                " || ' (or none), or into another database.'; end $$"
-            ).format(r=psycopg.sql.Literal(recorded))
-        )
-    return recorded or wanted or "andal"
+    return row[0] if row else ("andal" if _applied(conn) else None)
 
 
 def _env_shards() -> int | None:

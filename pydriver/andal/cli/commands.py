@@ -53,8 +53,8 @@ def cmd_install(args: argparse.Namespace) -> int:
             with connect(dsn) as conn:
                 version = _version(conn)
         if done:
-            for item in done:
-                print(f"applied {item}")
+            for item in done:  # the roles line names them; the others are steps applied
+                print(item if item.startswith("roles ") else f"applied {item}")
             print(f"andal {version} installed")
         else:
             print(f"andal {version} is already installed; nothing to do")

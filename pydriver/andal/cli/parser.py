@@ -19,7 +19,7 @@ from .status import cmd_status
 
 
 def _role_prefix(value: str) -> str:
-    from ..install import ROLE_PREFIX
+    from ..roles import ROLE_PREFIX
 
     if not ROLE_PREFIX.fullmatch(value):
         raise argparse.ArgumentTypeError(f"must match {ROLE_PREFIX.pattern}")
@@ -83,8 +83,10 @@ def _install(sub: Any) -> None:
         "--role-prefix",
         type=_role_prefix,
         metavar="PREFIX",
-        help="this install's roles are PREFIX_producer, PREFIX_worker, PREFIX_admin"
-        " (default: as installed; andal for a new install; docs/multi-db.md)",
+        help="this install's roles are PREFIX_producer, PREFIX_worker, PREFIX_admin,"
+        " PREFIX_monitor (default: as installed; for a new install andal, or andal_<database>"
+        " when another database of the cluster already uses the andal_* roles;"
+        " docs/multi-db.md)",
     )
     s.add_argument(
         "--exclusive-roles",

@@ -37,7 +37,7 @@ from .fmt import FILTERS
 class Settings:
     dsn: str
     admin_dsn: str | None = None
-    role_prefix: str = "andal"
+    role_prefix: str | None = None
     root_path: str = ""
     refresh: float = 2.0
     access: security.Access = security.Access()

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import sys
+
+from ..roles import ROLE_PREFIX
 
 DEFAULT_BIND = "127.0.0.1:8080"
 
@@ -29,10 +30,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--role-prefix",
-        default="andal",
         metavar="PREFIX",
         help="the install's role prefix: reads as PREFIX_monitor, acts as PREFIX_admin"
-        " (default andal)",
+        " (default: the install's own, as queue.roles() names it; andal when the login role"
+        " may not call it)",
     )
     p.add_argument(
         "--read-only", action="store_true", help="offer no action, whatever the role may do"
@@ -77,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
         root = args.root_path.rstrip("/")
         if root and not root.startswith("/"):
             raise ValueError("--root-path must start with /")
-        if not re.fullmatch(r"[a-z][a-z0-9_]{0,47}", args.role_prefix):
+        if args.role_prefix is not None and not ROLE_PREFIX.fullmatch(args.role_prefix):
             raise ValueError("--role-prefix: a lower-case letter, then letters, digits or _")
         if not args.refresh > 0:
             raise ValueError("--refresh must be a positive number of seconds")

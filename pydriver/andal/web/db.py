@@ -20,6 +20,7 @@ from psycopg import sql
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
+from ..roles import DEFAULT_PREFIX
 from . import queries
 
 #: The dashboard's sessions: not 'andal <worker>', so queue.workers() does not list them.
@@ -35,18 +36,19 @@ class Database:
     dsn: str
     admin_dsn: str | None = None
     #: the install's role prefix: reads as <prefix>_monitor, actions as <prefix>_admin
-    role_prefix: str = "andal"
+    #: (None: the install's own, from queue.roles(), when the login role may read it)
+    role_prefix: str | None = None
     can_act: bool = False
     version: str = ""
     _pools: list[ConnectionPool] = field(default_factory=list)
 
     @property
     def reader_role(self) -> str:
-        return f"{self.role_prefix}_monitor"
+        return f"{self.role_prefix or DEFAULT_PREFIX}_monitor"
 
     @property
     def admin_role(self) -> str:
-        return f"{self.role_prefix}_admin"
+        return f"{self.role_prefix or DEFAULT_PREFIX}_admin"
 
     def open(self) -> None:
         """Check the install and the roles, then open the pools."""
@@ -83,6 +85,8 @@ class Database:
             with psycopg.connect(self.dsn, autocommit=True, connect_timeout=5) as conn:
                 if not _one(conn, queries.INSTALLED):
                     raise SetupError("andal is not installed in this database; run `andal install`")
+                if self.role_prefix is None:
+                    self.role_prefix = _install_prefix(conn)
                 if not _one(conn, queries.MEMBER_OF, {"role": self.reader_role}):
                     raise SetupError(
                         f"the login role may not read as {self.reader_role}: run `andal install`"
@@ -138,3 +142,13 @@ class Database:
 def _one(conn: psycopg.Connection, statement: str, params: Mapping[str, Any] | None = None) -> Any:
     row = conn.execute(statement, params).fetchone()
     return row[0] if row else None
+
+
+def _install_prefix(conn: psycopg.Connection) -> str:
+    """The install's role prefix as queue.roles() names it; ``andal`` when the login role
+    may not call it (then the membership check below says what to grant or pass)."""
+    try:
+        row = conn.execute(queries.MONITOR_ROLE).fetchone()
+    except (psycopg.errors.InsufficientPrivilege, psycopg.errors.UndefinedFunction):
+        return DEFAULT_PREFIX
+    return str(row[0]).removesuffix("_monitor") if row else DEFAULT_PREFIX

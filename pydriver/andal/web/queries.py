@@ -24,6 +24,9 @@ INSTALLED = "select to_regnamespace('queue') is not null and to_regclass('queue.
 
 VERSION = "select queue.version()"
 
+#: The install's monitor role (its prefix names the others).
+MONITOR_ROLE = "select role_name from queue.roles() where kind = 'monitor'"
+
 #: queue.stats(): one row per queue (category null) and per queue and category.
 STATS = (
     "select s.queue, s.category, s.ready, s.scheduled, s.running, s.dead,"
