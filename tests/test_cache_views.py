@@ -1,11 +1,10 @@
 """Materialized views as a precomputed cache: refreshes are queue work run
 by a real andal.Worker, readers are never blocked by a refresh, and tracking a source table
-adds nothing to its writes (8 concurrent writers, measured): row changes are counted by
+adds nothing to its writes (no trigger runs on them): row changes are counted by
 PostgreSQL's statistics, which reach a view's count once the writer's transaction ended."""
 
 from __future__ import annotations
 
-import statistics
 import threading
 import time
 from collections.abc import Iterator
@@ -163,54 +162,45 @@ def test_readers_and_writers_are_not_blocked_by_a_refresh(dsn: str, db: psycopg.
 WRITERS = 8
 
 
-def _throughput(dsn: str, table: str, seconds: float) -> float:
-    """Single-row autocommit inserts per second by WRITERS concurrent sessions."""
+def _write_concurrently(dsn: str, table: str, rows_each: int) -> None:
+    """WRITERS concurrent sessions, each inserting ``rows_each`` single-row autocommit rows."""
     conns = [psycopg.connect(dsn, autocommit=True) for _ in range(WRITERS)]
-    counts = [0] * WRITERS
-    start = threading.Barrier(WRITERS + 1)
-    stop = threading.Event()
+    start = threading.Barrier(WRITERS)
+    errors: list[BaseException] = []
 
     def write(i: int) -> None:
-        c = conns[i]
-        start.wait()
-        while not stop.is_set():
-            c.execute(f"insert into {table} (k, v) values (%s, 1)", (i,))
-            counts[i] += 1
+        try:
+            start.wait()
+            for _ in range(rows_each):
+                conns[i].execute(f"insert into {table} (k, v) values (%s, 1)", (i,))
+        except BaseException as exc:  # reported below, in the test's thread
+            errors.append(exc)
 
     threads = [threading.Thread(target=write, args=(i,)) for i in range(WRITERS)]
     for t in threads:
         t.start()
-    start.wait()
-    t0 = time.monotonic()
-    stop.wait(seconds)  # a measurement window, not a wait for a condition
-    stop.set()
     for t in threads:
         t.join()
-    elapsed = time.monotonic() - t0
     for c in conns:
         c.close()
-    return sum(counts) / elapsed
+    assert not errors, errors
 
 
-def test_tracking_overhead_on_eight_writers(dsn: str, db: psycopg.Connection) -> None:
-    """The source table's write throughput with tracking, relative to without, with
-    8 concurrent writers (rounds alternate to cancel drift; medians compared)."""
-    db.execute("create table plain_src (id bigserial primary key, k int not null, v int)")
+def test_tracking_adds_nothing_to_eight_writers(dsn: str, db: psycopg.Connection) -> None:
+    """Nothing of andal's runs on a tracked table's INSERT, UPDATE or DELETE (only a
+    statement-level trigger on TRUNCATE, which the statistics do not count), so its writers
+    pay nothing; 8 concurrent writers' rows are all counted all the same. The throughput
+    figure is a benchmark's (docs/cache.md), not a test's."""
     make_view(db, "tracked", "1 hour", 1_000_000)
-    with_tracking: list[float] = []
-    without: list[float] = []
-    for _ in range(3):
-        without.append(_throughput(dsn, "plain_src", 1.5))
-        with_tracking.append(_throughput(dsn, "tracked_src", 1.5))
-    ratio = statistics.median(without) / statistics.median(with_tracking)
-    print(
-        f"\ntracking overhead, {WRITERS} writers: without {statistics.median(without):.0f}/s,"
-        f" with {statistics.median(with_tracking):.0f}/s, ratio {ratio:.2f}"
-    )
-    # Every row written was counted (by the statistics: the writers paid nothing for it).
+    triggers = db.execute(
+        "select tgname, (tgtype & 1) <> 0 as per_row, (tgtype & 32) <> 0 as on_truncate"
+        " from pg_trigger where tgrelid = 'tracked_src'::regclass and not tgisinternal"
+    ).fetchall()
+    assert triggers and all(not per_row and on_truncate for _, per_row, on_truncate in triggers)
+    _write_concurrently(dsn, "tracked_src", 200)
     written = db.execute("select count(*) from tracked_src").fetchone()[0]
+    assert written == WRITERS * 200
     wait_changes(db, "tracked", written)
-    assert ratio < 1.25
 
 
 def test_partitioned_source_and_truncate_are_counted(dsn: str, db: psycopg.Connection) -> None:
