@@ -71,8 +71,9 @@ def test_rate_limit_holds_across_workers(dsn: str, db: psycopg.Connection) -> No
     assert worst <= 20, f"{worst} starts in one second"
     span = c.execute("select extract(epoch from max(started_at) - min(started_at)) from starts")
     seconds = float(span.fetchone()[0])
-    # 600 starts at 20 per second: the last one at least 29 s after the first
-    assert 29.0 <= seconds <= 36.0, f"the drain took {seconds:.1f} s"
+    # 600 starts at 20 per second: the last one at least 29 s after the first (how much later
+    # depends on the machine's load, so no upper bound here: wait_for's deadline is the bound)
+    assert seconds >= 29.0, f"the drain took {seconds:.1f} s"
     refusals = c.execute(
         "select rate_refusals from queue.stats() where queue = 'rl' and category = 'api'"
     ).fetchone()[0]
