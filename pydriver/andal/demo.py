@@ -151,13 +151,6 @@ def run_demo(
     dsn: str, jobs: int, workers: int, concurrency: int, batch: int, backlog: int, categories: bool
 ) -> dict:
     from rich.console import Console
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-    )
 
     console = Console()
     done = install(dsn)
@@ -183,36 +176,8 @@ def run_demo(
             f"{workers} worker processes x {concurrency} slots; enqueueing {jobs:,} jobs"
             + (f", keeping at most {backlog:,} waiting" if backlog else " at once")
         )
-        columns = [
-            TextColumn("[progress.description]{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("{task.fields[speed]}"),
-            TimeElapsedColumn(),
-        ]
-        chunk = 100  # per category and statement: every category has work at any time
         groups: list[str | None] = list(CATEGORIES) if categories else [None]
-        start = time.monotonic()
-        sent = live = 0
-        with Progress(*columns, console=console) as progress:
-            task = progress.add_task("jobs", total=jobs, speed="")
-            while True:
-                # the producer: top the queue up to `backlog` waiting jobs (0: all at once)
-                while sent < jobs and (not backlog or live < backlog):
-                    for category in groups:
-                        part = payloads[sent : sent + chunk]
-                        if part:
-                            andal.enqueue_many(conn, part, QUEUE, category=category)
-                        sent += len(part)
-                        live += len(part)
-                live = count(conn, sql.DEMO_LIVE_JOBS)
-                finished = sent - live
-                elapsed = time.monotonic() - start
-                progress.update(task, completed=finished, speed=f"{finished / elapsed:,.0f} jobs/s")
-                if sent == jobs and live == 0:
-                    break
-                time.sleep(0.05)
-        wall = time.monotonic() - start
+        wall = feed(conn, console, payloads, groups, backlog)
         stop.set()
         counts: Counter[str] = Counter()
         latencies: list[float] = []
@@ -235,6 +200,54 @@ def run_demo(
         "completed": counts["completed"],
         "lease_lost": counts["lease_lost"],
     }
+
+
+def feed(
+    conn: psycopg.Connection[Any],
+    console: Any,
+    payloads: list[dict],
+    groups: list[str | None],
+    backlog: int,
+) -> float:
+    """The producer, with a progress bar: enqueue ``payloads`` in chunks per category, keeping
+    at most ``backlog`` waiting (0: all at once), until every job has left the queue. Returns
+    the wall time in seconds."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
+    columns = [
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[speed]}"),
+        TimeElapsedColumn(),
+    ]
+    jobs = len(payloads)
+    chunk = 100  # per category and statement: every category has work at any time
+    start = time.monotonic()
+    sent = live = 0
+    with Progress(*columns, console=console) as progress:
+        task = progress.add_task("jobs", total=jobs, speed="")
+        while True:
+            while sent < jobs and (not backlog or live < backlog):
+                for category in groups:
+                    part = payloads[sent : sent + chunk]
+                    if part:
+                        andal.enqueue_many(conn, part, QUEUE, category=category)
+                    sent += len(part)
+                    live += len(part)
+            live = count(conn, sql.DEMO_LIVE_JOBS)
+            finished = sent - live
+            elapsed = time.monotonic() - start
+            progress.update(task, completed=finished, speed=f"{finished / elapsed:,.0f} jobs/s")
+            if sent == jobs and live == 0:
+                return time.monotonic() - start
+            time.sleep(0.05)  # the progress bar's refresh: a display period, not a wait
 
 
 def count(conn: psycopg.Connection[Any], query: str) -> int:

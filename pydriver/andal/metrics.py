@@ -77,6 +77,22 @@ class WorkerMetrics:
             g = Gauge("andal_worker_held_jobs", "Leased jobs held by this worker.", registry=r)
             g.set_function(held)
 
+        self._define_job_metrics(r)
+        self._define_db_metrics(r)
+        if cache is not None:
+            r.register(CacheCollector(cache))
+
+        # Label children cached: the hot path does a dict lookup, not labels().
+        self._handler: dict[str, Any] = {}
+        self._jobs: dict[tuple[str, str], Any] = {}
+        self._claimed: dict[str, Any] = {}
+        self._claim: dict[str, Any] = {m: self.claim_seconds.labels(m) for m in ("leased", "tx")}
+        self._claims: dict[tuple[str, str], Any] = {}
+        self._report: dict[str, Any] = {}
+        self._heartbeat = self.heartbeat_seconds
+
+    def _define_job_metrics(self, r: CollectorRegistry) -> None:
+        """Claims, handlers and the outcomes of job attempts."""
         self.claim_seconds = Histogram(
             "andal_worker_claim_seconds",
             "Round trip of queue.claim (candidate scan, category try-locks, lease).",
@@ -110,6 +126,9 @@ class WorkerMetrics:
             ["queue", "detected_by"],
             registry=r,
         )
+
+    def _define_db_metrics(self, r: CollectorRegistry) -> None:
+        """Round trips of the reports and heartbeats, database errors, vacuums."""
         self.report_seconds = Histogram(
             "andal_worker_report_seconds",
             "Round trip of recording outcomes (queue.complete_many, complete, fail; cache"
@@ -136,17 +155,6 @@ class WorkerMetrics:
             ["table"],
             registry=r,
         )
-        if cache is not None:
-            r.register(CacheCollector(cache))
-
-        # Label children cached: the hot path does a dict lookup, not labels().
-        self._handler: dict[str, Any] = {}
-        self._jobs: dict[tuple[str, str], Any] = {}
-        self._claimed: dict[str, Any] = {}
-        self._claim: dict[str, Any] = {m: self.claim_seconds.labels(m) for m in ("leased", "tx")}
-        self._claims: dict[tuple[str, str], Any] = {}
-        self._report: dict[str, Any] = {}
-        self._heartbeat = self.heartbeat_seconds
 
     # -- recording (hot path) -------------------------------------------------------------
 
