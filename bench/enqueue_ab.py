@@ -41,8 +41,9 @@ def enqueue(name: str, dsn: str, per_tx: int, txs: int) -> float:
     return run_pgbench(dsn, script, clients=1, transactions=txs).tps * per_tx
 
 
-def summary(values: list[float]) -> str:
-    return f"{statistics.median(values):,.3g} ({min(values):,.3g}–{max(values):,.3g})"
+def summary(values: list[float], fmt: str = ",.0f") -> str:
+    med, lo, hi = statistics.median(values), min(values), max(values)
+    return f"{med:{fmt}} ({lo:{fmt}}–{hi:{fmt}})"
 
 
 def main() -> None:
@@ -77,8 +78,8 @@ def main() -> None:
                 for k in ("base", "tree")
             }
             print(
-                f"{case}: raw {summary(raw)} jobs/s; {args.rev} {summary(ratios['base'])}"
-                f" of raw; tree {summary(ratios['tree'])} of raw",
+                f"{case}: raw {summary(raw)} jobs/s; {args.rev} {summary(ratios['base'], '.3f')}"
+                f" of raw; tree {summary(ratios['tree'], '.3f')} of raw",
                 flush=True,
             )
     finally:
