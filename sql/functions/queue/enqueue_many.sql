@@ -45,12 +45,21 @@ begin
         raise exception 'payloads must not be null' using errcode = '22004';
     end if;
     perform queue._check_name(_enqueue_many.queue, 'queue');
-    perform queue._check_name(_enqueue_many.category, 'category', false);
-    perform queue._check_interval(v_delay, 'delay', bound => 'delay');
+    -- (a helper is called only when it has something to check: a null category or timeout
+    -- passes, so does a delay of 0 in effect, tested as in queue.enqueue)
+    if _enqueue_many.category is not null then
+        perform queue._check_name(_enqueue_many.category, 'category', false);
+    end if;
+    if not (v_delay = interval '0' and abs(extract(epoch from v_delay)) < 1e9
+            and now() + v_delay = now()) then
+        perform queue._check_interval(v_delay, 'delay', bound => 'delay');
+    end if;
     if v_priority <> 0 then
         perform queue._check_priority(v_priority);  -- 0 is always allowed
     end if;
-    perform queue._check_interval(_enqueue_many.timeout, 'timeout', true, false, 'lease');
+    if _enqueue_many.timeout is not null then
+        perform queue._check_interval(_enqueue_many.timeout, 'timeout', true, false, 'lease');
+    end if;
     if _enqueue_many.max_attempts is not null and _enqueue_many.max_attempts < 1 then
         raise exception 'max_attempts must be at least 1 (got %)', _enqueue_many.max_attempts
             using errcode = '22023';
@@ -161,7 +170,7 @@ begin
     end if;
 
     if v_inserted and v_cfg.notify and v_delay <= interval '0' then
-        perform queue._notify_ready(_enqueue_many.queue, true);
+        perform queue._notify('andal_jobs', _enqueue_many.queue);
     end if;
 end
 $$;
