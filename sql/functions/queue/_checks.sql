@@ -47,12 +47,25 @@ begin
     -- 131,072 digits), so it is no shortcut; printing a small payload costs microseconds.
     v_bytes := octet_length(payload::text);
     if v_bytes > payload_limit then
-        raise exception '% is % bytes, over the queue''s limit of % bytes',
-            argument, v_bytes, payload_limit
-            using errcode = '54000',
-            hint = 'Store large data elsewhere and pass a reference, '
-            'or raise the limit with queue.configure_queue(payload_limit => ...).';
+        perform queue._payload_over(argument, v_bytes, payload_limit);
     end if;
+end
+$$;
+
+-- _payload_over: the error of a payload of `bytes` bytes of JSON text, over `payload_limit`
+-- (54000). Callers that measured the text already raise it with their figure: printing a
+-- payload is the costly part of the check (a few bytes of jsonb can print as megabytes).
+create or replace function queue._payload_over(argument text, bytes bigint, payload_limit int)
+returns void
+language plpgsql immutable
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    raise exception '% is % bytes, over the queue''s limit of % bytes',
+        argument, bytes, payload_limit
+        using errcode = '54000',
+        hint = 'Store large data elsewhere and pass a reference, '
+        'or raise the limit with queue.configure_queue(payload_limit => ...).';
 end
 $$;
 
@@ -204,6 +217,7 @@ as $$ select coalesce(nullif(current_setting('role'), 'none'), session_user)::na
 
 revoke all on function queue._check_name(text, text, boolean, int) from public;
 revoke all on function queue._check_payload(jsonb, text, int) from public;
+revoke all on function queue._payload_over(text, bigint, int) from public;
 revoke all on function queue._limits() from public;
 revoke all on function queue._check_interval(interval, text, boolean, boolean, text) from public;
 revoke all on function queue._check_priority(int) from public;

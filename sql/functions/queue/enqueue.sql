@@ -145,6 +145,7 @@ as $$
 declare
     v_cfg queue.queues;
     v_id bigint;
+    v_bytes bigint;
 begin
     if _enqueue_lean.queue is null or length(_enqueue_lean.queue) not between 1 and 128 then
         perform queue._check_name(_enqueue_lean.queue, 'queue');
@@ -156,9 +157,12 @@ begin
     if not found then
         v_cfg := queue._config(_enqueue_lean.queue);
     end if;
-    if jsonb_typeof(_enqueue_lean.payload) <> 'object'
-        or octet_length(_enqueue_lean.payload::text) > v_cfg.payload_limit then
+    if jsonb_typeof(_enqueue_lean.payload) <> 'object' then
         perform queue._check_payload(_enqueue_lean.payload, 'payload', v_cfg.payload_limit);
+    end if;
+    v_bytes := octet_length(_enqueue_lean.payload::text);  -- printed once, also when over
+    if v_bytes > v_cfg.payload_limit then
+        perform queue._payload_over('payload', v_bytes, v_cfg.payload_limit);
     end if;
     insert into queue.jobs as j (queue, payload, max_attempts, available_at, timeout)
     values (
