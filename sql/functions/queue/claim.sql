@@ -315,8 +315,8 @@ begin
                 into v_got_names, v_got_ids, v_got_max, v_got_rate, v_got
                 from (
                     select c.id, c.category, c.max_running,
-                        queue._rate_left(c.rate_log, c.rate_starts, c.rate_per, v_now)
-                            as rate_left
+                        case when c.rate_starts is not null then queue._rate_left(
+                            c.rate_log, c.rate_starts, c.rate_per, v_now) end as rate_left
                     from queue.categories as c
                     where c.category = any (v_new)
                     for no key update skip locked
