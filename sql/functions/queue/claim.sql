@@ -33,9 +33,13 @@
 -- Cost: for one queue or every queue, when no lease of the scope has expired, no ready job
 -- of the scope has a category and no queue of the scope is paused, one statement selects
 -- and leases the jobs; otherwise the candidates are found (and the categorised ones gated)
--- first. The backlog of a full or paused category is never read: the gated candidates then
+-- first. When only gated jobs are ready (one queue or every queue), they come from the head
+-- of the gated index, locked exactly (queue._gated_head). The backlog of a full or paused
+-- category is never read: when the head is mostly such a backlog, the gated candidates
 -- come per (queue, category) (queue._gated_scan), so the cost follows the number of
--- categories with ready jobs.
+-- categories with ready jobs. The gate costs two statements per round whatever the number
+-- of categories in the batch (their rows locked in one, their slots counted and written in
+-- the other), plus one for the lock statistics.
 -- Raises: 22004 null worker; 22023 bad worker name, batch outside 1..1000, a lease not
 -- positive or past queue.config.max_lease, null or empty queue names; 55000 when called at
 -- another isolation level.
@@ -114,7 +118,6 @@ declare
     v_rate_refused bigint[] := '{}'::bigint[];
     v_rated boolean := false;
     v_rate_left int;
-    v_r int;
     v_now timestamptz := queue._lease_clock();
 begin
     -- Validation inline, in plain expressions (no query): this is the hot path.
