@@ -152,7 +152,7 @@ def test_claim_before_available_at_is_seen(rconn: psycopg.Connection, broken: bo
     assert claim.count("c.available_at <= now()") == 2
     assert scan.count("j.available_at <= now()") == 8
     assert gated.count("j.available_at <= now()") == 4
-    assert head.count("j.available_at <= now()") == 5
+    assert head.count("j.available_at <= now()") == 7
     with (
         maybe(
             broken,

@@ -126,15 +126,17 @@ $$;
 
 -- _gated_head: when the scope (every queue, or one queue) has no ready job without a
 -- category, its best `lim` ready gated jobs outside exclude_categories and exclude_ids,
--- locked FOR UPDATE SKIP LOCKED, and only they: the head of the gated index (its first
--- 4 * lim + 2 * (categories left out) + 16 jobs in claim order, read without locking) is
--- filtered, and its jobs are locked in claim order by primary key, the locking stopping at
--- `lim`. As arrays in claim order (ids, categories, priorities, availabilities); null when
--- the head cannot decide (the scope has ready ungated jobs, or the head was full and fewer
--- than `lim` of its jobs are outside the left-out categories: a full category's backlog at
--- the top), having locked nothing: the caller then scans (queue._scan). Every statement
--- reads an index in order or probes by primary key, so it keeps its generic plan (no
--- planning per call, no subtransaction: it never locks a row it does not return).
+-- locked FOR UPDATE SKIP LOCKED, and only they. With nothing left out, the gated index is
+-- read in claim order and locked in one statement (its LIMIT stops the locking). Otherwise
+-- the head of the gated index (its first 4 * lim + 2 * (categories left out) + 16 jobs in
+-- claim order, read without locking) is filtered, and its jobs are locked in claim order by
+-- primary key, the locking stopping at `lim`. As arrays in claim order (ids, categories,
+-- priorities, availabilities); null when the head cannot decide (the scope has ready
+-- ungated jobs, or the head was full and fewer than `lim` of its jobs are outside the
+-- left-out categories: a full category's backlog at the top), having locked nothing: the
+-- caller then scans (queue._scan). Every statement reads an index in order or probes by
+-- primary key, so it keeps its generic plan (no planning per call, no subtransaction: it
+-- never locks a row it does not return).
 create or replace function queue._gated_head(
     queues text[], lim int, exclude_categories text[], exclude_ids bigint[],
     out ids bigint[], out categories text[], out priorities int[],
@@ -149,6 +151,8 @@ as $$
 #variable_conflict use_column
 declare
     v_head int := 4 * lim + 2 * coalesce(cardinality(exclude_categories), 0) + 16;
+    v_all boolean := coalesce(cardinality(exclude_categories), 0) = 0
+        and coalesce(cardinality(exclude_ids), 0) = 0;
     v_read int;
     v_cand bigint[];
 begin
@@ -156,6 +160,21 @@ begin
         if (select j.id from queue.jobs as j
             where j.status = 'pending' and j.category is null and j.available_at <= now()
             order by j.priority desc, j.available_at, j.id limit 1) is not null then
+            return;
+        end if;
+        if v_all then
+            -- nothing left out: the gated index in claim order, locking stops at lim
+            select coalesce(array_agg(x.id), '{}'), coalesce(array_agg(x.category), '{}'),
+                coalesce(array_agg(x.priority), '{}'), coalesce(array_agg(x.available_at), '{}')
+            into ids, categories, priorities, availabilities
+            from (
+                select j.id, j.category, j.priority, j.available_at from queue.jobs as j
+                where j.status = 'pending' and j.category is not null
+                  and j.available_at <= now()
+                order by j.priority desc, j.available_at, j.id
+                limit lim
+                for update skip locked
+            ) as x;
             return;
         end if;
         select count(*), array_agg(h.id order by h.n)
@@ -175,6 +194,21 @@ begin
             where j.queue = queues[1]
               and j.status = 'pending' and j.category is null and j.available_at <= now()
             order by j.priority desc, j.available_at, j.id limit 1) is not null then
+            return;
+        end if;
+        if v_all then
+            select coalesce(array_agg(x.id), '{}'), coalesce(array_agg(x.category), '{}'),
+                coalesce(array_agg(x.priority), '{}'), coalesce(array_agg(x.available_at), '{}')
+            into ids, categories, priorities, availabilities
+            from (
+                select j.id, j.category, j.priority, j.available_at from queue.jobs as j
+                where j.queue = queues[1]
+                  and j.status = 'pending' and j.category is not null
+                  and j.available_at <= now()
+                order by j.priority desc, j.available_at, j.id
+                limit lim
+                for update skip locked
+            ) as x;
             return;
         end if;
         select count(*), array_agg(h.id order by h.n)
