@@ -347,15 +347,16 @@ begin
                         from queue.categories as c
                         where c.id = v_cat_id
                         for no key update skip locked;
-                        v_stat_ids := v_stat_ids || v_cat_id;
-                        v_stat_fail := v_stat_fail || (case when found then 0 else 1 end)::bigint;
                         if found then
+                            -- (its statistics row with the other locked ones, below)
                             v_got_names := v_got_names || v_cat;
                             v_got_ids := v_got_ids || v_cat_id;
                             v_got_max := v_got_max || v_max;
                             v_got_rate := v_got_rate || v_rate_left;
                             v_rated := v_rated or v_rate_left is not null;
                         else
+                            v_stat_ids := v_stat_ids || v_cat_id;
+                            v_stat_fail := v_stat_fail || 1::bigint;
                             v_exclude := v_exclude || v_cat;
                             v_dropped := true;
                         end if;
