@@ -1525,7 +1525,20 @@ CREATE FUNCTION queue._candidates(queues text[], lim integer, exclude_categories
 declare
     v_best bigint[];
     v_mixed boolean;
+    v_head record;
 begin
+    -- Only gated jobs ready (every queue or one queue): their best `lim` from the head of
+    -- the gated index, locked exactly (queue._gated_head), when it decides.
+    if queues is null or cardinality(queues) = 1 then
+        v_head := queue._gated_head(queues, lim, exclude_categories, exclude_ids);
+        if v_head.ids is not null then
+            return query
+            select h.id, h.category, h.priority, h.available_at
+            from unnest(v_head.ids, v_head.categories, v_head.priorities,
+                v_head.availabilities) as h (id, category, priority, available_at);
+            return;
+        end if;
+    end if;
     -- Each probe follows its claim index's order and reads one index entry (an EXISTS
     -- drops the ORDER BY and may be planned as a sequential scan).
     if cardinality(exclude_categories) > 0 then
@@ -1809,19 +1822,30 @@ declare
     v_cat text;
     v_cat_id bigint;
     v_max int;
-    v_free int;
     v_got boolean;
     v_dropped boolean;
-    v_locked bigint[] := '{}'::bigint[];
+    v_new text[];
+    v_full text[];
+    v_got_names text[];
+    v_got_ids bigint[];
+    v_got_max int[];
+    v_got_rate int[];
+    v_busy_names text[];
+    v_busy_ids bigint[];
+    -- the categories this claim holds locked: name, id, limit, starts left, slots taken
+    v_lk_names text[] := '{}'::text[];
+    v_lk_ids bigint[] := '{}'::bigint[];
+    v_lk_max int[] := '{}'::int[];
+    v_lk_rate int[] := '{}'::int[];
+    v_lk_taken int[] := '{}'::int[];
+    v_ords int[];
+    v_counts int[];
+    v_refused bigint[];
     v_stat_ids bigint[] := '{}'::bigint[];
     v_stat_fail bigint[] := '{}'::bigint[];
-    v_stat_rate bigint[] := '{}'::bigint[];
-    v_rate int;
+    v_rate_refused bigint[] := '{}'::bigint[];
+    v_rated boolean := false;
     v_rate_left int;
-    v_rated bigint[] := '{}'::bigint[];
-    v_rated_left int[] := '{}'::int[];
-    v_rated_taken int[] := '{}'::int[];
-    v_r int;
     v_now timestamptz := queue._lease_clock();
 begin
     -- Validation inline, in plain expressions (no query): this is the hot path.
@@ -1997,86 +2021,142 @@ begin
         -- none has a category: lease them all
         v_take := v_ids;
     else
-        -- 2. Some candidates have a category. Gate them: one row try-lock per category
-        --    serialises its claimers without waiting; under the lock, recount the
-        --    category's live slots and take what is free. A category that runs out of slots
-        --    (or whose lock is busy) is left out and the batch is filled from further
-        --    candidates, in rounds.
+        -- 2. Some candidates have a category. Gate them, every category of the batch at
+        --    once: one statement try-locks the rows of the categories not locked yet (a row
+        --    another transaction holds skips its category for this call), then one statement
+        --    recounts the live slots of the locked categories (its snapshot is taken after
+        --    the locks: it sees every slot of a claim that held a lock before) and writes the
+        --    slots taken. A category that runs out of slots (or whose lock is busy) is left
+        --    out and the batch is filled from further candidates, in rounds.
         for v_round in 1 .. 8 loop
             v_dropped := false;
             v_take := v_take || array(
                 select c.id from unnest(v_ids, v_cats) as c (id, cat) where c.cat is null);
-            for v_cat in
-                select distinct c.cat from unnest(v_cats) as c (cat) where c.cat is not null
-            loop
-                select c.id, c.max_running into v_cat_id, v_max
-                from queue.categories as c where c.category = v_cat;
-                if v_cat_id is null then
-                    v_cat_id := queue._category_id(v_cat);
-                    v_max := 1;
-                end if;
-                if not v_cat_id = any (v_locked) then
-                    -- The gate lock is a row lock on the category's row, not an advisory
-                    -- lock: any role that can connect can take any advisory key (and read
-                    -- the held ones in pg_locks), but only andal's roles can lock this row.
-                    -- The limit is re-read under the lock.
-                    -- (with the starts its rate limit leaves, if it has one)
-                    select c.max_running, c.rate_starts, c.rate_starts - (
-                            select count(*) from unnest(c.rate_log) as t (at)
-                            where t.at > v_now - c.rate_per)
-                    into v_max, v_rate, v_rate_left
+            v_new := array(
+                select distinct c.cat from unnest(v_cats) as c (cat)
+                where c.cat is not null and c.cat <> all (v_lk_names));
+            if cardinality(v_new) > 0 then
+                -- The gate lock is a row lock on the category's row, not an advisory lock:
+                -- any role that can connect can take any advisory key (and read the held
+                -- ones in pg_locks), but only andal's roles can lock this row. The limit and
+                -- the starts its rate limit leaves are read under the lock.
+                select coalesce(array_agg(k.category), '{}'), coalesce(array_agg(k.id), '{}'),
+                    coalesce(array_agg(k.max_running), '{}'), coalesce(array_agg(k.rate_left), '{}'),
+                    coalesce(bool_or(k.rate_left is not null), false)
+                into v_got_names, v_got_ids, v_got_max, v_got_rate, v_got
+                from (
+                    select c.id, c.category, c.max_running,
+                        case when c.rate_starts is not null then queue._rate_left(
+                            c.rate_log, c.rate_starts, c.rate_per, v_now) end as rate_left
                     from queue.categories as c
-                    where c.id = v_cat_id
-                    for no key update skip locked;
-                    v_got := found;
-                    v_stat_ids := v_stat_ids || v_cat_id;
-                    v_stat_fail := v_stat_fail || (case when v_got then 0 else 1 end)::bigint;
-                    v_stat_rate := v_stat_rate || 0::bigint;
-                    if v_got and v_rate is not null then
-                        v_rated := v_rated || v_cat_id;
-                        v_rated_left := v_rated_left || v_rate_left;
-                        v_rated_taken := v_rated_taken || 0;
-                    end if;
-                    if not v_got then
-                        v_exclude := v_exclude || v_cat;
-                        v_dropped := true;
-                        continue;
-                    end if;
-                    v_locked := v_locked || v_cat_id;
+                    where c.category = any (v_new)
+                    for no key update skip locked
+                ) as k;
+                v_rated := v_rated or v_got;
+                if cardinality(v_got_names) < cardinality(v_new) then
+                    -- not locked: busy (another claimer holds the row), or no row yet
+                    select coalesce(array_agg(c.category), '{}'), coalesce(array_agg(c.id), '{}')
+                    into v_busy_names, v_busy_ids
+                    from queue.categories as c
+                    where c.category = any (v_new) and c.category <> all (v_got_names);
+                    v_stat_ids := v_stat_ids || v_busy_ids;
+                    v_stat_fail := v_stat_fail || array_fill(1::bigint, array[cardinality(v_busy_ids)]);
+                    v_exclude := v_exclude || v_busy_names;
+                    v_dropped := v_dropped or cardinality(v_busy_names) > 0;
+                    -- a category without a row gets one (limit 1), then its lock
+                    for v_cat in
+                        select n.cat from unnest(v_new) as n (cat)
+                        where n.cat <> all (v_got_names) and n.cat <> all (v_busy_names)
+                    loop
+                        v_cat_id := queue._category_id(v_cat);
+                        select c.max_running,
+                            queue._rate_left(c.rate_log, c.rate_starts, c.rate_per, v_now)
+                        into v_max, v_rate_left
+                        from queue.categories as c
+                        where c.id = v_cat_id
+                        for no key update skip locked;
+                        if found then
+                            -- (its statistics row with the other locked ones, below)
+                            v_got_names := v_got_names || v_cat;
+                            v_got_ids := v_got_ids || v_cat_id;
+                            v_got_max := v_got_max || v_max;
+                            v_got_rate := v_got_rate || v_rate_left;
+                            v_rated := v_rated or v_rate_left is not null;
+                        else
+                            v_stat_ids := v_stat_ids || v_cat_id;
+                            v_stat_fail := v_stat_fail || 1::bigint;
+                            v_exclude := v_exclude || v_cat;
+                            v_dropped := true;
+                        end if;
+                    end loop;
                 end if;
-                select v_max - count(*) into v_free
-                from queue.worker_locks as w
-                join queue.jobs as j on j.id = w.job_id
-                where w.category_id = v_cat_id
-                  and (j.lease_expires_at > v_now or j.id = any (v_take));
-                -- a rate limit: no more starts than the sliding window has left
-                v_r := array_position(v_rated, v_cat_id);
-                if v_r is not null and v_rated_left[v_r] < v_free then
-                    v_free := greatest(v_rated_left[v_r], 0);
-                    v_stat_rate[array_position(v_stat_ids, v_cat_id)] := 1;
-                end if;
-                with taken as (
-                    insert into queue.worker_locks (job_id, category_id, worker)
-                    select c.id, v_cat_id, _claim.worker
-                    from unnest(v_ids, v_cats) with ordinality as c (id, cat, n)
-                    where c.cat = v_cat
-                    order by c.n
-                    limit greatest(v_free, 0)
-                    returning job_id
-                )
-                select array_agg(t.job_id) into v_taken from taken as t;
-                v_take := v_take || coalesce(v_taken, '{}');
-                if v_r is not null then
-                    v_rated_left[v_r] := v_rated_left[v_r] - coalesce(cardinality(v_taken), 0);
-                    v_rated_taken[v_r] := v_rated_taken[v_r] + coalesce(cardinality(v_taken), 0);
-                end if;
-                if coalesce(cardinality(v_taken), 0) >= v_free then
-                    -- no slot left: its other candidates go back, the category is left out
-                    v_exclude := v_exclude || v_cat;
-                    v_dropped := v_dropped
-                        or (select count(*) from unnest(v_cats) as c (cat) where c.cat = v_cat)
-                           > coalesce(cardinality(v_taken), 0);
-                end if;
+                v_stat_ids := v_stat_ids || v_got_ids;
+                v_stat_fail := v_stat_fail || array_fill(0::bigint, array[cardinality(v_got_ids)]);
+                v_lk_names := v_lk_names || v_got_names;
+                v_lk_ids := v_lk_ids || v_got_ids;
+                v_lk_max := v_lk_max || v_got_max;
+                v_lk_rate := v_lk_rate || v_got_rate;
+                v_lk_taken := v_lk_taken || array_fill(0, array[cardinality(v_got_ids)]);
+            end if;
+            -- Under the locks: each locked category's free slots (its limit less its live
+            -- slots, this claim's own included; no more than its rate window has left), its
+            -- candidates taken in claim order up to that, their slots written in one insert.
+            with cand as materialized (
+                select c.id, c.cat, c.n
+                from unnest(v_ids, v_cats) with ordinality as c (id, cat, n)
+                where c.cat = any (v_lk_names)
+            ),
+            room as materialized (
+                select k.name, k.id, k.ord, k.rate, s.slots,
+                    greatest(least(s.slots, coalesce(k.rate, s.slots)), 0) as free
+                from unnest(v_lk_names, v_lk_ids, v_lk_max, v_lk_rate)
+                    with ordinality as k (name, id, max, rate, ord)
+                cross join lateral (
+                    select k.max - count(*) as slots
+                    from queue.worker_locks as w
+                    join queue.jobs as j on j.id = w.job_id
+                    where w.category_id = k.id
+                      and (j.lease_expires_at > v_now or j.id = any (v_take))
+                ) as s
+                where k.name = any (v_cats)
+            ),
+            taken as (
+                insert into queue.worker_locks (job_id, category_id, worker)
+                select r.id, r.cat_id, _claim.worker
+                from (
+                    select c.id, k.id as cat_id, k.free,
+                        row_number() over (partition by c.cat order by c.n) as rn
+                    from cand as c join room as k on k.name = c.cat
+                ) as r
+                where r.rn <= r.free
+                returning job_id, category_id
+            ),
+            per as materialized (
+                select k.name, k.id, k.ord, k.rate, k.slots, k.free,
+                    coalesce(t.n, 0) as n_taken, c.n as n_cand
+                from room as k
+                join (select c.cat, count(*) as n from cand as c group by c.cat) as c
+                    on c.cat = k.name
+                left join (
+                    select t.category_id, count(*) as n from taken as t group by t.category_id
+                ) as t on t.category_id = k.id
+            )
+            select coalesce((select array_agg(t.job_id) from taken as t), '{}'),
+                coalesce(array_agg(p.name) filter (where p.n_taken >= p.free), '{}'),
+                coalesce(bool_or(p.n_taken >= p.free and p.n_cand > p.n_taken), false),
+                coalesce(array_agg(p.id) filter (where p.rate < p.slots), '{}'),
+                coalesce(array_agg(p.ord::int) filter (where p.n_taken > 0), '{}'),
+                coalesce(array_agg(p.n_taken::int) filter (where p.n_taken > 0), '{}')
+            into v_taken, v_full, v_got, v_refused, v_ords, v_counts
+            from per as p;
+            v_take := v_take || v_taken;
+            -- no slot left: the category's other candidates go back, it is left out
+            v_exclude := v_exclude || v_full;
+            v_dropped := v_dropped or v_got;
+            v_rate_refused := v_rate_refused || v_refused;
+            for v_r in 1 .. cardinality(v_ords) loop
+                v_lk_taken[v_ords[v_r]] := v_lk_taken[v_ords[v_r]] + v_counts[v_r];
+                v_lk_rate[v_ords[v_r]] := v_lk_rate[v_ords[v_r]] - v_counts[v_r];
             end loop;
             exit when not v_dropped or cardinality(v_take) >= _claim.batch;
             select array_agg(c.id order by c.priority desc, c.available_at, c.id),
@@ -2090,15 +2170,16 @@ begin
         insert into queue.lock_stats as s (
             minute, backend, category_id, attempts, failures, rate_refusals
         )
-        select date_trunc('minute', now()), pg_backend_pid(), u.cat_id, 1, u.f, u.r
-        from unnest(v_stat_ids, v_stat_fail, v_stat_rate) as u (cat_id, f, r)
+        select date_trunc('minute', now()), pg_backend_pid(), u.cat_id, 1, u.f,
+            case when u.cat_id = any (v_rate_refused) then 1 else 0 end
+        from unnest(v_stat_ids, v_stat_fail) as u (cat_id, f)
         on conflict (minute, backend, category_id) do update
         set attempts = s.attempts + 1, failures = s.failures + excluded.failures,
             rate_refusals = s.rate_refusals + excluded.rate_refusals;
         -- the starts of rate-limited categories join their window: its latest rate_starts
         -- start times are all a later claim needs (still under the category's row lock)
-        if cardinality(v_rated) > 0 then
-            perform queue._rate_record(v_rated, v_rated_taken, v_now);
+        if v_rated then
+            perform queue._rate_record(v_lk_ids, v_lk_taken, v_now);
         end if;
     end if;
 
@@ -3044,17 +3125,20 @@ begin
     for v_queue in
         with freed as (
             delete from queue.worker_locks as w where w.job_id = any (_free_slots.job_ids)
-            returning w.job_id, w.category_id
+            -- each freed slot's limit by primary key (a join let the planner hash every
+            -- category: a read that grew with the number of categories)
+            returning w.job_id, w.category_id, (
+                select c.max_running from queue.categories as c where c.id = w.category_id
+            ) as max_running
         )
         select distinct q.queue
         from freed as f
         join unnest(_free_slots.job_ids, _free_slots.queues) as q (job_id, queue)
             on q.job_id = f.job_id
-        join queue.categories as c on c.id = f.category_id
-        where c.max_running > 0
+        where f.max_running > 0
             -- full before this free: the statement's snapshot still holds the freed slots
             and (select count(*) from queue.worker_locks as w
-                 where w.category_id = f.category_id) >= c.max_running
+                 where w.category_id = f.category_id) >= f.max_running
     loop
         perform queue._notify_ready(v_queue);
     end loop;
@@ -3081,6 +3165,117 @@ begin
     ) as f);
 end
 $$;
+
+CREATE FUNCTION queue._gated_head(queues text[], lim integer, exclude_categories text[], exclude_ids bigint[], OUT ids bigint[], OUT categories text[], OUT priorities integer[], OUT availabilities timestamp with time zone[]) RETURNS record
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET plan_cache_mode TO 'force_generic_plan'
+    SET enable_seqscan TO 'off'
+    SET enable_bitmapscan TO 'off'
+    AS $$
+#variable_conflict use_column
+declare
+    v_head int := 4 * lim + 2 * coalesce(cardinality(exclude_categories), 0) + 16;
+    v_all boolean := coalesce(cardinality(exclude_categories), 0) = 0
+        and coalesce(cardinality(exclude_ids), 0) = 0;
+    v_read int;
+    v_cand bigint[];
+begin
+    if queues is null then
+        if (select j.id from queue.jobs as j
+            where j.status = 'pending' and j.category is null and j.available_at <= now()
+            order by j.priority desc, j.available_at, j.id limit 1) is not null then
+            return;
+        end if;
+        if v_all then
+            -- nothing left out: the gated index in claim order, locking stops at lim
+            select coalesce(array_agg(x.id), '{}'), coalesce(array_agg(x.category), '{}'),
+                coalesce(array_agg(x.priority), '{}'), coalesce(array_agg(x.available_at), '{}')
+            into ids, categories, priorities, availabilities
+            from (
+                select j.id, j.category, j.priority, j.available_at from queue.jobs as j
+                where j.status = 'pending' and j.category is not null
+                  and j.available_at <= now()
+                order by j.priority desc, j.available_at, j.id
+                limit lim
+                for update skip locked
+            ) as x;
+            return;
+        end if;
+        select count(*), array_agg(h.id order by h.n)
+            filter (where h.category <> all (exclude_categories) and h.id <> all (exclude_ids))
+        into v_read, v_cand
+        from (
+            select j.id, j.category, row_number() over () as n from (
+                select j.id, j.category from queue.jobs as j
+                where j.status = 'pending' and j.category is not null
+                  and j.available_at <= now()
+                order by j.priority desc, j.available_at, j.id
+                limit v_head
+            ) as j
+        ) as h;
+    elsif cardinality(queues) = 1 then
+        if (select j.id from queue.jobs as j
+            where j.queue = queues[1]
+              and j.status = 'pending' and j.category is null and j.available_at <= now()
+            order by j.priority desc, j.available_at, j.id limit 1) is not null then
+            return;
+        end if;
+        if v_all then
+            select coalesce(array_agg(x.id), '{}'), coalesce(array_agg(x.category), '{}'),
+                coalesce(array_agg(x.priority), '{}'), coalesce(array_agg(x.available_at), '{}')
+            into ids, categories, priorities, availabilities
+            from (
+                select j.id, j.category, j.priority, j.available_at from queue.jobs as j
+                where j.queue = queues[1]
+                  and j.status = 'pending' and j.category is not null
+                  and j.available_at <= now()
+                order by j.priority desc, j.available_at, j.id
+                limit lim
+                for update skip locked
+            ) as x;
+            return;
+        end if;
+        select count(*), array_agg(h.id order by h.n)
+            filter (where h.category <> all (exclude_categories) and h.id <> all (exclude_ids))
+        into v_read, v_cand
+        from (
+            select j.id, j.category, row_number() over () as n from (
+                select j.id, j.category from queue.jobs as j
+                where j.queue = queues[1]
+                  and j.status = 'pending' and j.category is not null
+                  and j.available_at <= now()
+                order by j.priority desc, j.available_at, j.id
+                limit v_head
+            ) as j
+        ) as h;
+    else
+        return;
+    end if;
+    if v_read >= v_head and coalesce(cardinality(v_cand), 0) < lim then
+        return;
+    end if;
+    -- locked in claim order (the LIMIT stops the locking), re-checked on the row locked
+    -- (coalesce: no partial index of pending jobs can serve this statement, so it is the
+    -- primary key's probes)
+    select coalesce(array_agg(x.id order by x.priority desc, x.available_at, x.id), '{}'),
+        coalesce(array_agg(x.category order by x.priority desc, x.available_at, x.id), '{}'),
+        coalesce(array_agg(x.priority order by x.priority desc, x.available_at, x.id), '{}'),
+        coalesce(array_agg(x.available_at order by x.priority desc, x.available_at, x.id),
+            '{}')
+    into ids, categories, priorities, availabilities
+    from (
+        select j.id, j.category, j.priority, j.available_at from queue.jobs as j
+        where j.id = any (v_cand)
+          and coalesce(j.status, '') = 'pending' and j.available_at <= now()
+        order by j.priority desc, j.available_at, j.id
+        limit lim
+        for update skip locked
+    ) as x;
+end
+$$;
+
+COMMENT ON FUNCTION queue._gated_head(queues text[], lim integer, exclude_categories text[], exclude_ids bigint[], OUT ids bigint[], OUT categories text[], OUT priorities integer[], OUT availabilities timestamp with time zone[]) IS 'Private: the best ready gated jobs from the head of the gated index, locked exactly.';
 
 CREATE FUNCTION queue._gated_scan(queues text[], lim integer, exclude_categories text[], exclude_ids bigint[]) RETURNS TABLE(id bigint, category text, priority integer, available_at timestamp with time zone)
     LANGUAGE plpgsql ROWS 10
@@ -3592,6 +3787,28 @@ CREATE FUNCTION queue._prom_label(value text) RETURNS text
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
     select '"' || replace(replace(replace(value, '\', '\\'), '"', '\"'), e'\n', '\n') || '"'
+$$;
+
+CREATE FUNCTION queue._rate_left(rate_log timestamp with time zone[], rate_starts integer, rate_per interval, at timestamp with time zone) RETURNS integer
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    v_since timestamptz;
+    v_at timestamptz;
+    v_in int := 0;
+begin
+    if rate_starts is null then
+        return null;
+    end if;
+    v_since := _rate_left.at - rate_per;
+    foreach v_at in array coalesce(rate_log, '{}') loop
+        if v_at > v_since then
+            v_in := v_in + 1;
+        end if;
+    end loop;
+    return rate_starts - v_in;
+end
 $$;
 
 CREATE FUNCTION queue._rate_record(category_ids bigint[], taken integer[], at timestamp with time zone) RETURNS void
@@ -5065,11 +5282,11 @@ begin
 
     with cats as (
         select c.category,
-            -- the window holds rate_starts starts: the next start is when the oldest of the
-            -- newest rate_starts leaves it
-            case when c.rate_starts is not null then (
+            -- a full window (rate_starts starts in it, queue._rate_left): the next start is
+            -- when the oldest of the newest rate_starts leaves it
+            case when queue._rate_left(c.rate_log, c.rate_starts, c.rate_per,
+                    queue._lease_clock()) <= 0 then (
                 select t.at + c.rate_per from unnest(c.rate_log) as t (at)
-                where t.at > queue._lease_clock() - c.rate_per
                 order by t.at desc offset c.rate_starts - 1 limit 1
             ) end as rate_free_at
         from queue.categories as c
@@ -5184,7 +5401,7 @@ CREATE FUNCTION queue.rate_limits() RETURNS TABLE(category text, starts integer,
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
     select c.category, c.rate_starts, c.rate_per,
-        (select count(*)::int from unnest(c.rate_log) as l (at) where l.at > now() - c.rate_per),
+        c.rate_starts - queue._rate_left(c.rate_log, c.rate_starts, c.rate_per, now()),
         c.max_running
     from queue.categories as c
     where c.rate_starts is not null
@@ -6816,6 +7033,8 @@ REVOKE ALL ON FUNCTION queue._free_slots(job_ids bigint[], queues text[]) FROM P
 
 REVOKE ALL ON FUNCTION queue._full_categories(at timestamp with time zone) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION queue._gated_head(queues text[], lim integer, exclude_categories text[], exclude_ids bigint[], OUT ids bigint[], OUT categories text[], OUT priorities integer[], OUT availabilities timestamp with time zone[]) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION queue._gated_scan(queues text[], lim integer, exclude_categories text[], exclude_ids bigint[]) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._heartbeat(job_ids bigint[], tokens uuid[], extend interval) FROM PUBLIC;
@@ -6851,6 +7070,8 @@ REVOKE ALL ON FUNCTION queue._notify(channel text, payload text, anonymous text)
 REVOKE ALL ON FUNCTION queue._notify_ready(queue_name text, enabled boolean) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._prom_label(value text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._rate_left(rate_log timestamp with time zone[], rate_starts integer, rate_per interval, at timestamp with time zone) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._rate_record(category_ids bigint[], taken integer[], at timestamp with time zone) FROM PUBLIC;
 

@@ -121,8 +121,8 @@ def test_gate_past_its_limit_is_over_limit(rconn: psycopg.Connection, broken: bo
         broken,
         rconn,
         "queue._claim(text, text[], int, interval)",
-        "select v_max - count(*) into v_free",
-        "select v_max + 100 - count(*) into v_free",
+        "select k.max - count(*) as slots",
+        "select k.max + 100 - count(*) as slots",
     ):
         history.enqueue_many(rconn, [{}] * 4, "mut", category="mutcat")
         sizes = []
@@ -143,13 +143,16 @@ def test_claim_before_available_at_is_seen(rconn: psycopg.Connection, broken: bo
         return rconn.execute(sql, (function,)).fetchone()[0]
 
     # every candidate scan: the claim's direct path (queue._claim: every queue, one queue),
-    # _scan's (and its per-category scan of the gated jobs when categories are left out)
+    # _scan's (and its per-category scan of the gated jobs when categories are left out), the
+    # gated head's
     claim = source("queue._claim(text, text[], int, interval)")
     scan = source("queue._scan(text[], int, text[], bigint[])")
     gated = source("queue._gated_scan(text[], int, text[], bigint[])")
+    head = source("queue._gated_head(text[], int, text[], bigint[])")
     assert claim.count("c.available_at <= now()") == 2
     assert scan.count("j.available_at <= now()") == 8
     assert gated.count("j.available_at <= now()") == 4
+    assert head.count("j.available_at <= now()") == 7
     with (
         maybe(
             broken,
@@ -169,6 +172,13 @@ def test_claim_before_available_at_is_seen(rconn: psycopg.Connection, broken: bo
             broken,
             rconn,
             "queue._gated_scan(text[], int, text[], bigint[])",
+            "j.available_at <= now()",
+            "j.available_at <= now() + interval '1 hour'",
+        ),
+        maybe(
+            broken,
+            rconn,
+            "queue._gated_head(text[], int, text[], bigint[])",
             "j.available_at <= now()",
             "j.available_at <= now() + interval '1 hour'",
         ),

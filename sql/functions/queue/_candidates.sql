@@ -124,6 +124,132 @@ begin
 end
 $$;
 
+-- _gated_head: when the scope (every queue, or one queue) has no ready job without a
+-- category, its best `lim` ready gated jobs outside exclude_categories and exclude_ids,
+-- locked FOR UPDATE SKIP LOCKED, and only they. With nothing left out, the gated index is
+-- read in claim order and locked in one statement (its LIMIT stops the locking). Otherwise
+-- the head of the gated index (its first 4 * lim + 2 * (categories left out) + 16 jobs in
+-- claim order, read without locking) is filtered, and its jobs are locked in claim order by
+-- primary key, the locking stopping at `lim`. As arrays in claim order (ids, categories,
+-- priorities, availabilities); null when the head cannot decide (the scope has ready
+-- ungated jobs, or the head was full and fewer than `lim` of its jobs are outside the
+-- left-out categories: a full category's backlog at the top), having locked nothing: the
+-- caller then scans (queue._scan). Every statement reads an index in order or probes by
+-- primary key, so it keeps its generic plan (no planning per call, no subtransaction: it
+-- never locks a row it does not return).
+create or replace function queue._gated_head(
+    queues text[], lim int, exclude_categories text[], exclude_ids bigint[],
+    out ids bigint[], out categories text[], out priorities int[],
+    out availabilities timestamptz[]
+)
+language plpgsql
+set search_path = pg_catalog, pg_temp
+set plan_cache_mode = force_generic_plan
+set enable_seqscan = off
+set enable_bitmapscan = off
+as $$
+#variable_conflict use_column
+declare
+    v_head int := 4 * lim + 2 * coalesce(cardinality(exclude_categories), 0) + 16;
+    v_all boolean := coalesce(cardinality(exclude_categories), 0) = 0
+        and coalesce(cardinality(exclude_ids), 0) = 0;
+    v_read int;
+    v_cand bigint[];
+begin
+    if queues is null then
+        if (select j.id from queue.jobs as j
+            where j.status = 'pending' and j.category is null and j.available_at <= now()
+            order by j.priority desc, j.available_at, j.id limit 1) is not null then
+            return;
+        end if;
+        if v_all then
+            -- nothing left out: the gated index in claim order, locking stops at lim
+            select coalesce(array_agg(x.id), '{}'), coalesce(array_agg(x.category), '{}'),
+                coalesce(array_agg(x.priority), '{}'), coalesce(array_agg(x.available_at), '{}')
+            into ids, categories, priorities, availabilities
+            from (
+                select j.id, j.category, j.priority, j.available_at from queue.jobs as j
+                where j.status = 'pending' and j.category is not null
+                  and j.available_at <= now()
+                order by j.priority desc, j.available_at, j.id
+                limit lim
+                for update skip locked
+            ) as x;
+            return;
+        end if;
+        select count(*), array_agg(h.id order by h.n)
+            filter (where h.category <> all (exclude_categories) and h.id <> all (exclude_ids))
+        into v_read, v_cand
+        from (
+            select j.id, j.category, row_number() over () as n from (
+                select j.id, j.category from queue.jobs as j
+                where j.status = 'pending' and j.category is not null
+                  and j.available_at <= now()
+                order by j.priority desc, j.available_at, j.id
+                limit v_head
+            ) as j
+        ) as h;
+    elsif cardinality(queues) = 1 then
+        if (select j.id from queue.jobs as j
+            where j.queue = queues[1]
+              and j.status = 'pending' and j.category is null and j.available_at <= now()
+            order by j.priority desc, j.available_at, j.id limit 1) is not null then
+            return;
+        end if;
+        if v_all then
+            select coalesce(array_agg(x.id), '{}'), coalesce(array_agg(x.category), '{}'),
+                coalesce(array_agg(x.priority), '{}'), coalesce(array_agg(x.available_at), '{}')
+            into ids, categories, priorities, availabilities
+            from (
+                select j.id, j.category, j.priority, j.available_at from queue.jobs as j
+                where j.queue = queues[1]
+                  and j.status = 'pending' and j.category is not null
+                  and j.available_at <= now()
+                order by j.priority desc, j.available_at, j.id
+                limit lim
+                for update skip locked
+            ) as x;
+            return;
+        end if;
+        select count(*), array_agg(h.id order by h.n)
+            filter (where h.category <> all (exclude_categories) and h.id <> all (exclude_ids))
+        into v_read, v_cand
+        from (
+            select j.id, j.category, row_number() over () as n from (
+                select j.id, j.category from queue.jobs as j
+                where j.queue = queues[1]
+                  and j.status = 'pending' and j.category is not null
+                  and j.available_at <= now()
+                order by j.priority desc, j.available_at, j.id
+                limit v_head
+            ) as j
+        ) as h;
+    else
+        return;
+    end if;
+    if v_read >= v_head and coalesce(cardinality(v_cand), 0) < lim then
+        return;
+    end if;
+    -- locked in claim order (the LIMIT stops the locking), re-checked on the row locked
+    -- (coalesce: no partial index of pending jobs can serve this statement, so it is the
+    -- primary key's probes)
+    select coalesce(array_agg(x.id order by x.priority desc, x.available_at, x.id), '{}'),
+        coalesce(array_agg(x.category order by x.priority desc, x.available_at, x.id), '{}'),
+        coalesce(array_agg(x.priority order by x.priority desc, x.available_at, x.id), '{}'),
+        coalesce(array_agg(x.available_at order by x.priority desc, x.available_at, x.id),
+            '{}')
+    into ids, categories, priorities, availabilities
+    from (
+        select j.id, j.category, j.priority, j.available_at from queue.jobs as j
+        where j.id = any (v_cand)
+          and coalesce(j.status, '') = 'pending' and j.available_at <= now()
+        order by j.priority desc, j.available_at, j.id
+        limit lim
+        for update skip locked
+    ) as x;
+end
+$$;
+
 -- _scan: the best `lim` ready jobs of `queues` (null: every queue), locked FOR UPDATE SKIP
 -- LOCKED, leaving out the categories in exclude_categories and the ids in exclude_ids.
 -- Ungated and gated jobs are read from their own partial indexes; for listed queues, each
@@ -304,7 +430,20 @@ as $$
 declare
     v_best bigint[];
     v_mixed boolean;
+    v_head record;
 begin
+    -- Only gated jobs ready (every queue or one queue): their best `lim` from the head of
+    -- the gated index, locked exactly (queue._gated_head), when it decides.
+    if queues is null or cardinality(queues) = 1 then
+        v_head := queue._gated_head(queues, lim, exclude_categories, exclude_ids);
+        if v_head.ids is not null then
+            return query
+            select h.id, h.category, h.priority, h.available_at
+            from unnest(v_head.ids, v_head.categories, v_head.priorities,
+                v_head.availabilities) as h (id, category, priority, available_at);
+            return;
+        end if;
+    end if;
     -- Each probe follows its claim index's order and reads one index entry (an EXISTS
     -- drops the ORDER BY and may be planned as a sequential scan).
     if cardinality(exclude_categories) > 0 then
@@ -361,10 +500,13 @@ $$;
 
 comment on function queue._gated_scan(text[], int, text[], bigint[]) is
 'Private: the best ready gated jobs outside some categories, per (queue, category), locked.';
+comment on function queue._gated_head(text[], int, text[], bigint[]) is
+'Private: the best ready gated jobs from the head of the gated index, locked exactly.';
 comment on function queue._scan(text[], int, text[], bigint[]) is
 'Private: the best ready jobs, locked SKIP LOCKED, by partial index.';
 comment on function queue._candidates(text[], int, text[], bigint[]) is
 'Private: queue._scan holding locks on the returned rows only.';
 revoke all on function queue._gated_scan(text[], int, text[], bigint[]) from public;
+revoke all on function queue._gated_head(text[], int, text[], bigint[]) from public;
 revoke all on function queue._scan(text[], int, text[], bigint[]) from public;
 revoke all on function queue._candidates(text[], int, text[], bigint[]) from public;

@@ -63,17 +63,20 @@ begin
     for v_queue in
         with freed as (
             delete from queue.worker_locks as w where w.job_id = any (_free_slots.job_ids)
-            returning w.job_id, w.category_id
+            -- each freed slot's limit by primary key (a join let the planner hash every
+            -- category: a read that grew with the number of categories)
+            returning w.job_id, w.category_id, (
+                select c.max_running from queue.categories as c where c.id = w.category_id
+            ) as max_running
         )
         select distinct q.queue
         from freed as f
         join unnest(_free_slots.job_ids, _free_slots.queues) as q (job_id, queue)
             on q.job_id = f.job_id
-        join queue.categories as c on c.id = f.category_id
-        where c.max_running > 0
+        where f.max_running > 0
             -- full before this free: the statement's snapshot still holds the freed slots
             and (select count(*) from queue.worker_locks as w
-                 where w.category_id = f.category_id) >= c.max_running
+                 where w.category_id = f.category_id) >= f.max_running
     loop
         perform queue._notify_ready(v_queue);
     end loop;

@@ -33,9 +33,13 @@
 -- Cost: for one queue or every queue, when no lease of the scope has expired, no ready job
 -- of the scope has a category and no queue of the scope is paused, one statement selects
 -- and leases the jobs; otherwise the candidates are found (and the categorised ones gated)
--- first. The backlog of a full or paused category is never read: the gated candidates then
+-- first. When only gated jobs are ready (one queue or every queue), they come from the head
+-- of the gated index, locked exactly (queue._gated_head). The backlog of a full or paused
+-- category is never read: when the head is mostly such a backlog, the gated candidates
 -- come per (queue, category) (queue._gated_scan), so the cost follows the number of
--- categories with ready jobs.
+-- categories with ready jobs. The gate costs two statements per round whatever the number
+-- of categories in the batch (their rows locked in one, their slots counted and written in
+-- the other), plus one for the lock statistics.
 -- Raises: 22004 null worker; 22023 bad worker name, batch outside 1..1000, a lease not
 -- positive or past queue.config.max_lease, null or empty queue names; 55000 when called at
 -- another isolation level.
@@ -90,19 +94,30 @@ declare
     v_cat text;
     v_cat_id bigint;
     v_max int;
-    v_free int;
     v_got boolean;
     v_dropped boolean;
-    v_locked bigint[] := '{}'::bigint[];
+    v_new text[];
+    v_full text[];
+    v_got_names text[];
+    v_got_ids bigint[];
+    v_got_max int[];
+    v_got_rate int[];
+    v_busy_names text[];
+    v_busy_ids bigint[];
+    -- the categories this claim holds locked: name, id, limit, starts left, slots taken
+    v_lk_names text[] := '{}'::text[];
+    v_lk_ids bigint[] := '{}'::bigint[];
+    v_lk_max int[] := '{}'::int[];
+    v_lk_rate int[] := '{}'::int[];
+    v_lk_taken int[] := '{}'::int[];
+    v_ords int[];
+    v_counts int[];
+    v_refused bigint[];
     v_stat_ids bigint[] := '{}'::bigint[];
     v_stat_fail bigint[] := '{}'::bigint[];
-    v_stat_rate bigint[] := '{}'::bigint[];
-    v_rate int;
+    v_rate_refused bigint[] := '{}'::bigint[];
+    v_rated boolean := false;
     v_rate_left int;
-    v_rated bigint[] := '{}'::bigint[];
-    v_rated_left int[] := '{}'::int[];
-    v_rated_taken int[] := '{}'::int[];
-    v_r int;
     v_now timestamptz := queue._lease_clock();
 begin
     -- Validation inline, in plain expressions (no query): this is the hot path.
@@ -278,86 +293,142 @@ begin
         -- none has a category: lease them all
         v_take := v_ids;
     else
-        -- 2. Some candidates have a category. Gate them: one row try-lock per category
-        --    serialises its claimers without waiting; under the lock, recount the
-        --    category's live slots and take what is free. A category that runs out of slots
-        --    (or whose lock is busy) is left out and the batch is filled from further
-        --    candidates, in rounds.
+        -- 2. Some candidates have a category. Gate them, every category of the batch at
+        --    once: one statement try-locks the rows of the categories not locked yet (a row
+        --    another transaction holds skips its category for this call), then one statement
+        --    recounts the live slots of the locked categories (its snapshot is taken after
+        --    the locks: it sees every slot of a claim that held a lock before) and writes the
+        --    slots taken. A category that runs out of slots (or whose lock is busy) is left
+        --    out and the batch is filled from further candidates, in rounds.
         for v_round in 1 .. 8 loop
             v_dropped := false;
             v_take := v_take || array(
                 select c.id from unnest(v_ids, v_cats) as c (id, cat) where c.cat is null);
-            for v_cat in
-                select distinct c.cat from unnest(v_cats) as c (cat) where c.cat is not null
-            loop
-                select c.id, c.max_running into v_cat_id, v_max
-                from queue.categories as c where c.category = v_cat;
-                if v_cat_id is null then
-                    v_cat_id := queue._category_id(v_cat);
-                    v_max := 1;
-                end if;
-                if not v_cat_id = any (v_locked) then
-                    -- The gate lock is a row lock on the category's row, not an advisory
-                    -- lock: any role that can connect can take any advisory key (and read
-                    -- the held ones in pg_locks), but only andal's roles can lock this row.
-                    -- The limit is re-read under the lock.
-                    -- (with the starts its rate limit leaves, if it has one)
-                    select c.max_running, c.rate_starts, c.rate_starts - (
-                            select count(*) from unnest(c.rate_log) as t (at)
-                            where t.at > v_now - c.rate_per)
-                    into v_max, v_rate, v_rate_left
+            v_new := array(
+                select distinct c.cat from unnest(v_cats) as c (cat)
+                where c.cat is not null and c.cat <> all (v_lk_names));
+            if cardinality(v_new) > 0 then
+                -- The gate lock is a row lock on the category's row, not an advisory lock:
+                -- any role that can connect can take any advisory key (and read the held
+                -- ones in pg_locks), but only andal's roles can lock this row. The limit and
+                -- the starts its rate limit leaves are read under the lock.
+                select coalesce(array_agg(k.category), '{}'), coalesce(array_agg(k.id), '{}'),
+                    coalesce(array_agg(k.max_running), '{}'), coalesce(array_agg(k.rate_left), '{}'),
+                    coalesce(bool_or(k.rate_left is not null), false)
+                into v_got_names, v_got_ids, v_got_max, v_got_rate, v_got
+                from (
+                    select c.id, c.category, c.max_running,
+                        case when c.rate_starts is not null then queue._rate_left(
+                            c.rate_log, c.rate_starts, c.rate_per, v_now) end as rate_left
                     from queue.categories as c
-                    where c.id = v_cat_id
-                    for no key update skip locked;
-                    v_got := found;
-                    v_stat_ids := v_stat_ids || v_cat_id;
-                    v_stat_fail := v_stat_fail || (case when v_got then 0 else 1 end)::bigint;
-                    v_stat_rate := v_stat_rate || 0::bigint;
-                    if v_got and v_rate is not null then
-                        v_rated := v_rated || v_cat_id;
-                        v_rated_left := v_rated_left || v_rate_left;
-                        v_rated_taken := v_rated_taken || 0;
-                    end if;
-                    if not v_got then
-                        v_exclude := v_exclude || v_cat;
-                        v_dropped := true;
-                        continue;
-                    end if;
-                    v_locked := v_locked || v_cat_id;
+                    where c.category = any (v_new)
+                    for no key update skip locked
+                ) as k;
+                v_rated := v_rated or v_got;
+                if cardinality(v_got_names) < cardinality(v_new) then
+                    -- not locked: busy (another claimer holds the row), or no row yet
+                    select coalesce(array_agg(c.category), '{}'), coalesce(array_agg(c.id), '{}')
+                    into v_busy_names, v_busy_ids
+                    from queue.categories as c
+                    where c.category = any (v_new) and c.category <> all (v_got_names);
+                    v_stat_ids := v_stat_ids || v_busy_ids;
+                    v_stat_fail := v_stat_fail || array_fill(1::bigint, array[cardinality(v_busy_ids)]);
+                    v_exclude := v_exclude || v_busy_names;
+                    v_dropped := v_dropped or cardinality(v_busy_names) > 0;
+                    -- a category without a row gets one (limit 1), then its lock
+                    for v_cat in
+                        select n.cat from unnest(v_new) as n (cat)
+                        where n.cat <> all (v_got_names) and n.cat <> all (v_busy_names)
+                    loop
+                        v_cat_id := queue._category_id(v_cat);
+                        select c.max_running,
+                            queue._rate_left(c.rate_log, c.rate_starts, c.rate_per, v_now)
+                        into v_max, v_rate_left
+                        from queue.categories as c
+                        where c.id = v_cat_id
+                        for no key update skip locked;
+                        if found then
+                            -- (its statistics row with the other locked ones, below)
+                            v_got_names := v_got_names || v_cat;
+                            v_got_ids := v_got_ids || v_cat_id;
+                            v_got_max := v_got_max || v_max;
+                            v_got_rate := v_got_rate || v_rate_left;
+                            v_rated := v_rated or v_rate_left is not null;
+                        else
+                            v_stat_ids := v_stat_ids || v_cat_id;
+                            v_stat_fail := v_stat_fail || 1::bigint;
+                            v_exclude := v_exclude || v_cat;
+                            v_dropped := true;
+                        end if;
+                    end loop;
                 end if;
-                select v_max - count(*) into v_free
-                from queue.worker_locks as w
-                join queue.jobs as j on j.id = w.job_id
-                where w.category_id = v_cat_id
-                  and (j.lease_expires_at > v_now or j.id = any (v_take));
-                -- a rate limit: no more starts than the sliding window has left
-                v_r := array_position(v_rated, v_cat_id);
-                if v_r is not null and v_rated_left[v_r] < v_free then
-                    v_free := greatest(v_rated_left[v_r], 0);
-                    v_stat_rate[array_position(v_stat_ids, v_cat_id)] := 1;
-                end if;
-                with taken as (
-                    insert into queue.worker_locks (job_id, category_id, worker)
-                    select c.id, v_cat_id, _claim.worker
-                    from unnest(v_ids, v_cats) with ordinality as c (id, cat, n)
-                    where c.cat = v_cat
-                    order by c.n
-                    limit greatest(v_free, 0)
-                    returning job_id
-                )
-                select array_agg(t.job_id) into v_taken from taken as t;
-                v_take := v_take || coalesce(v_taken, '{}');
-                if v_r is not null then
-                    v_rated_left[v_r] := v_rated_left[v_r] - coalesce(cardinality(v_taken), 0);
-                    v_rated_taken[v_r] := v_rated_taken[v_r] + coalesce(cardinality(v_taken), 0);
-                end if;
-                if coalesce(cardinality(v_taken), 0) >= v_free then
-                    -- no slot left: its other candidates go back, the category is left out
-                    v_exclude := v_exclude || v_cat;
-                    v_dropped := v_dropped
-                        or (select count(*) from unnest(v_cats) as c (cat) where c.cat = v_cat)
-                           > coalesce(cardinality(v_taken), 0);
-                end if;
+                v_stat_ids := v_stat_ids || v_got_ids;
+                v_stat_fail := v_stat_fail || array_fill(0::bigint, array[cardinality(v_got_ids)]);
+                v_lk_names := v_lk_names || v_got_names;
+                v_lk_ids := v_lk_ids || v_got_ids;
+                v_lk_max := v_lk_max || v_got_max;
+                v_lk_rate := v_lk_rate || v_got_rate;
+                v_lk_taken := v_lk_taken || array_fill(0, array[cardinality(v_got_ids)]);
+            end if;
+            -- Under the locks: each locked category's free slots (its limit less its live
+            -- slots, this claim's own included; no more than its rate window has left), its
+            -- candidates taken in claim order up to that, their slots written in one insert.
+            with cand as materialized (
+                select c.id, c.cat, c.n
+                from unnest(v_ids, v_cats) with ordinality as c (id, cat, n)
+                where c.cat = any (v_lk_names)
+            ),
+            room as materialized (
+                select k.name, k.id, k.ord, k.rate, s.slots,
+                    greatest(least(s.slots, coalesce(k.rate, s.slots)), 0) as free
+                from unnest(v_lk_names, v_lk_ids, v_lk_max, v_lk_rate)
+                    with ordinality as k (name, id, max, rate, ord)
+                cross join lateral (
+                    select k.max - count(*) as slots
+                    from queue.worker_locks as w
+                    join queue.jobs as j on j.id = w.job_id
+                    where w.category_id = k.id
+                      and (j.lease_expires_at > v_now or j.id = any (v_take))
+                ) as s
+                where k.name = any (v_cats)
+            ),
+            taken as (
+                insert into queue.worker_locks (job_id, category_id, worker)
+                select r.id, r.cat_id, _claim.worker
+                from (
+                    select c.id, k.id as cat_id, k.free,
+                        row_number() over (partition by c.cat order by c.n) as rn
+                    from cand as c join room as k on k.name = c.cat
+                ) as r
+                where r.rn <= r.free
+                returning job_id, category_id
+            ),
+            per as materialized (
+                select k.name, k.id, k.ord, k.rate, k.slots, k.free,
+                    coalesce(t.n, 0) as n_taken, c.n as n_cand
+                from room as k
+                join (select c.cat, count(*) as n from cand as c group by c.cat) as c
+                    on c.cat = k.name
+                left join (
+                    select t.category_id, count(*) as n from taken as t group by t.category_id
+                ) as t on t.category_id = k.id
+            )
+            select coalesce((select array_agg(t.job_id) from taken as t), '{}'),
+                coalesce(array_agg(p.name) filter (where p.n_taken >= p.free), '{}'),
+                coalesce(bool_or(p.n_taken >= p.free and p.n_cand > p.n_taken), false),
+                coalesce(array_agg(p.id) filter (where p.rate < p.slots), '{}'),
+                coalesce(array_agg(p.ord::int) filter (where p.n_taken > 0), '{}'),
+                coalesce(array_agg(p.n_taken::int) filter (where p.n_taken > 0), '{}')
+            into v_taken, v_full, v_got, v_refused, v_ords, v_counts
+            from per as p;
+            v_take := v_take || v_taken;
+            -- no slot left: the category's other candidates go back, it is left out
+            v_exclude := v_exclude || v_full;
+            v_dropped := v_dropped or v_got;
+            v_rate_refused := v_rate_refused || v_refused;
+            for v_r in 1 .. cardinality(v_ords) loop
+                v_lk_taken[v_ords[v_r]] := v_lk_taken[v_ords[v_r]] + v_counts[v_r];
+                v_lk_rate[v_ords[v_r]] := v_lk_rate[v_ords[v_r]] - v_counts[v_r];
             end loop;
             exit when not v_dropped or cardinality(v_take) >= _claim.batch;
             select array_agg(c.id order by c.priority desc, c.available_at, c.id),
@@ -371,15 +442,16 @@ begin
         insert into queue.lock_stats as s (
             minute, backend, category_id, attempts, failures, rate_refusals
         )
-        select date_trunc('minute', now()), pg_backend_pid(), u.cat_id, 1, u.f, u.r
-        from unnest(v_stat_ids, v_stat_fail, v_stat_rate) as u (cat_id, f, r)
+        select date_trunc('minute', now()), pg_backend_pid(), u.cat_id, 1, u.f,
+            case when u.cat_id = any (v_rate_refused) then 1 else 0 end
+        from unnest(v_stat_ids, v_stat_fail) as u (cat_id, f)
         on conflict (minute, backend, category_id) do update
         set attempts = s.attempts + 1, failures = s.failures + excluded.failures,
             rate_refusals = s.rate_refusals + excluded.rate_refusals;
         -- the starts of rate-limited categories join their window: its latest rate_starts
         -- start times are all a later claim needs (still under the category's row lock)
-        if cardinality(v_rated) > 0 then
-            perform queue._rate_record(v_rated, v_rated_taken, v_now);
+        if v_rated then
+            perform queue._rate_record(v_lk_ids, v_lk_taken, v_now);
         end if;
     end if;
 

@@ -42,11 +42,11 @@ begin
 
     with cats as (
         select c.category,
-            -- the window holds rate_starts starts: the next start is when the oldest of the
-            -- newest rate_starts leaves it
-            case when c.rate_starts is not null then (
+            -- a full window (rate_starts starts in it, queue._rate_left): the next start is
+            -- when the oldest of the newest rate_starts leaves it
+            case when queue._rate_left(c.rate_log, c.rate_starts, c.rate_per,
+                    queue._lease_clock()) <= 0 then (
                 select t.at + c.rate_per from unnest(c.rate_log) as t (at)
-                where t.at > queue._lease_clock() - c.rate_per
                 order by t.at desc offset c.rate_starts - 1 limit 1
             ) end as rate_free_at
         from queue.categories as c

@@ -64,7 +64,7 @@ security definer
 set search_path = pg_catalog, pg_temp
 as $$
     select c.category, c.rate_starts, c.rate_per,
-        (select count(*)::int from unnest(c.rate_log) as l (at) where l.at > now() - c.rate_per),
+        c.rate_starts - queue._rate_left(c.rate_log, c.rate_starts, c.rate_per, now()),
         c.max_running
     from queue.categories as c
     where c.rate_starts is not null

@@ -35,6 +35,36 @@ begin
 end
 $$;
 
+-- _rate_left: how many starts the window of a category's rate limit has left at `at`:
+-- rate_starts less the recorded starts (rate_log) later than at - rate_per; null without a
+-- rate limit; zero or less when the window is full. The one home of the window count: the
+-- claim's gate (at its lease clock, under the category's row lock), queue.next_available
+-- and queue.rate_limits use it. A loop over the array, no query: the claim calls it once
+-- per rate-limited category it locks.
+create or replace function queue._rate_left(
+    rate_log timestamptz [], rate_starts int, rate_per interval, at timestamptz
+) returns int
+language plpgsql stable
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_since timestamptz;
+    v_at timestamptz;
+    v_in int := 0;
+begin
+    if rate_starts is null then
+        return null;
+    end if;
+    v_since := _rate_left.at - rate_per;
+    foreach v_at in array coalesce(rate_log, '{}') loop
+        if v_at > v_since then
+            v_in := v_in + 1;
+        end if;
+    end loop;
+    return rate_starts - v_in;
+end
+$$;
+
 -- _rate_record: add `taken` starts at `at` to the windows of the categories (whose rows the
 -- caller holds locked), keeping each row's latest rate_starts start times, newest first.
 -- `at` is the claim's lease clock, the time its jobs' claimed_at get, and the claim counts
@@ -67,5 +97,6 @@ $$;
 comment on function queue.set_rate_limit(text, int, interval) is
 'At most starts starts of a category''s jobs in any window of per (null, null: no limit).';
 revoke all on function queue.set_rate_limit(text, int, interval) from public;
+revoke all on function queue._rate_left(timestamptz [], int, interval, timestamptz) from public;
 revoke all on function queue._rate_record(bigint[], int[], timestamptz) from public;
 grant execute on function queue.set_rate_limit(text, int, interval) to andal_admin;
