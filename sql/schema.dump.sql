@@ -2760,7 +2760,6 @@ declare
     v_inserted boolean := false;
     v_seq text;
     v_i int;
-    v_bytes bigint;
     -- null means the default, as for max_attempts and timeout
     v_priority int := coalesce(_enqueue_many.priority, 0);
     v_delay interval := coalesce(_enqueue_many.delay, interval '0');
@@ -2823,22 +2822,14 @@ begin
     -- The elements are checked by one statement, not one call per job: it finds the first
     -- position whose payload (or dedup key) breaks a rule, and the checks then raise that
     -- element's error, the one a check of every element in order would raise first.
-    -- (each payload is printed once: an element over the limit is raised with its figure)
-    select e.n::int, t.bytes into v_i, v_bytes
+    select e.n::int into v_i
     from unnest(_enqueue_many.payloads, _enqueue_many.dedup_keys) with ordinality
         as e (payload, key, n)
-    cross join lateral (
-        select case when jsonb_typeof(e.payload) = 'object'
-            then octet_length(e.payload::text) end as bytes
-    ) as t
     where e.payload is null or jsonb_typeof(e.payload) <> 'object'
-       or t.bytes > v_cfg.payload_limit
+       or octet_length(e.payload::text) > v_cfg.payload_limit
        or length(e.key) not between 1 and 512
     order by e.n
     limit 1;
-    if v_bytes > v_cfg.payload_limit then
-        perform queue._payload_over(format('payloads[%s]', v_i), v_bytes, v_cfg.payload_limit);
-    end if;
     if v_i is not null then
         perform queue._check_payload(_enqueue_many.payloads[v_i],
             format('payloads[%s]', v_i), v_cfg.payload_limit);
