@@ -486,3 +486,76 @@ def test_a_stop_request_cuts_a_pause_short() -> None:
     assert stop.requested() and time.monotonic() - before < 30
     stop.signals = 2
     assert stop.hard()
+
+
+def test_startup_wires_the_rooms_and_their_threads_drain_a_queue(dsn, clean) -> None:
+    from andal.worker.claim import Claimer
+    from andal.worker.complete import Completer
+    from andal.worker.hosts import _Host
+    from andal.worker.observe import Observer
+    from andal.worker.shutdown import Shutdown
+    from andal.worker.slots import Slots
+    from andal.worker.startup import StartOptions, StartRooms, Startup
+    from andal.worker.trouble import Trouble
+
+    with psycopg_connect(dsn) as c:
+        ids = andal.enqueue_many(c, [{"n": i} for i in range(5)], "rooms_start")
+    ran: list[int] = []
+    registry = andal.Registry({"rooms_start": lambda job: ran.append(job.id)})
+    src = Source(0, dsn, "t@h:1", 0.05)
+    observer = Observer("w-start", None, [src])
+    stopping, helpers_stop = threading.Event(), threading.Event()
+    slots = Slots(2, 10, [src], observer, stopping.is_set)
+    stops = Interrupter(slots.lock, observer, slots.count)
+    trouble = Trouble(slots, observer, stops, "w-start", stopping.set, lambda: False)
+    errors: list[str] = []
+
+    def internal_error(where: str, exc: BaseException | None = None) -> None:
+        errors.append(where)
+
+    def hint(s: Source) -> None:
+        s.leased_dry.hint()
+        s.wake.set()
+
+    def pause(seconds: float) -> None:
+        stopping.wait(seconds)
+
+    host = _Host(slots, trouble, observer, stops, hint, internal_error)
+    claimers: list[threading.Thread] = []
+    threads: list[threading.Thread] = []
+    shutdown = Shutdown(
+        slots, trouble, [src], "w-start", 5.0, 1.0, stopping, helpers_stop, lambda: False,
+        claimers, threads, set(),
+    )  # fmt: skip
+    claimer = Claimer(
+        slots, observer, trouble, registry, "w-start", None, 10, 0.0, stopping.is_set, pause,
+        hint, internal_error, shutdown.release_all,
+    )  # fmt: skip
+    completer = Completer(
+        slots, observer, trouble, claimer, "w-start", 10, stopping.is_set, internal_error, set()
+    )
+    options = StartOptions(name="w-start", concurrency=2, listen=False, maintain_every=0.0)
+    rooms = StartRooms(
+        registry=registry, sources=[src], slots=slots, observer=observer, trouble=trouble,
+        claimer=claimer, completer=completer, shutdown=shutdown, host=host,
+        should_stop=stopping.is_set, pause=pause, hint=hint, internal_error=internal_error,
+        helpers_stop=helpers_stop, claimers=claimers, threads=threads,
+    )  # fmt: skip
+    startup = Startup(options, rooms)
+    startup.prepare()
+    assert startup.leased_queues == ["rooms_start"] and startup.tx_queues == []
+    assert claimer.executor is startup.executor and completer.executor is startup.executor
+    assert src.pool is not None and src.claim_lane is not None
+    with pytest.raises(RuntimeError):
+        startup.prepare()  # once
+    startup.start_threads()
+    assert [t.name for t in claimers] == ["andal-claim-0"]
+    assert sorted(t.name for t in threads) == ["andal-completer-0", "andal-heartbeat-0"]
+    deadline = time.monotonic() + 20
+    while slots.counts["completed"] < len(ids) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert sorted(ran) == ids and slots.counts["completed"] == len(ids)
+    assert shutdown.run() == 0 and errors == []
+    assert src.pool.closed and not any(t.is_alive() for t in claimers)
+    with psycopg_connect(dsn) as c:
+        assert [andal.jobs.job(c, i) for i in ids] == [None] * len(ids)
