@@ -26,6 +26,7 @@ from ..logs import event
 from .databases import Source, is_connection_error
 from .handlers import ABORTED
 from .interrupt import aborted
+from .single import OneThenClaim
 from .state import _LINGER, _STOP, _Backoff, _Outcome, _Run, one_line, plain_array, text_array
 
 if TYPE_CHECKING:
@@ -64,6 +65,7 @@ class Completer:
         self.name, self.batch, self.should_stop = name, batch, should_stop
         self.internal_error, self.in_handler = internal_error, in_handler
         self.executor: Executor | None = None
+        self._one = OneThenClaim()
 
     def run(self, src: Source) -> None:
         while True:
@@ -158,7 +160,10 @@ class Completer:
         """``queue.complete_many`` for one database's successes. When that database has room
         (the slots these jobs left), the next claim goes in the same statement
         (``sql.COMPLETE_MANY_THEN_CLAIM``: one round trip, one commit; an error in either rolls
-        both back, and the completions are then sent alone)."""
+        both back, and the completions are then sent alone). One success goes with its claim
+        as ``queue.complete`` and ``queue.claim`` in one query (``single``: the same round
+        trip and commit, half the server's work); when that query is refused, the combined
+        statement is sent instead and decides as before."""
         src = oks[0].run.source
         lane = src.complete_lane
         assert lane is not None
@@ -170,6 +175,7 @@ class Completer:
         backoff = _Backoff()
         retried = False
         combine = bool(self.claims.leased_queues)
+        one = len(oks) == 1
         n = 0
         claimed: list[tuple[Any, ...]] = []
         while True:
@@ -181,11 +187,7 @@ class Completer:
                     hints = src.leased_dry.hints
                     if n and claim is not None:
                         claim["batch"] = n
-                        both = conn.execute(
-                            sql.COMPLETE_MANY_THEN_CLAIM, {**params, **claim}
-                        ).fetchall()
-                        rows = [(r[1], r[15]) for r in both if not r[0]]
-                        claimed = [r[1:15] for r in both if r[0]]
+                        rows, claimed = self._one.send(conn, src.index, oks, params, claim, one)
                     else:
                         rows = conn.execute(sql.COMPLETE_MANY, params).fetchall()
                 break
@@ -193,6 +195,10 @@ class Completer:
                 if ride and ride[0]:  # no claim rides on a failed attempt
                     self.slots.reserve_next(src, ride, claim=False)
                     src.wake.set()
+                if n and one and not is_connection_error(exc):
+                    self.slots.back(src, n)  # the combined statement decides (see single)
+                    n, one = 0, False
+                    continue
                 if n:
                     self.slots.back(src, n)
                     self.observer.claim_error("leased")
