@@ -559,3 +559,74 @@ def test_startup_wires_the_rooms_and_their_threads_drain_a_queue(dsn, clean) -> 
     assert src.pool.closed and not any(t.is_alive() for t in claimers)
     with psycopg_connect(dsn) as c:
         assert [andal.jobs.job(c, i) for i in ids] == [None] * len(ids)
+
+
+@pytest.mark.parametrize("stale", [False, True])
+def test_completer_sends_one_success_with_the_next_claim(dsn, clean, stale) -> None:
+    """One success goes as queue.complete + queue.claim in one query; a stale token there
+    (AN001, both rolled back) falls back to the combined statement, which reports it."""
+    from andal.worker.claim import Claimer
+    from andal.worker.complete import Completer
+    from andal.worker.state import _STOP, _Lane
+    from andal.worker.trouble import Trouble
+
+    with psycopg_connect(dsn) as c:
+        first, second = andal.enqueue_many(c, [{"n": 1}, {"n": 2}], "rooms_one")
+    src, observer, slots = a_source(dsn, slots_for=2)
+    assert src.pool is not None
+    src.complete_lane = _Lane(src.pool)
+    slots.configure(leased=True, tx_forms=[])
+    trouble = Trouble(
+        slots, observer, Interrupter(slots.lock, observer, slots.count), "w-rooms",
+        lambda: None, lambda: False,
+    )  # fmt: skip
+    claimer = Claimer(
+        slots, observer, trouble, andal.Registry({"rooms_one": print}), "w-rooms", None, 1,
+        0.0, lambda: False, lambda s: None, lambda s: None, lambda where, exc=None: None,
+        lambda runs, why: None,
+    )  # fmt: skip
+    executor = FakeExecutor()
+    claimer.setup(["rooms_one"], [], executor, {}, {})  # type: ignore[arg-type]
+    errors: list[str] = []
+    completer = Completer(
+        slots, observer, trouble, claimer, "w-rooms", 1, lambda: False,
+        lambda where, exc=None: errors.append(where), set(),
+    )  # fmt: skip
+    sent: list[str] = []
+    one_query = completer._one.rows
+
+    def spy(*args, **kwargs):  # which form went, and what it answered
+        try:
+            rows = one_query(*args, **kwargs)
+        except Exception as exc:
+            sent.append(getattr(getattr(exc, "diag", None), "sqlstate", None) or "?")
+            raise
+        sent.append("ok")
+        return rows
+
+    completer._one.rows = spy  # type: ignore[method-assign]
+    try:
+        assert claimer.claim_leased(src) == (1, 1)
+        (run,) = executor.dispatched
+        assert run.job.id == first
+        if stale:  # another claimer's token now: this worker's lease is gone
+            with psycopg_connect(dsn) as c:
+                c.execute("update queue.jobs set token = gen_random_uuid() where id = %s", (first,))
+        run.state = "running"
+        outcome = _Outcome(run, True, 1.0, result='{"quote": "it\'s \\\\ fine"}')
+        outcome.rides = slots.handler_done(run, outcome.ok)
+        src.done.put(outcome)
+        src.done.put(_STOP)
+        completer.run(src)
+        assert errors == [] and [r.job.id for r in executor.dispatched] == [first, second]
+        assert sent == (["AN001"] if stale else ["ok"])
+        assert slots.counts["completed"] == (0 if stale else 1)
+        assert slots.counts["lease_lost"] == (1 if stale else 0)
+        assert slots.counts["errors"] == 0 and slots.busy == 1 and src.riding == 0
+        with psycopg_connect(dsn) as c:
+            left = c.execute("select id, status from queue.jobs order by id").fetchall()
+        assert left == ([(first, "running")] if stale else []) + [(second, "running")]
+    finally:
+        src.claim_lane.release()  # type: ignore[union-attr]
+        src.complete_lane.release()
+        src.pool.close()
