@@ -3,7 +3,8 @@
 The completer of a database takes the outcomes its jobs' handlers left (``Source.done``) in
 batches: successes go out together through ``queue.complete_many`` and, in the same
 statement, the claim for the slots those jobs left (``sql.COMPLETE_MANY_THEN_CLAIM``: one
-round trip and one commit per batch); failures one by one through ``queue.fail``. A batch
+round trip and one commit per batch; a single success goes as ``queue.complete`` and the claim
+in one query, ``single``); failures one by one through ``queue.fail``. A batch
 refused as a whole is completed job by job, to isolate the one refused; a lost connection is
 retried with backoff until the jobs' leases are past. With one slot, the completer runs the
 job its claim took itself (two thread hand-offs per job saved).
@@ -161,9 +162,7 @@ class Completer:
         (the slots these jobs left), the next claim goes in the same statement
         (``sql.COMPLETE_MANY_THEN_CLAIM``: one round trip, one commit; an error in either rolls
         both back, and the completions are then sent alone). One success goes with its claim
-        as ``queue.complete`` and ``queue.claim`` in one query (``single``: the same round
-        trip and commit, half the server's work); when that query is refused, the combined
-        statement is sent instead and decides as before."""
+        in one query (``single``); refused, the combined statement is sent and decides."""
         src = oks[0].run.source
         lane = src.complete_lane
         assert lane is not None
@@ -195,12 +194,11 @@ class Completer:
                 if ride and ride[0]:  # no claim rides on a failed attempt
                     self.slots.reserve_next(src, ride, claim=False)
                     src.wake.set()
-                if n and one and not is_connection_error(exc):
-                    self.slots.back(src, n)  # the combined statement decides (see single)
-                    n, one = 0, False
-                    continue
                 if n:
                     self.slots.back(src, n)
+                    if one and not is_connection_error(exc):  # the combined one decides
+                        n, one = 0, False
+                        continue
                     self.observer.claim_error("leased")
                     n, combine = 0, False
                     if not is_connection_error(exc):
@@ -227,12 +225,17 @@ class Completer:
                 return
         took = time.perf_counter() - started
         if n:  # the next jobs first: their handlers start while these are counted
-            # With one slot, the completer runs the job it claimed itself, once this batch is
-            # recorded (_complete_loop): the only outcome it can wait for is that job's,
-            # and two thread hand-offs per job (to a slot and back) are saved.
-            keep = src.inline if self.slots.concurrency == 1 else None
-            self.claims.claimed(src, n, claimed, took, started_ns, hints, keep)
+            self._claimed(src, n, claimed, took, started_ns, hints)
         self._recorded(oks, rows, took, started_ns, retried)
+
+    def _claimed(
+        self, src: Source, n: int, rows: list[tuple[Any, ...]], took: float, ns: int, hints: int
+    ) -> None:
+        """The claim sent with the completions took ``rows``. With one slot, the completer
+        runs the job it claimed itself, once its batch is recorded (``run``): the only outcome
+        it can wait for is that job's, and two thread hand-offs per job are saved."""
+        keep = src.inline if self.slots.concurrency == 1 else None
+        self.claims.claimed(src, n, rows, took, ns, hints, keep)
 
     def _claim_refused(self, src: Source, exc: psycopg.Error, completions: int) -> None:
         """The claim sent with completions was refused (both rolled back): logged as the claim
