@@ -152,6 +152,10 @@ class Config:
     plots: bool = True
     #: W8: jobs processed by its growth run (None: 1M, quick 5k)
     scale_jobs: int | None = None
+    #: W1: only these systems (result labels, "sql" for both pgbench systems) and these
+    #: "workersxbatch" cases (None: all; see ``bench.run --w1``)
+    w1_systems: set[str] | None = None
+    w1_cases: set[tuple[int, int]] | None = None
 
     def size(self, full: int, quick: int) -> int:
         return quick if self.quick else full

@@ -58,6 +58,13 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
         metavar="N",
         help="W8: jobs processed by its growth run (default 1,000,000; quick: 5,000)",
     )
+    p.add_argument(
+        "--w1",
+        metavar="SPEC",
+        help="W1: run a subset, e.g. 'andal-py,procrastinate@1x1,4x1' (systems: raw-py,"
+        " andal-py, andal-py-async, procrastinate, pgqueuer, sql for the pgbench pair; after @,"
+        " the cases as WORKERSxBATCH; either part may be left out)",
+    )
     p.add_argument("--out", type=Path, default=RESULTS_DIR, help="results directory")
     p.add_argument(
         "--publish",
@@ -65,6 +72,20 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
         help="copy the plots to docs/img/ and the tables into docs/performance.md",
     )
     return p.parse_args(argv)
+
+
+def w1_subset(spec: str) -> tuple[set[str] | None, set[tuple[int, int]] | None]:
+    """``--w1``'s SPEC: "SYSTEMS@CASES", each a comma list (CASES as WORKERSxBATCH)."""
+    systems_part, _, cases_part = spec.partition("@")
+    if "@" not in spec and "x" in spec and spec.replace("x", "").replace(",", "").isdigit():
+        systems_part, cases_part = "", spec
+    systems = {s.strip() for s in systems_part.split(",") if s.strip()} or None
+    cases = set()
+    for c in cases_part.split(","):
+        if c.strip():
+            workers, _, batch = c.strip().partition("x")
+            cases.add((int(workers), int(batch)))
+    return systems, cases or None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -80,6 +101,8 @@ def main(argv: list[str] | None = None) -> int:
         plots=not args.no_plots,
         scale_jobs=args.scale_jobs,
     )
+    if args.w1:
+        cfg.w1_systems, cfg.w1_cases = w1_subset(args.w1)
     started = time.time()
     meta = {
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started)),

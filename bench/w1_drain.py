@@ -37,9 +37,11 @@ def run(cfg: Config, env: Env) -> None:
     py_procs = [1] if cfg.quick else [1, 4]
     res = cfg.results
 
-    if env.pgbench:
+    if env.pgbench and _wanted(cfg, "sql"):
         for batch in batches:
             for clients in sql_clients:
+                if not _case_wanted(cfg, clients, batch):
+                    continue
                 runs: dict[str, list[dict[str, float]]] = {"raw": [], "andal": []}
                 for rep in range(cfg.reps):
                     for system in ("raw", "andal"):
@@ -63,7 +65,13 @@ def run(cfg: Config, env: Env) -> None:
 
     for procs_n in py_procs:
         for batch in batches:
-            labels = [lbl for lbl in env.drain_labels if _applies(lbl, batch, cfg)]
+            if not _case_wanted(cfg, procs_n, batch):
+                continue
+            labels = [
+                lbl for lbl in env.drain_labels if _applies(lbl, batch, cfg) and _wanted(cfg, lbl)
+            ]
+            if not labels:
+                continue
             runs = {lbl: [] for lbl in labels}
             jobs = n_py_batch1 if batch == 1 else n
             for rep in range(cfg.reps):
@@ -81,6 +89,14 @@ def run(cfg: Config, env: Env) -> None:
             for label, rs in runs.items():
                 if rs:
                     _record(res, label, procs_n, batch, rs, jobs)
+
+
+def _wanted(cfg: Config, system: str) -> bool:
+    return cfg.w1_systems is None or system in cfg.w1_systems
+
+
+def _case_wanted(cfg: Config, workers: int, batch: int) -> bool:
+    return cfg.w1_cases is None or (workers, batch) in cfg.w1_cases
 
 
 def _applies(label: str, batch: int, cfg: Config) -> bool:

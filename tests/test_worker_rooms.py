@@ -486,3 +486,147 @@ def test_a_stop_request_cuts_a_pause_short() -> None:
     assert stop.requested() and time.monotonic() - before < 30
     stop.signals = 2
     assert stop.hard()
+
+
+def test_startup_wires_the_rooms_and_their_threads_drain_a_queue(dsn, clean) -> None:
+    from andal.worker.claim import Claimer
+    from andal.worker.complete import Completer
+    from andal.worker.hosts import _Host
+    from andal.worker.observe import Observer
+    from andal.worker.shutdown import Shutdown
+    from andal.worker.slots import Slots
+    from andal.worker.startup import StartOptions, StartRooms, Startup
+    from andal.worker.trouble import Trouble
+
+    with psycopg_connect(dsn) as c:
+        ids = andal.enqueue_many(c, [{"n": i} for i in range(5)], "rooms_start")
+    ran: list[int] = []
+    registry = andal.Registry({"rooms_start": lambda job: ran.append(job.id)})
+    src = Source(0, dsn, "t@h:1", 0.05)
+    observer = Observer("w-start", None, [src])
+    stopping, helpers_stop = threading.Event(), threading.Event()
+    slots = Slots(2, 10, [src], observer, stopping.is_set)
+    stops = Interrupter(slots.lock, observer, slots.count)
+    trouble = Trouble(slots, observer, stops, "w-start", stopping.set, lambda: False)
+    errors: list[str] = []
+
+    def internal_error(where: str, exc: BaseException | None = None) -> None:
+        errors.append(where)
+
+    def hint(s: Source) -> None:
+        s.leased_dry.hint()
+        s.wake.set()
+
+    def pause(seconds: float) -> None:
+        stopping.wait(seconds)
+
+    host = _Host(slots, trouble, observer, stops, hint, internal_error)
+    claimers: list[threading.Thread] = []
+    threads: list[threading.Thread] = []
+    shutdown = Shutdown(
+        slots, trouble, [src], "w-start", 5.0, 1.0, stopping, helpers_stop, lambda: False,
+        claimers, threads, set(),
+    )  # fmt: skip
+    claimer = Claimer(
+        slots, observer, trouble, registry, "w-start", None, 10, 0.0, stopping.is_set, pause,
+        hint, internal_error, shutdown.release_all,
+    )  # fmt: skip
+    completer = Completer(
+        slots, observer, trouble, claimer, "w-start", 10, stopping.is_set, internal_error, set()
+    )
+    options = StartOptions(name="w-start", concurrency=2, listen=False, maintain_every=0.0)
+    rooms = StartRooms(
+        registry=registry, sources=[src], slots=slots, observer=observer, trouble=trouble,
+        claimer=claimer, completer=completer, shutdown=shutdown, host=host,
+        should_stop=stopping.is_set, pause=pause, hint=hint, internal_error=internal_error,
+        helpers_stop=helpers_stop, claimers=claimers, threads=threads,
+    )  # fmt: skip
+    startup = Startup(options, rooms)
+    startup.prepare()
+    assert startup.leased_queues == ["rooms_start"] and startup.tx_queues == []
+    assert claimer.executor is startup.executor and completer.executor is startup.executor
+    assert src.pool is not None and src.claim_lane is not None
+    with pytest.raises(RuntimeError):
+        startup.prepare()  # once
+    startup.start_threads()
+    assert [t.name for t in claimers] == ["andal-claim-0"]
+    assert sorted(t.name for t in threads) == ["andal-completer-0", "andal-heartbeat-0"]
+    deadline = time.monotonic() + 20
+    while slots.counts["completed"] < len(ids) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert sorted(ran) == ids and slots.counts["completed"] == len(ids)
+    assert shutdown.run() == 0 and errors == []
+    assert src.pool.closed and not any(t.is_alive() for t in claimers)
+    with psycopg_connect(dsn) as c:
+        assert [andal.jobs.job(c, i) for i in ids] == [None] * len(ids)
+
+
+@pytest.mark.parametrize("stale", [False, True])
+def test_completer_sends_one_success_with_the_next_claim(dsn, clean, stale) -> None:
+    """One success goes as queue.complete + queue.claim in one query; a stale token there
+    (AN001, both rolled back) falls back to the combined statement, which reports it."""
+    from andal.worker.claim import Claimer
+    from andal.worker.complete import Completer
+    from andal.worker.state import _STOP, _Lane
+    from andal.worker.trouble import Trouble
+
+    with psycopg_connect(dsn) as c:
+        first, second = andal.enqueue_many(c, [{"n": 1}, {"n": 2}], "rooms_one")
+    src, observer, slots = a_source(dsn, slots_for=2)
+    assert src.pool is not None
+    src.complete_lane = _Lane(src.pool)
+    slots.configure(leased=True, tx_forms=[])
+    trouble = Trouble(
+        slots, observer, Interrupter(slots.lock, observer, slots.count), "w-rooms",
+        lambda: None, lambda: False,
+    )  # fmt: skip
+    claimer = Claimer(
+        slots, observer, trouble, andal.Registry({"rooms_one": print}), "w-rooms", None, 1,
+        0.0, lambda: False, lambda s: None, lambda s: None, lambda where, exc=None: None,
+        lambda runs, why: None,
+    )  # fmt: skip
+    executor = FakeExecutor()
+    claimer.setup(["rooms_one"], [], executor, {}, {})  # type: ignore[arg-type]
+    errors: list[str] = []
+    completer = Completer(
+        slots, observer, trouble, claimer, "w-rooms", 1, lambda: False,
+        lambda where, exc=None: errors.append(where), set(),
+    )  # fmt: skip
+    sent: list[str] = []
+    one_query = completer._one.rows
+
+    def spy(*args, **kwargs):  # which form went, and what it answered
+        try:
+            rows = one_query(*args, **kwargs)
+        except Exception as exc:
+            sent.append(getattr(getattr(exc, "diag", None), "sqlstate", None) or "?")
+            raise
+        sent.append("ok")
+        return rows
+
+    completer._one.rows = spy  # type: ignore[method-assign]
+    try:
+        assert claimer.claim_leased(src) == (1, 1)
+        (run,) = executor.dispatched
+        assert run.job.id == first
+        if stale:  # another claimer's token now: this worker's lease is gone
+            with psycopg_connect(dsn) as c:
+                c.execute("update queue.jobs set token = gen_random_uuid() where id = %s", (first,))
+        run.state = "running"
+        outcome = _Outcome(run, True, 1.0, result='{"quote": "it\'s \\\\ fine"}')
+        outcome.rides = slots.handler_done(run, outcome.ok)
+        src.done.put(outcome)
+        src.done.put(_STOP)
+        completer.run(src)
+        assert errors == [] and [r.job.id for r in executor.dispatched] == [first, second]
+        assert sent == (["AN001"] if stale else ["ok"])
+        assert slots.counts["completed"] == (0 if stale else 1)
+        assert slots.counts["lease_lost"] == (1 if stale else 0)
+        assert slots.counts["errors"] == 0 and slots.busy == 1 and src.riding == 0
+        with psycopg_connect(dsn) as c:
+            left = c.execute("select id, status from queue.jobs order by id").fetchall()
+        assert left == ([(first, "running")] if stale else []) + [(second, "running")]
+    finally:
+        src.claim_lane.release()  # type: ignore[union-attr]
+        src.complete_lane.release()
+        src.pool.close()

@@ -7,7 +7,8 @@
 * ``execute``: plain handlers in ``concurrency`` slot threads, ``async def`` handlers on one
   event loop (``aio``), both leased and transactional; per-queue limits (``limits``);
 * ``complete``: per database, the outcomes in batches (``queue.complete_many`` carrying the
-  next claim, ``queue.fail``);
+  next claim; one success as ``queue.complete`` and the claim in one query, ``single``;
+  ``queue.fail``);
 * ``heartbeat``, ``listen``, ``maintenance`` (with ``vacuum``): per database;
 * ``slots``: the one owner of the shared state (slots, held runs, counts, the lock);
 * ``interrupt``: tells a handler to stop at its attempt's deadline or on an abort request;
@@ -44,7 +45,6 @@ from .databases import (
     dsn_list,
     is_connection_error,
 )
-from .execute import Executor
 from .handlers import (
     F,
     Fail,
@@ -60,25 +60,22 @@ from .handlers import (
 from .hosts import _Host
 from .interrupt import Interrupter
 from .listen import listen_via, report_listening
-from .maintenance import Maintenance
 from .observe import Observer
 from .options import check_options, listen_dsns
 from .shutdown import Shutdown
 from .slots import Slots
-from .startup import Startup
+from .startup import StartOptions, StartRooms, Startup
 from .state import (
     default_name,
     plain_array,
     text_array,
 )
 from .stopping import StopRequest
-from .transact import TxGroup
 from .trouble import EXIT_CONFIG, Trouble
 from .vacuum import VACUUM_LOCK_KEY, VacuumReport, vacuum_tables
 
 if TYPE_CHECKING:
     from ..cache import Cache
-    from .registration import Registration
 
 __all__ = [
     "EXIT_CONFIG",
@@ -217,11 +214,6 @@ class Worker:
         self._claimers: list[threading.Thread] = []
         self._threads: list[threading.Thread] = []
         self._rooms()
-        self._prepared = False
-        self._leased_queues: list[str] = []
-        self._leased_array = "{}"
-        self._tx_queues: list[str] = []
-        self._queue_set: set[str] = set()
         self._runner: threading.Thread | None = None
         self._exit_code: int | None = None
 
@@ -241,7 +233,6 @@ class Worker:
     def _rooms(self) -> None:
         """The worker's rooms (the executor and the maintenance of each database are made
         at start, see ``Startup.prepare``)."""
-        self._executor: Executor | None = None
         #: Tells handlers to stop at their deadline or on an abort request.
         self.interrupter = Interrupter(self.slots.lock, self.observer, self.slots.count)
         self.trouble = Trouble(
@@ -272,10 +263,26 @@ class Worker:
             self.slots, self.observer, self.trouble, self.claimer, self.name, self.batch,
             self._should_stop, self._internal_error, self._in_handler,
         )  # fmt: skip
-        self.startup = Startup(self)
-        self._maintenance: dict[int, Maintenance] = {}
-        self._registrations: dict[int, Registration] = {}  # made at start
-        self._tx_groups: list[TxGroup] = []
+        self.startup = Startup(self._start_options(), self._start_rooms())
+
+    def _start_options(self) -> StartOptions:
+        return StartOptions(
+            name=self.name, concurrency=self.concurrency, queues=self.only_queues,
+            lease=self.lease, listen=self.listen, pooler=self.pooler, heartbeat=self.heartbeat,
+            pool_timeout=self.pool_timeout, maintain_every=self.maintain_every,
+            vacuum=self.vacuum, metrics_port=self.metrics_port, metrics_addr=self.metrics_addr,
+            tracing=self.tracing,
+        )  # fmt: skip
+
+    def _start_rooms(self) -> StartRooms:
+        return StartRooms(
+            registry=self.registry, sources=self.sources, slots=self.slots,
+            observer=self.observer, trouble=self.trouble, claimer=self.claimer,
+            completer=self._completer, shutdown=self._shutdown, host=self._host,
+            should_stop=self._should_stop, pause=self._pause, hint=self._hint,
+            internal_error=self._internal_error, helpers_stop=self._helpers_stop,
+            claimers=self._claimers, threads=self._threads,
+        )  # fmt: skip
 
     # -- public API ---------------------------------------------------------------------
 
@@ -311,7 +318,7 @@ class Worker:
             event(
                 "worker_started",
                 worker=self.name,
-                queues=self._leased_queues + self._tx_queues,
+                queues=self.startup.leased_queues + self.startup.tx_queues,
                 concurrency=self.concurrency,
                 batch=self.batch,
                 databases=[s.label for s in self.sources],

@@ -3,7 +3,8 @@
 The completer of a database takes the outcomes its jobs' handlers left (``Source.done``) in
 batches: successes go out together through ``queue.complete_many`` and, in the same
 statement, the claim for the slots those jobs left (``sql.COMPLETE_MANY_THEN_CLAIM``: one
-round trip and one commit per batch); failures one by one through ``queue.fail``. A batch
+round trip and one commit per batch; a single success goes as ``queue.complete`` and the claim
+in one query, ``single``); failures one by one through ``queue.fail``. A batch
 refused as a whole is completed job by job, to isolate the one refused; a lost connection is
 retried with backoff until the jobs' leases are past. With one slot, the completer runs the
 job its claim took itself (two thread hand-offs per job saved).
@@ -26,6 +27,7 @@ from ..logs import event
 from .databases import Source, is_connection_error
 from .handlers import ABORTED
 from .interrupt import aborted
+from .single import OneThenClaim
 from .state import _LINGER, _STOP, _Backoff, _Outcome, _Run, one_line, plain_array, text_array
 
 if TYPE_CHECKING:
@@ -64,6 +66,7 @@ class Completer:
         self.name, self.batch, self.should_stop = name, batch, should_stop
         self.internal_error, self.in_handler = internal_error, in_handler
         self.executor: Executor | None = None
+        self._one = OneThenClaim()
 
     def run(self, src: Source) -> None:
         while True:
@@ -158,7 +161,8 @@ class Completer:
         """``queue.complete_many`` for one database's successes. When that database has room
         (the slots these jobs left), the next claim goes in the same statement
         (``sql.COMPLETE_MANY_THEN_CLAIM``: one round trip, one commit; an error in either rolls
-        both back, and the completions are then sent alone)."""
+        both back, and the completions are then sent alone). One success goes with its claim
+        in one query (``single``); refused, the combined statement is sent and decides."""
         src = oks[0].run.source
         lane = src.complete_lane
         assert lane is not None
@@ -170,6 +174,7 @@ class Completer:
         backoff = _Backoff()
         retried = False
         combine = bool(self.claims.leased_queues)
+        one = len(oks) == 1
         n = 0
         claimed: list[tuple[Any, ...]] = []
         while True:
@@ -181,11 +186,7 @@ class Completer:
                     hints = src.leased_dry.hints
                     if n and claim is not None:
                         claim["batch"] = n
-                        both = conn.execute(
-                            sql.COMPLETE_MANY_THEN_CLAIM, {**params, **claim}
-                        ).fetchall()
-                        rows = [(r[1], r[15]) for r in both if not r[0]]
-                        claimed = [r[1:15] for r in both if r[0]]
+                        rows, claimed = self._one.send(conn, src.index, oks, params, claim, one)
                     else:
                         rows = conn.execute(sql.COMPLETE_MANY, params).fetchall()
                 break
@@ -195,6 +196,9 @@ class Completer:
                     src.wake.set()
                 if n:
                     self.slots.back(src, n)
+                    if one and not is_connection_error(exc):  # the combined one decides
+                        n, one = 0, False
+                        continue
                     self.observer.claim_error("leased")
                     n, combine = 0, False
                     if not is_connection_error(exc):
@@ -221,12 +225,17 @@ class Completer:
                 return
         took = time.perf_counter() - started
         if n:  # the next jobs first: their handlers start while these are counted
-            # With one slot, the completer runs the job it claimed itself, once this batch is
-            # recorded (_complete_loop): the only outcome it can wait for is that job's,
-            # and two thread hand-offs per job (to a slot and back) are saved.
-            keep = src.inline if self.slots.concurrency == 1 else None
-            self.claims.claimed(src, n, claimed, took, started_ns, hints, keep)
+            self._claimed(src, n, claimed, took, started_ns, hints)
         self._recorded(oks, rows, took, started_ns, retried)
+
+    def _claimed(
+        self, src: Source, n: int, rows: list[tuple[Any, ...]], took: float, ns: int, hints: int
+    ) -> None:
+        """The claim sent with the completions took ``rows``. With one slot, the completer
+        runs the job it claimed itself, once its batch is recorded (``run``): the only outcome
+        it can wait for is that job's, and two thread hand-offs per job are saved."""
+        keep = src.inline if self.slots.concurrency == 1 else None
+        self.claims.claimed(src, n, rows, took, ns, hints, keep)
 
     def _claim_refused(self, src: Source, exc: psycopg.Error, completions: int) -> None:
         """The claim sent with completions was refused (both rolled back): logged as the claim
