@@ -4288,6 +4288,9 @@ CREATE FUNCTION queue.complete_many(job_ids bigint[], tokens uuid[], results jso
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     SET enable_seqscan TO 'off'
+    SET enable_bitmapscan TO 'off'
+    SET enable_hashjoin TO 'off'
+    SET enable_mergejoin TO 'off'
     SET jit TO 'off'
     AS $$
 #variable_conflict use_column
@@ -4313,27 +4316,25 @@ begin
             using errcode = '22023';
     end if;
 
-    with input as (
-        -- a (job, token) pair given twice counts once (with its first result: n)
+    with input as materialized (
+        -- a (job, token) pair given twice counts once (with its first result: n); sorted by
+        -- id, and materialized so that it drives the delete in that order
         select distinct on (i.id, i.tok) i.id, i.tok, i.n
         from unnest(complete_many.job_ids, complete_many.tokens) with ordinality as i (id, tok, n)
         order by i.id, i.tok, i.n
     ),
-    locked as (
-        -- By primary key (one probe per input pair), never a scan of the running jobs: a
-        -- token is set only while a job runs, so token and unexpired lease say "running"
-        -- without naming the status (which would let the planner pick jobs_lease_idx on
-        -- stale statistics). A job has one token, so it matches at most one pair.
-        select j.id, j.queue, i.n from input as i
-        join queue.jobs as j on j.id = i.id and j.token = i.tok
-        where j.lease_expires_at > v_now and j.abort_requested_at is null
-        order by j.id
-        for update of j
-    ),
     gone as (
-        -- (the queue too: a sharded table reads the job's shard only)
-        delete from queue.jobs as j using locked as l where j.id = l.id and j.queue = l.queue
-        returning j.id, j.token, j.queue, j.category, j.cache_key, l.n, j.priority, j.payload,
+        -- One statement, no separate lock pass: a nested loop over the sorted input probes
+        -- the primary key once per pair (hash and merge joins are off for this function), so
+        -- the delete takes its row locks in id order, the order heartbeat_many locks in:
+        -- concurrent batches never deadlock. Never a scan of the running jobs: a token is
+        -- set only while a job runs, so token and unexpired lease say "running" without
+        -- naming the status (which would let the planner pick jobs_lease_idx on stale
+        -- statistics). A job has one token, so it matches at most one pair.
+        delete from queue.jobs as j using input as i
+        where j.id = i.id and j.token = i.tok
+          and j.lease_expires_at > v_now and j.abort_requested_at is null
+        returning j.id, j.token, j.queue, j.category, j.cache_key, i.n, j.priority, j.payload,
             j.attempt, j.max_attempts, j.enqueued_at, j.claimed_at, j.worker, j.errors,
             j.watched,
             date_part('epoch', v_now - j.claimed_at) * 1000 as run_ms,
