@@ -14,9 +14,9 @@
 -- lost) when the token is not the job's current, unexpired lease, or an abort of the job was
 -- requested (queue.cancel: the abort wins; end the attempt with queue.fail) — nothing is
 -- changed then.
--- Cost: one statement deletes the job, counts it in this backend's statistics row of the
--- minute (queue._record's upsert, inlined) and reads the queue's policy; a gated job's slot,
--- a kept result and a cache key take one more statement each.
+-- Cost: one statement deletes the job and reads the queue's policy, one updates this
+-- backend's statistics row of the minute (queue._record's row; an upsert once a minute); a
+-- gated job's slot, a kept result and a cache key take one more statement each.
 create or replace function queue.complete(job_id bigint, token uuid, result jsonb default null)
 returns void
 language plpgsql
@@ -57,27 +57,6 @@ begin
             width_bucket(date_part('epoch', j.claimed_at - j.available_at) * 1000,
                 queue._hist_bounds())
             + 1 as wb
-    ),
-    counted as (
-        -- one upsert of this backend's row for this minute, queue and category; the
-        -- histograms get a 1 in the job's bucket (16 buckets, see queue._hist_bounds)
-        insert into queue.stat_minutes as s (
-            minute, backend, queue, category, completed, run_count, run_ms, run_hist, wait_hist
-        )
-        select date_trunc('minute', now()), pg_backend_pid(), g.queue, coalesce(g.category, ''),
-            1, 1, g.run_ms,
-            array_fill(0::bigint, array[g.rb - 1]) || 1::bigint
-            || array_fill(0::bigint, array[16 - g.rb]),
-            array_fill(0::bigint, array[g.wb - 1]) || 1::bigint
-            || array_fill(0::bigint, array[16 - g.wb])
-        from gone as g
-        on conflict (minute, backend, queue, category) do update
-        set completed = s.completed + 1, run_count = s.run_count + 1,
-            run_ms = s.run_ms + excluded.run_ms,
-            run_hist[array_position(excluded.run_hist, 1::bigint)]
-            = s.run_hist[array_position(excluded.run_hist, 1::bigint)] + 1,
-            wait_hist[array_position(excluded.wait_hist, 1::bigint)]
-            = s.wait_hist[array_position(excluded.wait_hist, 1::bigint)] + 1
     )
     select g.*, q.keep_results, q.cache_policy, q.history_retention into v_job
     from gone as g
@@ -91,6 +70,35 @@ begin
     v_history := v_job.history_retention;
     if v_id is null then
         perform queue._lease_lost(complete.job_id, complete.token);
+    end if;
+    -- Counted in this backend's row for this minute, queue and category (queue._record's
+    -- row): a plain update by primary key (a HOT update, one WAL record), and an upsert only
+    -- when the row does not exist yet (once a minute). An upsert every time ran the
+    -- speculative-insertion check and wrote a row-lock record before its update: ≈ 15 µs of
+    -- server CPU more per job. The histograms get a 1 in the job's bucket (16 buckets, see
+    -- queue._hist_bounds).
+    update queue.stat_minutes as s
+    set completed = s.completed + 1, run_count = s.run_count + 1,
+        run_ms = s.run_ms + v_job.run_ms,
+        run_hist[v_job.rb] = s.run_hist[v_job.rb] + 1,
+        wait_hist[v_job.wb] = s.wait_hist[v_job.wb] + 1
+    where s.minute = date_trunc('minute', now()) and s.backend = pg_backend_pid()
+      and s.queue = v_queue and s.category = coalesce(v_category, '');
+    if not found then
+        insert into queue.stat_minutes as s (
+            minute, backend, queue, category, completed, run_count, run_ms, run_hist, wait_hist
+        )
+        select date_trunc('minute', now()), pg_backend_pid(), v_queue, coalesce(v_category, ''),
+            1, 1, v_job.run_ms,
+            array_fill(0::bigint, array[v_job.rb - 1]) || 1::bigint
+            || array_fill(0::bigint, array[16 - v_job.rb]),
+            array_fill(0::bigint, array[v_job.wb - 1]) || 1::bigint
+            || array_fill(0::bigint, array[16 - v_job.wb])
+        on conflict (minute, backend, queue, category) do update
+        set completed = s.completed + 1, run_count = s.run_count + 1,
+            run_ms = s.run_ms + excluded.run_ms,
+            run_hist[v_job.rb] = s.run_hist[v_job.rb] + 1,
+            wait_hist[v_job.wb] = s.wait_hist[v_job.wb] + 1;
     end if;
     if v_history is not null then
         insert into queue.history (
