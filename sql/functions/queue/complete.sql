@@ -318,7 +318,9 @@ begin
     end loop;
 
     -- One row per input pair, in input order. A pair with a null id or token matches
-    -- nothing: null, or false when no job was completed.
+    -- nothing: null, or false when no job was completed. By a hash join: the joins this
+    -- function turned off for its delete are back for this statement (until it returns).
+    perform set_config('enable_hashjoin', 'on', true);
     return query
     select i.id,
         case when i.id is not null and i.tok is not null then d.id is not null
