@@ -4333,7 +4333,7 @@ begin
     ),
     gone as (
         -- One statement, no separate lock pass: a nested loop over the sorted input probes
-        -- the primary key once per pair (hash and merge joins are off for this function), so
+        -- the primary key once per pair (hash and merge joins are off for it: see the SET), so
         -- the delete takes its row locks in id order, the order heartbeat_many locks in:
         -- concurrent batches never deadlock. Never a scan of the running jobs: a token is
         -- set only while a job runs, so token and unexpired lease say "running" without
@@ -4437,6 +4437,11 @@ begin
         v_gated, v_gated_queues
     from gone as g;
 
+    -- Hash joins were off for the delete only: the statements below (the slots' release,
+    -- the answer's join of the input with the completed pairs) have them back until this
+    -- function returns; left off, the answer was a 100 x 100 nested loop at batch 100.
+    perform set_config('enable_hashjoin', 'on', true);
+
     if v_gated is not null then
         perform queue._free_slots(v_gated, v_gated_queues);
     end if;
@@ -4465,9 +4470,7 @@ begin
     end loop;
 
     -- One row per input pair, in input order. A pair with a null id or token matches
-    -- nothing: null, or false when no job was completed. By a hash join: the joins this
-    -- function turned off for its delete are back for this statement (until it returns).
-    perform set_config('enable_hashjoin', 'on', true);
+    -- nothing: null, or false when no job was completed.
     return query
     select i.id,
         case when i.id is not null and i.tok is not null then d.id is not null

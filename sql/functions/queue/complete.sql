@@ -146,8 +146,9 @@ language plpgsql
 security definer
 set search_path = pg_catalog, pg_temp
 -- every row is found by primary key, whatever the (possibly stale) statistics say; the delete
--- is a nested loop driven by the sorted input (its lock order); and no JIT compilation,
--- which a plan costed with a disabled scan would trigger on every call
+-- is a nested loop driven by the sorted input (its lock order; hash joins come back after
+-- it); and no JIT compilation, which a plan costed with a disabled scan would trigger on
+-- every call
 set enable_seqscan = off
 set enable_bitmapscan = off
 set enable_hashjoin = off
@@ -186,7 +187,7 @@ begin
     ),
     gone as (
         -- One statement, no separate lock pass: a nested loop over the sorted input probes
-        -- the primary key once per pair (hash and merge joins are off for this function), so
+        -- the primary key once per pair (hash and merge joins are off for it: see the SET), so
         -- the delete takes its row locks in id order, the order heartbeat_many locks in:
         -- concurrent batches never deadlock. Never a scan of the running jobs: a token is
         -- set only while a job runs, so token and unexpired lease say "running" without
@@ -290,6 +291,11 @@ begin
         v_gated, v_gated_queues
     from gone as g;
 
+    -- Hash joins were off for the delete only: the statements below (the slots' release,
+    -- the answer's join of the input with the completed pairs) have them back until this
+    -- function returns; left off, the answer was a 100 x 100 nested loop at batch 100.
+    perform set_config('enable_hashjoin', 'on', true);
+
     if v_gated is not null then
         perform queue._free_slots(v_gated, v_gated_queues);
     end if;
@@ -318,9 +324,7 @@ begin
     end loop;
 
     -- One row per input pair, in input order. A pair with a null id or token matches
-    -- nothing: null, or false when no job was completed. By a hash join: the joins this
-    -- function turned off for its delete are back for this statement (until it returns).
-    perform set_config('enable_hashjoin', 'on', true);
+    -- nothing: null, or false when no job was completed.
     return query
     select i.id,
         case when i.id is not null and i.tok is not null then d.id is not null
