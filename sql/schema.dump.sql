@@ -4461,27 +4461,6 @@ begin
             width_bucket(date_part('epoch', j.claimed_at - j.available_at) * 1000,
                 queue._hist_bounds())
             + 1 as wb
-    ),
-    counted as (
-        -- one upsert of this backend's row for this minute, queue and category; the
-        -- histograms get a 1 in the job's bucket (16 buckets, see queue._hist_bounds)
-        insert into queue.stat_minutes as s (
-            minute, backend, queue, category, completed, run_count, run_ms, run_hist, wait_hist
-        )
-        select date_trunc('minute', now()), pg_backend_pid(), g.queue, coalesce(g.category, ''),
-            1, 1, g.run_ms,
-            array_fill(0::bigint, array[g.rb - 1]) || 1::bigint
-            || array_fill(0::bigint, array[16 - g.rb]),
-            array_fill(0::bigint, array[g.wb - 1]) || 1::bigint
-            || array_fill(0::bigint, array[16 - g.wb])
-        from gone as g
-        on conflict (minute, backend, queue, category) do update
-        set completed = s.completed + 1, run_count = s.run_count + 1,
-            run_ms = s.run_ms + excluded.run_ms,
-            run_hist[array_position(excluded.run_hist, 1::bigint)]
-            = s.run_hist[array_position(excluded.run_hist, 1::bigint)] + 1,
-            wait_hist[array_position(excluded.wait_hist, 1::bigint)]
-            = s.wait_hist[array_position(excluded.wait_hist, 1::bigint)] + 1
     )
     select g.*, q.keep_results, q.cache_policy, q.history_retention into v_job
     from gone as g
@@ -4495,6 +4474,35 @@ begin
     v_history := v_job.history_retention;
     if v_id is null then
         perform queue._lease_lost(complete.job_id, complete.token);
+    end if;
+    -- Counted in this backend's row for this minute, queue and category (queue._record's
+    -- row): a plain update by primary key (a HOT update, one WAL record), and an upsert only
+    -- when the row does not exist yet (once a minute). An upsert every time ran the
+    -- speculative-insertion check and wrote a row-lock record before its update: ≈ 15 µs of
+    -- server CPU more per job. The histograms get a 1 in the job's bucket (16 buckets, see
+    -- queue._hist_bounds).
+    update queue.stat_minutes as s
+    set completed = s.completed + 1, run_count = s.run_count + 1,
+        run_ms = s.run_ms + v_job.run_ms,
+        run_hist[v_job.rb] = s.run_hist[v_job.rb] + 1,
+        wait_hist[v_job.wb] = s.wait_hist[v_job.wb] + 1
+    where s.minute = date_trunc('minute', now()) and s.backend = pg_backend_pid()
+      and s.queue = v_queue and s.category = coalesce(v_category, '');
+    if not found then
+        insert into queue.stat_minutes as s (
+            minute, backend, queue, category, completed, run_count, run_ms, run_hist, wait_hist
+        )
+        select date_trunc('minute', now()), pg_backend_pid(), v_queue, coalesce(v_category, ''),
+            1, 1, v_job.run_ms,
+            array_fill(0::bigint, array[v_job.rb - 1]) || 1::bigint
+            || array_fill(0::bigint, array[16 - v_job.rb]),
+            array_fill(0::bigint, array[v_job.wb - 1]) || 1::bigint
+            || array_fill(0::bigint, array[16 - v_job.wb])
+        on conflict (minute, backend, queue, category) do update
+        set completed = s.completed + 1, run_count = s.run_count + 1,
+            run_ms = s.run_ms + excluded.run_ms,
+            run_hist[v_job.rb] = s.run_hist[v_job.rb] + 1,
+            wait_hist[v_job.wb] = s.wait_hist[v_job.wb] + 1;
     end if;
     if v_history is not null then
         insert into queue.history (
@@ -4531,6 +4539,9 @@ CREATE FUNCTION queue.complete_many(job_ids bigint[], tokens uuid[], results jso
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     SET enable_seqscan TO 'off'
+    SET enable_bitmapscan TO 'off'
+    SET enable_hashjoin TO 'off'
+    SET enable_mergejoin TO 'off'
     SET jit TO 'off'
     AS $$
 #variable_conflict use_column
@@ -4556,27 +4567,25 @@ begin
             using errcode = '22023';
     end if;
 
-    with input as (
-        -- a (job, token) pair given twice counts once (with its first result: n)
+    with input as materialized (
+        -- a (job, token) pair given twice counts once (with its first result: n); sorted by
+        -- id, and materialized so that it drives the delete in that order
         select distinct on (i.id, i.tok) i.id, i.tok, i.n
         from unnest(complete_many.job_ids, complete_many.tokens) with ordinality as i (id, tok, n)
         order by i.id, i.tok, i.n
     ),
-    locked as (
-        -- By primary key (one probe per input pair), never a scan of the running jobs: a
-        -- token is set only while a job runs, so token and unexpired lease say "running"
-        -- without naming the status (which would let the planner pick jobs_lease_idx on
-        -- stale statistics). A job has one token, so it matches at most one pair.
-        select j.id, j.queue, i.n from input as i
-        join queue.jobs as j on j.id = i.id and j.token = i.tok
-        where j.lease_expires_at > v_now and j.abort_requested_at is null
-        order by j.id
-        for update of j
-    ),
     gone as (
-        -- (the queue too: a sharded table reads the job's shard only)
-        delete from queue.jobs as j using locked as l where j.id = l.id and j.queue = l.queue
-        returning j.id, j.token, j.queue, j.category, j.cache_key, l.n, j.priority, j.payload,
+        -- One statement, no separate lock pass: a nested loop over the sorted input probes
+        -- the primary key once per pair (hash and merge joins are off for it: see the SET), so
+        -- the delete takes its row locks in id order, the order heartbeat_many locks in:
+        -- concurrent batches never deadlock. Never a scan of the running jobs: a token is
+        -- set only while a job runs, so token and unexpired lease say "running" without
+        -- naming the status (which would let the planner pick jobs_lease_idx on stale
+        -- statistics). A job has one token, so it matches at most one pair.
+        delete from queue.jobs as j using input as i
+        where j.id = i.id and j.token = i.tok
+          and j.lease_expires_at > v_now and j.abort_requested_at is null
+        returning j.id, j.token, j.queue, j.category, j.cache_key, i.n, j.priority, j.payload,
             j.attempt, j.max_attempts, j.enqueued_at, j.claimed_at, j.worker, j.errors,
             j.watched,
             date_part('epoch', v_now - j.claimed_at) * 1000 as run_ms,
@@ -4670,6 +4679,11 @@ begin
     into v_ids, v_toks, v_keys, v_key_queues, v_key_results, v_history, v_watched,
         v_gated, v_gated_queues
     from gone as g;
+
+    -- Hash joins were off for the delete only: the statements below (the slots' release,
+    -- the answer's join of the input with the completed pairs) have them back until this
+    -- function returns; left off, the answer was a 100 x 100 nested loop at batch 100.
+    perform set_config('enable_hashjoin', 'on', true);
 
     if v_gated is not null then
         perform queue._free_slots(v_gated, v_gated_queues);

@@ -182,3 +182,42 @@ def test_lease_statements_read_jobs_by_id(explained: tuple[psycopg.Connection, l
         if is_jobs(n) and "Scan" in n["Node Type"] and not by_id(n)
     }
     assert unbounded == {}, json.dumps(unbounded, indent=1)
+
+
+def test_complete_many_deletes_in_id_order_by_primary_key(
+    explained: tuple[psycopg.Connection, list[str]],
+) -> None:
+    """complete_many has no separate lock pass: its delete is a nested loop driven by its
+    input sorted by id, probing the primary key once per pair, so it takes its row locks in
+    id order (the order heartbeat_many locks in) whatever the order of its arguments; the
+    generic plans included."""
+    conn, messages = explained
+    with conn.transaction(force_rollback=True):  # leave the backlog as it was
+        jobs = conn.execute(
+            "select job_id, token from queue.claim('planner', queues => %s, batch => %s)",
+            (["q1"], 5 * CALLS),
+        ).fetchall()
+        messages.clear()
+        for i in range(CALLS):
+            part = sorted(jobs[5 * i : 5 * i + 5], reverse=True)  # arguments in descending order
+            done = conn.execute(
+                "select count(*) filter (where c.completed)"
+                " from queue.complete_many(%s::bigint[], %s::uuid[]) as c",
+                ([p[0] for p in part], [p[1] for p in part]),
+            ).fetchone()
+            assert done is not None and done[0] == 5
+    deletes = [
+        n
+        for d in plan_trees(messages)
+        if "delete from queue.jobs" in d["Query Text"]
+        for n in nodes(d["Plan"])
+        if n["Node Type"] == "ModifyTable" and n.get("Operation") == "Delete"
+    ]
+    assert len(deletes) >= CALLS, "every call's delete was explained"
+    for delete in deletes:
+        (join,) = delete["Plans"]
+        assert join["Node Type"] == "Nested Loop", json.dumps(delete, indent=1)
+        outer, inner = join["Plans"]
+        assert outer["Node Type"] == "CTE Scan" and outer["CTE Name"] == "input"
+        scans = [n for n in nodes(inner) if is_jobs(n)]
+        assert scans and all(by_id(n) for n in scans), json.dumps(inner, indent=1)
