@@ -7,8 +7,7 @@
 * ``execute``: plain handlers in ``concurrency`` slot threads, ``async def`` handlers on one
   event loop (``aio``), both leased and transactional; per-queue limits (``limits``);
 * ``complete``: per database, the outcomes in batches (``queue.complete_many`` carrying the
-  next claim; one success as ``queue.complete`` and the claim in one query, ``single``;
-  ``queue.fail``);
+  next claim; ``queue.fail``);
 * ``heartbeat``, ``listen``, ``maintenance`` (with ``vacuum``): per database;
 * ``slots``: the one owner of the shared state (slots, held runs, counts, the lock);
 * ``interrupt``: tells a handler to stop at its attempt's deadline or on an abort request;

@@ -3,8 +3,8 @@
 The completer of a database takes the outcomes its jobs' handlers left (``Source.done``) in
 batches: successes go out together through ``queue.complete_many`` and, in the same
 statement, the claim for the slots those jobs left (``sql.COMPLETE_MANY_THEN_CLAIM``: one
-round trip and one commit per batch; a single success goes as ``queue.complete`` and the claim
-in one query, ``single``); failures one by one through ``queue.fail``. A batch
+round trip and one commit per batch, a single success included: the SQL takes its one-job
+path); failures one by one through ``queue.fail``. A batch
 refused as a whole is completed job by job, to isolate the one refused; a lost connection is
 retried with backoff until the jobs' leases are past. With one slot, the completer runs the
 job its claim took itself (two thread hand-offs per job saved).
@@ -27,7 +27,6 @@ from ..logs import event
 from .databases import Source, is_connection_error
 from .handlers import ABORTED
 from .interrupt import aborted
-from .single import OneThenClaim
 from .state import _LINGER, _STOP, _Backoff, _Outcome, _Run, one_line, plain_array, text_array
 
 if TYPE_CHECKING:
@@ -66,7 +65,6 @@ class Completer:
         self.name, self.batch, self.should_stop = name, batch, should_stop
         self.internal_error, self.in_handler = internal_error, in_handler
         self.executor: Executor | None = None
-        self._one = OneThenClaim()
 
     def run(self, src: Source) -> None:
         while True:
@@ -161,8 +159,7 @@ class Completer:
         """``queue.complete_many`` for one database's successes. When that database has room
         (the slots these jobs left), the next claim goes in the same statement
         (``sql.COMPLETE_MANY_THEN_CLAIM``: one round trip, one commit; an error in either rolls
-        both back, and the completions are then sent alone). One success goes with its claim
-        in one query (``single``); refused, the combined statement is sent and decides."""
+        both back, and the completions are then sent alone)."""
         src = oks[0].run.source
         lane = src.complete_lane
         assert lane is not None
@@ -174,7 +171,6 @@ class Completer:
         backoff = _Backoff()
         retried = False
         combine = bool(self.claims.leased_queues)
-        one = len(oks) == 1
         n = 0
         claimed: list[tuple[Any, ...]] = []
         while True:
@@ -186,7 +182,11 @@ class Completer:
                     hints = src.leased_dry.hints
                     if n and claim is not None:
                         claim["batch"] = n
-                        rows, claimed = self._one.send(conn, src.index, oks, params, claim, one)
+                        both = conn.execute(
+                            sql.COMPLETE_MANY_THEN_CLAIM, {**params, **claim}
+                        ).fetchall()
+                        rows = [(r[1], r[15]) for r in both if not r[0]]
+                        claimed = [r[1:15] for r in both if r[0]]
                     else:
                         rows = conn.execute(sql.COMPLETE_MANY, params).fetchall()
                 break
@@ -196,9 +196,6 @@ class Completer:
                     src.wake.set()
                 if n:
                     self.slots.back(src, n)
-                    if one and not is_connection_error(exc):  # the combined one decides
-                        n, one = 0, False
-                        continue
                     self.observer.claim_error("leased")
                     n, combine = 0, False
                     if not is_connection_error(exc):

@@ -129,6 +129,29 @@ begin
 end
 $$;
 
+-- _complete_one: queue.complete with queue.complete_many's outcome, for complete_many and
+-- complete_many_then_claim given one job: true when completed; false when the lease was lost
+-- or an abort was requested (nothing changed: complete refuses before it writes, and this
+-- block's subtransaction is all it costs). A result over the limit is refused as complete_many
+-- names it (results[1]).
+create or replace function queue._complete_one(job_id bigint, token uuid, result jsonb)
+returns boolean
+language plpgsql
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    perform queue.complete(job_id => _complete_one.job_id, token => _complete_one.token,
+        result => _complete_one.result);
+    return true;
+exception
+    when sqlstate 'AN001' then
+        return false;
+    when sqlstate '54000' then
+        perform queue._check_result(_complete_one.result, 'results[1]');
+        raise;
+end
+$$;
+
 -- queue.complete_many: complete several claimed jobs at once. Never raises for a lost lease:
 -- returns one row per input job with completed = false where the lease was lost or an abort
 -- was requested (that job is left untouched). The delete takes its row locks in id order
@@ -176,6 +199,15 @@ begin
             and cardinality(complete_many.results) <> cardinality(complete_many.job_ids)) then
         raise exception 'job_ids, tokens and results must have the same length'
             using errcode = '22023';
+    end if;
+
+    -- One job (a worker at batch 1): queue.complete's direct path (queue._complete_one);
+    -- the set-based statement below costs about five times as much for a single row.
+    if cardinality(complete_many.job_ids) = 1 and complete_many.job_ids[1] is not null
+        and complete_many.tokens[1] is not null then
+        return query select complete_many.job_ids[1], queue._complete_one(
+            complete_many.job_ids[1], complete_many.tokens[1], complete_many.results[1]);
+        return;
     end if;
 
     with input as materialized (
@@ -341,6 +373,7 @@ comment on function queue.complete_many(bigint[], uuid[], jsonb[]) is
 'Complete several claimed jobs; returns completed = false where the lease was lost.';
 revoke all on function queue.complete(bigint, uuid, jsonb) from public;
 revoke all on function queue.complete_many(bigint[], uuid[], jsonb[]) from public;
+revoke all on function queue._complete_one(bigint, uuid, jsonb) from public;
 grant execute on function queue.complete(bigint, uuid, jsonb) to andal_worker, andal_admin;
 grant execute on function queue.complete_many(bigint[], uuid[], jsonb[])
 to andal_worker, andal_admin;
