@@ -6,7 +6,9 @@ cd "$(dirname "$0")/.."
 db="andal_lint_$$"
 psql -q -X -d postgres -c "create database $db" >/dev/null
 trap 'psql -q -X -d postgres -c "drop database if exists $db" >/dev/null' EXIT
-.venv/bin/python -m andal.install "postgresql://${PGUSER:-postgres}@${PGHOST:-127.0.0.1}:${PGPORT:-5432}/$db" >/dev/null
+# (the plain role names: a database of its own, dropped at exit, whose derived roles would stay)
+.venv/bin/python -m andal.install "postgresql://${PGUSER:-postgres}@${PGHOST:-127.0.0.1}:${PGPORT:-5432}/$db" \
+    --role-prefix andal >/dev/null
 out=$(psql -q -X -At -v ON_ERROR_STOP=1 -d "$db" <<'SQL'
 set client_min_messages = warning;
 create extension plpgsql_check;

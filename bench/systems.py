@@ -142,7 +142,9 @@ def setup(system: str, dsn: str) -> None:
     elif system == "andal":
         from andal.install import install
 
-        install(dsn)
+        # the plain roles, without the shared-roles warning: a benchmark's databases are
+        # dropped again, and roles a default install derived from their names would stay
+        install(dsn, role_prefix="andal", warn=lambda _message: None)
     elif system == "procrastinate":
         app = procrastinate_app(dsn)
         with app.open():

@@ -133,7 +133,7 @@ class Db:
 
         self.name = env.extra_db(label)
         self.dsn = dsn_for(self.name, env.admin)
-        install(self.dsn)
+        install(self.dsn, role_prefix="andal", warn=lambda _message: None)  # as systems.py
         with self.connect() as conn:
             self.oid = int(
                 conn.execute(
