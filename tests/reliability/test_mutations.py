@@ -85,11 +85,12 @@ def test_deleted_neighbour_is_lost(rconn: psycopg.Connection, broken: bool) -> N
         broken,
         rconn,
         "queue.complete_many(bigint[], uuid[], jsonb[])",
-        "delete from queue.jobs as j using locked as l where j.id = l.id",
-        "delete from queue.jobs as j using locked as l where j.id = l.id or j.id = l.id + 1",
+        "using input as i\n        where j.id = i.id and j.token = i.tok",
+        "using input as i\n        where j.id = i.id + 1 or j.id = i.id and j.token = i.tok",
     ):
-        history.enqueue_many(rconn, [{}, {}, {}], "mut")
-        while batch := history.claim(rconn, "w", ["mut"], 1):
+        # batches of two: the set-based delete (one job takes queue.complete's path)
+        history.enqueue_many(rconn, [{}, {}, {}, {}], "mut")
+        while batch := history.claim(rconn, "w", ["mut"], 2):
             history.complete(rconn, "w", batch)
     counts = history.check(rconn)
     assert counts.lost == (1 if broken else 0) and counts.duplicated == 0, counts
@@ -101,17 +102,19 @@ def test_job_left_live_is_duplicated(rconn: psycopg.Connection, broken: bool) ->
         broken,
         rconn,
         "queue.complete_many(bigint[], uuid[], jsonb[])",
-        "delete from queue.jobs as j using locked as l where j.id = l.id",
-        # the job is left pending (its token kept, so the batch still reports it completed)
+        "delete from queue.jobs as j using input as i",
+        # the jobs are left pending (their tokens kept, so the batch still reports them
+        # completed)
         "update queue.jobs as j set status = 'pending', worker = null,"
-        " lease_expires_at = null from locked as l where j.id = l.id",
+        " lease_expires_at = null from input as i",
     ):
-        history.enqueue(rconn, {}, "mut")
+        # a batch of two: the set-based statement (one job takes queue.complete's path)
+        history.enqueue_many(rconn, [{}, {}], "mut")
         for _ in range(2):
-            batch = history.claim(rconn, "w", ["mut"], 1)
+            batch = history.claim(rconn, "w", ["mut"], 2)
             history.complete(rconn, "w", batch)
     counts = history.check(rconn)
-    assert counts.duplicated == (1 if broken else 0), counts
+    assert counts.duplicated == (2 if broken else 0), counts
 
 
 @pytest.mark.parametrize("broken", [False, True], ids=["control", "broken"])
