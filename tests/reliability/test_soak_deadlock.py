@@ -20,6 +20,7 @@ from collections import Counter
 
 import psycopg
 import pytest
+from conftest import wait_for
 from psycopg.types.json import Jsonb
 
 from reliability import history
@@ -161,10 +162,15 @@ def test_deadlock_storm(rel_dsn: str, rconn: psycopg.Connection, figures: dict) 
     assert not fatal, f"{len(fatal)} deadlocks or serialization failures: {fatal[:5]}"
     assert not unexpected, unexpected[:10]
 
-    # whatever is live (pending, requeued) runs to completion; then the history is clean
-    while batch := history.claim(rconn, "drain", ["storm"], 500):
-        history.complete(rconn, "drain", batch)
-    assert rconn.execute("select count(*) from queue.jobs").fetchone()[0] == 0
+    # whatever is live runs to completion: pending jobs now, retries once their delay passed
+    # and jobs the sessions left running once their lease expired (a claim takes those
+    # back); then the history is clean
+    def drained() -> bool:
+        while batch := history.claim(rconn, "drain", ["storm"], 500):
+            history.complete(rconn, "drain", batch)
+        return rconn.execute("select count(*) from queue.jobs").fetchone()[0] == 0
+
+    wait_for(drained, timeout=180, interval=0.5, what="every live job completed")
     counts = history.assert_clean(rconn)
     figures.update(
         sessions=SESSIONS,
