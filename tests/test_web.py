@@ -363,13 +363,20 @@ def test_queue_page_shows_its_policy_schedules_and_rate_limits(
     assert rows[0].find_element(By.CSS_SELECTOR, '[data-col="next"]').text == fmt.when(
         schedule["next_at"]
     )
-    limit = browser.find_element(By.CSS_SELECTOR, '#rate-limits tr[data-category="paced"]')
-    cell = lambda k: limit.find_element(By.CSS_SELECTOR, f'[data-col="{k}"]').text  # noqa: E731
+
+    def limit_row(d: Any) -> dict[str, str]:  # the live figures refresh: read one row whole
+        row = d.find_element(By.CSS_SELECTOR, '#rate-limits tr[data-category="paced"]')
+        cols = ("starts", "per", "in-window", "refusals")
+        return {k: row.find_element(By.CSS_SELECTOR, f'[data-col="{k}"]').text for k in cols}
+
+    cell = WebDriverWait(
+        browser, 20, poll_frequency=0.1, ignored_exceptions=[StaleElementReferenceException]
+    ).until(limit_row)
     assert (
-        (cell("starts"), cell("per"), cell("in-window"))
+        (cell["starts"], cell["per"], cell["in-window"])
         == (str(rate["starts"]), rate["per"], str(rate["started_in_window"]))
         == ("2", "01:00:00", "2")
     )
-    assert cell("refusals") == fmt.count(refusals) and refusals >= 1
+    assert cell["refusals"] == fmt.count(refusals) and refusals >= 1
     assert not browser.find_elements(By.CSS_SELECTOR, '#rate-limits tr[data-category="acme"]')
     shot(browser, "queue-policy")
