@@ -16,14 +16,12 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import tempfile
-from pathlib import Path
 
 import psycopg
 
 from . import systems
-from .common import ADMIN_DSN, RUN_ID, dsn_for
-from .tree_ab import install_revision
+from .common import RUN_ID
+from .tree_ab import rotated, three_databases
 
 NAMES = {"raw": f"andal_bench_cpu_raw_{RUN_ID}", "base": f"andal_bench_cpu_base_{RUN_ID}",
          "tree": f"andal_bench_cpu_tree_{RUN_ID}"}  # fmt: skip
@@ -87,7 +85,7 @@ def measure(dsns: dict[str, str], jobs: int, batch: int, chunk: int) -> dict[str
             for _ in range(10):
                 cycle(name)
         for r in range(rounds):
-            order = list(conns)[r % 3 :] + list(conns)[: r % 3]
+            order = rotated(list(conns), r)
             for name in order:
                 t0 = backend_ns(pids[name])
                 for _ in range(chunk):
@@ -107,16 +105,7 @@ def main() -> None:
     p.add_argument("--chunk", type=int, default=0, help="cycles per turn (default ~100 jobs)")
     args = p.parse_args()
     chunk = args.chunk or max(1, 100 // args.batch)
-    dsns = {k: dsn_for(v) for k, v in NAMES.items()}
-    with psycopg.connect(ADMIN_DSN, autocommit=True) as c:
-        for db in NAMES.values():
-            c.execute(f'drop database if exists "{db}"')
-            c.execute(f'create database "{db}"')
-    try:
-        with tempfile.TemporaryDirectory(prefix="andal-cpu-") as tmp:
-            install_revision(args.rev, dsns["base"], Path(tmp))
-        systems.setup("andal", dsns["tree"])
-        systems.setup("raw", dsns["raw"])
+    with three_databases(args.rev, NAMES) as dsns:
         got = measure(dsns, args.jobs, args.batch, chunk)
         med = {k: statistics.median(v) for k, v in got.items()}
         for k, v in got.items():
@@ -127,10 +116,6 @@ def main() -> None:
                 f" raw / this {med['raw'] / med[k]:.2f}",
                 flush=True,
             )
-    finally:
-        with psycopg.connect(ADMIN_DSN, autocommit=True) as c:
-            for db in NAMES.values():
-                c.execute(f'drop database if exists "{db}" with (force)')
 
 
 if __name__ == "__main__":

@@ -14,14 +14,10 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import tempfile
-from pathlib import Path
-
-import psycopg
 
 from . import systems
-from .common import ADMIN_DSN, RUN_ID, dsn_for, log, run_pgbench
-from .tree_ab import install_revision
+from .common import RUN_ID, log, run_pgbench
+from .tree_ab import rotated, three_databases
 
 NAMES = {"raw": f"andal_bench_eab_raw_{RUN_ID}", "base": f"andal_bench_eab_base_{RUN_ID}",
          "tree": f"andal_bench_eab_tree_{RUN_ID}"}  # fmt: skip
@@ -32,12 +28,7 @@ def enqueue(name: str, dsn: str, per_tx: int, txs: int) -> float:
     """jobs/s of one W3 run of the system's script."""
     system = "raw" if name == "raw" else "andal"
     systems.reset(system, dsn)
-    script = {
-        ("raw", 1): systems.RAW_ENQUEUE_1,
-        ("raw", 100): systems.RAW_ENQUEUE_100,
-        ("andal", 1): systems.ANDAL_ENQUEUE_1,
-        ("andal", 100): systems.ANDAL_ENQUEUE_100,
-    }[(system, per_tx)]
+    script = systems.enqueue_script(system, per_tx)
     return run_pgbench(dsn, script, clients=1, transactions=txs).tps * per_tx
 
 
@@ -51,21 +42,12 @@ def main() -> None:
     p.add_argument("rev", help="the revision to compare the working tree with (e.g. a commit)")
     p.add_argument("--rounds", type=int, default=5)
     args = p.parse_args()
-    dsns = {k: dsn_for(v) for k, v in NAMES.items()}
-    with psycopg.connect(ADMIN_DSN, autocommit=True) as c:
-        for db in NAMES.values():
-            c.execute(f'drop database if exists "{db}"')
-            c.execute(f'create database "{db}"')
-    try:
-        with tempfile.TemporaryDirectory(prefix="andal-ab-") as tmp:
-            install_revision(args.rev, dsns["base"], Path(tmp))
-        systems.setup("andal", dsns["tree"])
-        systems.setup("raw", dsns["raw"])
+    with three_databases(args.rev, NAMES) as dsns:
         got: dict[tuple[str, str], list[float]] = {
             (case, k): [] for case, _, _ in CASES for k in NAMES
         }
         for r in range(args.rounds):
-            order = list(NAMES)[r % 3 :] + list(NAMES)[: r % 3]
+            order = rotated(list(NAMES), r)
             for case, per_tx, txs in CASES:
                 for name in order:
                     got[(case, name)].append(enqueue(name, dsns[name], per_tx, txs))
@@ -82,10 +64,6 @@ def main() -> None:
                 f" of raw; tree {summary(ratios['tree'], '.3f')} of raw",
                 flush=True,
             )
-    finally:
-        with psycopg.connect(ADMIN_DSN, autocommit=True) as c:
-            for db in NAMES.values():
-                c.execute(f'drop database if exists "{db}" with (force)')
 
 
 if __name__ == "__main__":

@@ -116,6 +116,16 @@ ANDAL_ENQUEUE_100 = (
 )
 
 
+def enqueue_script(system: str, per_tx: int) -> str:
+    """W3's pgbench script of ``system`` ("raw" or "andal") for 1 or 100 jobs a transaction."""
+    return {
+        ("raw", 1): RAW_ENQUEUE_1,
+        ("raw", 100): RAW_ENQUEUE_100,
+        ("andal", 1): ANDAL_ENQUEUE_1,
+        ("andal", 100): ANDAL_ENQUEUE_100,
+    }[(system, per_tx)]
+
+
 def pgbench_drain_script(system: str, batch: int) -> str:
     if system == "raw":
         return RAW_DRAIN_1 if batch == 1 else RAW_DRAIN_N

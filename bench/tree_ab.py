@@ -20,6 +20,8 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import psycopg
@@ -41,6 +43,33 @@ def install_revision(rev: str, dsn: str, tmp: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(tmp / "rev" / "pydriver")}
     subprocess.run([sys.executable, "-m", "andal.install", dsn], check=True, env=env,
                    stdout=subprocess.DEVNULL)  # fmt: skip
+
+
+@contextmanager
+def three_databases(rev: str, names: dict[str, str]) -> Iterator[dict[str, str]]:
+    """Fresh databases ``names["raw"]``, ``["base"]`` (andal of revision ``rev``) and
+    ``["tree"]`` (the working tree's andal), set up for the benchmark; yields their DSNs by
+    key and drops them afterwards."""
+    dsns = {k: dsn_for(v) for k, v in names.items()}
+    with psycopg.connect(ADMIN_DSN, autocommit=True) as c:
+        for db in names.values():
+            c.execute(f'drop database if exists "{db}"')
+            c.execute(f'create database "{db}"')
+    try:
+        with tempfile.TemporaryDirectory(prefix="andal-ab-") as tmp:
+            install_revision(rev, dsns["base"], Path(tmp))
+        systems.setup("andal", dsns["tree"])
+        systems.setup("raw", dsns["raw"])
+        yield dsns
+    finally:
+        with psycopg.connect(ADMIN_DSN, autocommit=True) as c:
+            for db in names.values():
+                c.execute(f'drop database if exists "{db}" with (force)')
+
+
+def rotated(keys: list[str], turn: int) -> list[str]:
+    """``keys`` in turn ``turn``'s order: each goes first in one turn of every len(keys)."""
+    return keys[turn % len(keys) :] + keys[: turn % len(keys)]
 
 
 def drain(name: str, dsn: str, n: int, batch: int, clients: int) -> float:
@@ -67,21 +96,12 @@ def main() -> None:
     p.add_argument("--batch", type=int, action="append", help="batch sizes (default 1, 100)")
     p.add_argument("--clients", type=int, action="append", help="pgbench clients (default 1)")
     args = p.parse_args()
-    dsns = {k: dsn_for(v) for k, v in NAMES.items()}
-    with psycopg.connect(ADMIN_DSN, autocommit=True) as c:
-        for db in NAMES.values():
-            c.execute(f'drop database if exists "{db}"')
-            c.execute(f'create database "{db}"')
-    try:
-        with tempfile.TemporaryDirectory(prefix="andal-ab-") as tmp:
-            install_revision(args.rev, dsns["base"], Path(tmp))
-        systems.setup("andal", dsns["tree"])
-        systems.setup("raw", dsns["raw"])
+    with three_databases(args.rev, NAMES) as dsns:
         for batch in args.batch or [1, 100]:
             for clients in args.clients or [1]:
                 got: dict[str, list[float]] = {k: [] for k in NAMES}
                 for rep in range(args.reps):
-                    order = list(NAMES)[rep % 3 :] + list(NAMES)[: rep % 3]
+                    order = rotated(list(NAMES), rep)
                     for name in order:
                         got[name].append(drain(name, dsns[name], args.jobs, batch, clients))
                     log(f"batch {batch} clients {clients} rep {rep + 1}: "
@@ -98,10 +118,6 @@ def main() -> None:
                     f" tree {med['tree']:,.0f}/s ({ratio['tree']:.2f} of raw)",
                     flush=True,
                 )
-    finally:
-        with psycopg.connect(ADMIN_DSN, autocommit=True) as c:
-            for db in NAMES.values():
-                c.execute(f'drop database if exists "{db}" with (force)')
 
 
 if __name__ == "__main__":

@@ -29,12 +29,7 @@ def run(cfg: Config, env: Env) -> None:
                 for system in ("raw", "andal"):
                     dsn = env.dsn(system)
                     systems.reset(system, dsn)
-                    script = {
-                        ("raw", 1): systems.RAW_ENQUEUE_1,
-                        ("raw", 100): systems.RAW_ENQUEUE_100,
-                        ("andal", 1): systems.ANDAL_ENQUEUE_1,
-                        ("andal", 100): systems.ANDAL_ENQUEUE_100,
-                    }[(system, per_tx)]
+                    script = systems.enqueue_script(system, per_tx)
                     r = run_pgbench(dsn, script, clients=1, transactions=txs)
                     runs.setdefault(f"{system}-sql", []).append(r.tps * per_tx)
             for label in env.py_labels:

@@ -4767,27 +4767,14 @@ begin
             hint = 'Its claim is queue.claim''s: the category gate recounts running jobs '
             'after taking its lock.';
     end if;
-    -- (one job: straight to complete_many's one-job path, without its frame and settings)
-    if cardinality(complete_many_then_claim.job_ids) = 1
-        and cardinality(complete_many_then_claim.tokens) = 1
-        and coalesce(cardinality(complete_many_then_claim.results), 1) = 1
-        and complete_many_then_claim.job_ids[1] is not null
-        and complete_many_then_claim.tokens[1] is not null then
-        return query
-        select false, complete_many_then_claim.job_ids[1], null::text, null::text, null::int,
-            null::jsonb, null::int, null::int, null::uuid, null::timestamptz,
-            null::timestamptz, null::text, null::bigint, null::timestamptz,
-            queue._complete_one(complete_many_then_claim.job_ids[1],
-                complete_many_then_claim.tokens[1], complete_many_then_claim.results[1]);
-    else
-        return query
-        select false, d.job_id, null::text, null::text, null::int, null::jsonb, null::int,
-            null::int, null::uuid, null::timestamptz, null::timestamptz, null::text,
-            null::bigint, null::timestamptz, d.completed
-        from queue.complete_many(job_ids => complete_many_then_claim.job_ids,
-            tokens => complete_many_then_claim.tokens,
-            results => complete_many_then_claim.results) as d;
-    end if;
+    -- (one job: complete_many's one-job path, queue.complete's)
+    return query
+    select false, d.job_id, null::text, null::text, null::int, null::jsonb, null::int,
+        null::int, null::uuid, null::timestamptz, null::timestamptz, null::text,
+        null::bigint, null::timestamptz, d.completed
+    from queue.complete_many(job_ids => complete_many_then_claim.job_ids,
+        tokens => complete_many_then_claim.tokens,
+        results => complete_many_then_claim.results) as d;
     return query
     select true, c.job_id, c.queue, c.category, c.priority, c.payload, c.attempt,
         c.max_attempts, c.token, c.lease_expires_at, c.enqueued_at, c.cache_key,

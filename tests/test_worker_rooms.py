@@ -6,6 +6,7 @@ import threading
 import time
 import uuid
 from datetime import datetime, timedelta, timezone
+from typing import Any
 
 import pytest
 
@@ -352,15 +353,15 @@ def test_transactions_commit_a_handlers_writes_with_its_outcome(dsn, clean, fail
         src.pool.close()
 
 
-def test_completer_records_a_batch_of_successes_and_a_failure(dsn, clean) -> None:
+def completer_rig(dsn: str, queue: str, slots_for: int, batch: int) -> tuple[Any, ...]:
+    """A claimer and a completer of one database's leased jobs of ``queue``, wired by hand
+    (no Worker): (source, slots, claimer, executor, completer, the errors it reported)."""
     from andal.worker.claim import Claimer
     from andal.worker.complete import Completer
-    from andal.worker.state import _STOP, _Lane
+    from andal.worker.state import _Lane
     from andal.worker.trouble import Trouble
 
-    with psycopg_connect(dsn) as c:
-        ids = andal.enqueue_many(c, [{"n": i} for i in range(3)], "rooms_done", max_attempts=1)
-    src, observer, slots = a_source(dsn, slots_for=3)
+    src, observer, slots = a_source(dsn, slots_for=slots_for)
     assert src.pool is not None
     src.complete_lane = _Lane(src.pool)
     slots.configure(leased=True, tx_forms=[])
@@ -369,17 +370,26 @@ def test_completer_records_a_batch_of_successes_and_a_failure(dsn, clean) -> Non
         lambda: None, lambda: False,
     )  # fmt: skip
     claimer = Claimer(
-        slots, observer, trouble, andal.Registry({"rooms_done": print}), "w-rooms", None, 100,
+        slots, observer, trouble, andal.Registry({queue: print}), "w-rooms", None, batch,
         0.0, lambda: False, lambda s: None, lambda s: None, lambda where, exc=None: None,
         lambda runs, why: None,
     )  # fmt: skip
     executor = FakeExecutor()
-    claimer.setup(["rooms_done"], [], executor, {}, {})  # type: ignore[arg-type]
+    claimer.setup([queue], [], executor, {}, {})  # type: ignore[arg-type]
     errors: list[str] = []
     completer = Completer(
-        slots, observer, trouble, claimer, "w-rooms", 100, lambda: False,
+        slots, observer, trouble, claimer, "w-rooms", batch, lambda: False,
         lambda where, exc=None: errors.append(where), set(),
     )  # fmt: skip
+    return src, slots, claimer, executor, completer, errors
+
+
+def test_completer_records_a_batch_of_successes_and_a_failure(dsn, clean) -> None:
+    from andal.worker.state import _STOP
+
+    with psycopg_connect(dsn) as c:
+        ids = andal.enqueue_many(c, [{"n": i} for i in range(3)], "rooms_done", max_attempts=1)
+    src, slots, claimer, executor, completer, errors = completer_rig(dsn, "rooms_done", 3, 100)
     try:
         assert claimer.claim_leased(src) == (3, 3)
         for run in executor.dispatched:
@@ -566,33 +576,11 @@ def test_completer_sends_one_success_with_the_next_claim(dsn, clean, stale) -> N
     """One success goes with the next claim in one statement (queue.complete_many_then_claim,
     whose one-job path is queue.complete's); a stale token there is a lost lease, counted once,
     and the next job is claimed all the same."""
-    from andal.worker.claim import Claimer
-    from andal.worker.complete import Completer
-    from andal.worker.state import _STOP, _Lane
-    from andal.worker.trouble import Trouble
+    from andal.worker.state import _STOP
 
     with psycopg_connect(dsn) as c:
         first, second = andal.enqueue_many(c, [{"n": 1}, {"n": 2}], "rooms_one")
-    src, observer, slots = a_source(dsn, slots_for=2)
-    assert src.pool is not None
-    src.complete_lane = _Lane(src.pool)
-    slots.configure(leased=True, tx_forms=[])
-    trouble = Trouble(
-        slots, observer, Interrupter(slots.lock, observer, slots.count), "w-rooms",
-        lambda: None, lambda: False,
-    )  # fmt: skip
-    claimer = Claimer(
-        slots, observer, trouble, andal.Registry({"rooms_one": print}), "w-rooms", None, 1,
-        0.0, lambda: False, lambda s: None, lambda s: None, lambda where, exc=None: None,
-        lambda runs, why: None,
-    )  # fmt: skip
-    executor = FakeExecutor()
-    claimer.setup(["rooms_one"], [], executor, {}, {})  # type: ignore[arg-type]
-    errors: list[str] = []
-    completer = Completer(
-        slots, observer, trouble, claimer, "w-rooms", 1, lambda: False,
-        lambda where, exc=None: errors.append(where), set(),
-    )  # fmt: skip
+    src, slots, claimer, executor, completer, errors = completer_rig(dsn, "rooms_one", 2, 1)
     try:
         assert claimer.claim_leased(src) == (1, 1)
         (run,) = executor.dispatched

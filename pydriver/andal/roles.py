@@ -79,8 +79,9 @@ def choose_prefix(conn: psycopg.Connection, recorded: str | None, wanted: str | 
                 " || ' (or none), or into another database.'; end $$"
             ).format(r=psycopg.sql.Literal(recorded))
         )
-    if recorded or wanted:
-        return recorded or wanted or DEFAULT_PREFIX
+    chosen = recorded or wanted
+    if chosen:
+        return chosen
     if not shared_role_databases(conn, DEFAULT_PREFIX):
         return DEFAULT_PREFIX
     row = conn.execute("select current_database()").fetchone()

@@ -129,8 +129,8 @@ begin
 end
 $$;
 
--- _complete_one: queue.complete with queue.complete_many's outcome, for complete_many and
--- complete_many_then_claim given one job: true when completed; false when the lease was lost
+-- _complete_one: queue.complete with queue.complete_many's outcome, for complete_many given
+-- one job (and so complete_many_then_claim): true when completed; false when the lease was lost
 -- or an abort was requested (nothing changed: complete refuses before it writes, and this
 -- block's subtransaction is all it costs). A result over the limit is refused as complete_many
 -- names it (results[1]).
