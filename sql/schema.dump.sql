@@ -176,6 +176,42 @@ $$;
 
 COMMENT ON FUNCTION cache._apply(key text, op text, value jsonb, ttl interval, reason text, if_version bigint) IS 'Write (put) or invalidate a key: new version, log row and NOTIFY hint in the caller''s transaction.';
 
+CREATE FUNCTION cache._apply_deferred(max_writes integer) RETURNS integer
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    v_row record;
+    v_n int := 0;
+begin
+    for v_row in
+        select d.* from cache.deferred_writes as d order by d.id
+        limit _apply_deferred.max_writes for update skip locked
+    loop
+        if pg_try_advisory_xact_lock(1634628716, hashtext(v_row.key)) then
+            perform cache._apply(v_row.key, v_row.op, v_row.value, null, v_row.reason);
+            delete from cache.deferred_writes as d where d.id = v_row.id;
+            v_n := v_n + 1;
+        end if;
+    end loop;
+    return v_n;
+end
+$$;
+
+CREATE FUNCTION cache._apply_or_defer(key text, op text, value jsonb, reason text) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+    if pg_try_advisory_xact_lock(1634628716, hashtext(_apply_or_defer.key)) then
+        perform cache._apply(_apply_or_defer.key, op, value, null, reason);
+    else
+        insert into cache.deferred_writes (key, op, value, reason)
+        values (_apply_or_defer.key, op, value, reason);
+    end if;
+end
+$$;
+
 CREATE FUNCTION cache._bound() RETURNS void
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -361,6 +397,11 @@ begin
 end
 $$;
 
+CREATE FUNCTION cache._hold_key(key text) RETURNS void
+    LANGUAGE sql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$ select pg_advisory_xact_lock_shared(1634628716, hashtext(key)) $$;
+
 CREATE FUNCTION cache._invalidate(key text, reason text, job_id bigint, token uuid, fenced boolean) RETURNS bigint
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -390,9 +431,9 @@ begin
         and jsonb_typeof(result) <> 'null'
         and octet_length(result::text)
             <= coalesce((select c.max_value_bytes from cache.config as c), 1048576) then
-        perform cache._apply(_job_done.key, 'put', result, null, reason);
+        perform cache._apply_or_defer(_job_done.key, 'put', result, reason);
     elsif policy in ('invalidate', 'rewrite') then
-        perform cache._apply(_job_done.key, 'invalidate', null, null, reason);
+        perform cache._apply_or_defer(_job_done.key, 'invalidate', null, reason);
     else
         raise exception 'policy must be invalidate, rewrite or none (got %)', policy
             using errcode = '22023';
@@ -511,6 +552,7 @@ begin
     if fenced then
         perform queue._check_fence(_put.job_id, _put.token);
     end if;
+    perform cache._hold_key(_put.key);  -- a job's end does not wait for this write
     return cache._apply(_put.key, 'put', _put.value, _put.ttl, null, _put.if_version);
 end
 $$;
@@ -613,6 +655,7 @@ CREATE FUNCTION cache._write_through(key text, value jsonb) RETURNS bigint
 begin
     perform cache._check_key(_write_through.key, 'cache_key');
     perform cache._check_value(_write_through.value, 'cache_value');
+    perform cache._hold_key(_write_through.key);  -- a job's end does not wait for it
     return cache._apply(_write_through.key, 'put', _write_through.value, null, 'enqueue');
 end
 $$;
@@ -1505,7 +1548,8 @@ begin
         json_build_object('event', 'dead', 'job_id', _bury.job_id, 'queue', v_queue,
             'reason', _bury.reason)::text,
         '{"event":"dead"}');
-    if v_watched then
+    delete from queue.watches as w where w.job_id = _bury.job_id;  -- queue.watch's row
+    if v_watched or found then
         perform queue._notify('andal_done', _bury.job_id::text);
     end if;
 end
@@ -4533,7 +4577,8 @@ begin
             now() + v_history
         );
     end if;
-    if v_job.watched then
+    delete from queue.watches as w where w.job_id = v_id;  -- queue.watch's row
+    if v_job.watched or found then
         perform queue._notify('andal_done', v_id::text);
     end if;
     if v_category is not null then
@@ -4729,6 +4774,8 @@ begin
             worker text, result jsonb, errors jsonb
         );
     end if;
+    with w as (delete from queue.watches as w where w.job_id = any (v_ids) returning w.job_id)
+    select v_watched || array_agg(w.job_id) from w into v_watched;  -- queue.watch's rows
     for v_i in 1 .. coalesce(cardinality(v_watched), 0) loop
         perform queue._notify('andal_done', v_watched[v_i]::text);
     end loop;
@@ -5241,6 +5288,10 @@ begin
     v_reaped := queue._reap(1000);
     perform queue._fire_due(null, 1000);
     perform queue._run_tasks();
+    perform cache._apply_deferred(1000);  -- jobs' cache writes that met a producer's
+    -- queue.watch's records of jobs that ended while the watch was uncommitted
+    delete from queue.watches as w
+    where not exists (select from queue.jobs as j where j.id = w.job_id);
     if not exists (select from queue.wal_samples as w
                    where w.sampled_at > now() - interval '1 minute') then
         insert into queue.wal_samples (wal_lsn) values (pg_current_wal_lsn())
@@ -5573,30 +5624,28 @@ CREATE FUNCTION queue.release(job_id bigint, token uuid, delay interval DEFAULT 
 #variable_conflict use_column
 declare
     v_job record;
-    v_now timestamptz := queue._lease_clock();
 begin
     if release.job_id is null or release.token is null then
         raise exception 'job_id and token must not be null' using errcode = '22004';
     end if;
     perform queue._check_interval(release.delay, 'delay', bound => 'delay');
-    if exists (select from queue.jobs as j
-               where j.id = release.job_id and j.token = release.token
-                 and j.lease_expires_at > v_now and j.abort_requested_at is not null) then
+    -- The row first, as queue.fail: a cancel committed while this call waited for it is
+    -- seen (the decision and the write read the same row version), so an abort request is
+    -- never lost to a concurrent release.
+    select j.* into v_job from queue.jobs as j where j.id = release.job_id for update;
+    if v_job.id is null or v_job.status <> 'running' or v_job.token <> release.token
+        or v_job.lease_expires_at <= queue._lease_clock() then
+        perform queue._lease_lost(release.job_id, release.token);
+    end if;
+    if v_job.abort_requested_at is not null then
         perform queue.fail(release.job_id, release.token, 'aborted: released');
         return;
     end if;
     update queue.jobs as j
     set status = 'pending', attempt = greatest(j.attempt - 1, 0), token = null, worker = null,
         claimed_at = null, lease_expires_at = null, available_at = now() + release.delay
-    -- By primary key, never a scan of the running jobs (as complete): a token is set only
-    -- while a job runs, so token and unexpired lease say "running" without naming the
-    -- status, which would let the planner read jobs_lease_idx on stale statistics.
-    where j.id = release.job_id and j.token = release.token
-      and j.lease_expires_at > v_now
+    where j.id = v_job.id
     returning j.* into v_job;
-    if v_job.id is null then
-        perform queue._lease_lost(release.job_id, release.token);
-    end if;
     perform queue._settle(v_job.id, v_job.queue, v_job.category, 'released', null, null,
         ready_at => v_job.available_at);
 end
@@ -6340,9 +6389,12 @@ begin
     if watch.job_id is null then
         raise exception 'job_id must not be null' using errcode = '22004';
     end if;
-    update queue.jobs as j set watched = true
-    where j.id = watch.job_id and not j.watched
-    returning j.id into v_id;
+    -- only for a live job (so the table holds no more rows than there are live jobs); a
+    -- plain read of queue.jobs and an insert into queue.watches: no lock a worker waits on
+    insert into queue.watches as w (job_id)
+    select j.id from queue.jobs as j where j.id = watch.job_id
+    on conflict (job_id) do nothing
+    returning w.job_id into v_id;
     return v_id is not null
         or exists (select from queue.jobs as j where j.id = watch.job_id);
 end
@@ -6415,6 +6467,25 @@ CREATE TABLE cache.config (
     CONSTRAINT config_total_over_value_check CHECK ((max_total_bytes >= max_value_bytes)),
     CONSTRAINT config_ttl_bounds_check CHECK ((min_ttl <= max_ttl)),
     CONSTRAINT config_ttl_factor_check CHECK ((ttl_factor > (0)::double precision))
+);
+
+CREATE TABLE cache.deferred_writes (
+    id bigint NOT NULL,
+    key text NOT NULL,
+    op text NOT NULL,
+    value jsonb,
+    reason text NOT NULL,
+    deferred_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT deferred_writes_op_check CHECK ((op = ANY (ARRAY['put'::text, 'invalidate'::text])))
+);
+
+ALTER TABLE cache.deferred_writes ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME cache.deferred_writes_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
 );
 
 CREATE UNLOGGED TABLE cache.entries (
@@ -6753,6 +6824,11 @@ CREATE TABLE queue.wal_samples (
     wal_lsn pg_lsn NOT NULL
 );
 
+CREATE TABLE queue.watches (
+    job_id bigint NOT NULL,
+    since timestamp with time zone DEFAULT now() NOT NULL
+);
+
 CREATE TABLE queue.worker_locks (
     job_id bigint NOT NULL,
     category_id bigint NOT NULL,
@@ -6782,6 +6858,9 @@ ALTER TABLE ONLY queue.jobs ATTACH PARTITION queue.jobs_p0 FOR VALUES WITH (modu
 
 ALTER TABLE ONLY cache.config
     ADD CONSTRAINT config_pkey PRIMARY KEY (id);
+
+ALTER TABLE ONLY cache.deferred_writes
+    ADD CONSTRAINT deferred_writes_pkey PRIMARY KEY (id);
 
 ALTER TABLE ONLY cache.entries
     ADD CONSTRAINT entries_pkey PRIMARY KEY (key);
@@ -6861,6 +6940,9 @@ ALTER TABLE ONLY queue.stat_minutes
 ALTER TABLE ONLY queue.wal_samples
     ADD CONSTRAINT wal_samples_pkey PRIMARY KEY (sampled_at);
 
+ALTER TABLE ONLY queue.watches
+    ADD CONSTRAINT watches_pkey PRIMARY KEY (job_id);
+
 ALTER TABLE ONLY queue.worker_locks
     ADD CONSTRAINT worker_locks_pkey PRIMARY KEY (job_id);
 
@@ -6936,6 +7018,10 @@ REVOKE ALL ON FUNCTION cache._adaptive_ttl(mean_interval double precision, chang
 
 REVOKE ALL ON FUNCTION cache._apply(key text, op text, value jsonb, ttl interval, reason text, if_version bigint) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION cache._apply_deferred(max_writes integer) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION cache._apply_or_defer(key text, op text, value jsonb, reason text) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION cache._bound() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION cache._cap() FROM PUBLIC;
@@ -6955,6 +7041,8 @@ REVOKE ALL ON FUNCTION cache._epoch() FROM PUBLIC;
 REVOKE ALL ON FUNCTION cache._evict(need bigint) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION cache._full() FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION cache._hold_key(key text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION cache._invalidate(key text, reason text, job_id bigint, token uuid, fenced boolean) FROM PUBLIC;
 
