@@ -188,7 +188,7 @@ begin
         select d.* from cache.deferred_writes as d order by d.id
         limit _apply_deferred.max_writes for update skip locked
     loop
-        if pg_try_advisory_xact_lock(1634628716, hashtext(v_row.key)) then
+        if pg_try_advisory_xact_lock_shared(1634628716, hashtext(v_row.key)) then
             perform cache._apply(v_row.key, v_row.op, v_row.value, null, v_row.reason);
             delete from cache.deferred_writes as d where d.id = v_row.id;
             v_n := v_n + 1;
@@ -203,7 +203,7 @@ CREATE FUNCTION cache._apply_or_defer(key text, op text, value jsonb, reason tex
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 begin
-    if pg_try_advisory_xact_lock(1634628716, hashtext(_apply_or_defer.key)) then
+    if pg_try_advisory_xact_lock_shared(1634628716, hashtext(_apply_or_defer.key)) then
         perform cache._apply(_apply_or_defer.key, op, value, null, reason);
     else
         insert into cache.deferred_writes (key, op, value, reason)
@@ -398,9 +398,19 @@ end
 $$;
 
 CREATE FUNCTION cache._hold_key(key text) RETURNS void
-    LANGUAGE sql
+    LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$ select pg_advisory_xact_lock_shared(1634628716, hashtext(key)) $$;
+    AS $$
+begin
+    if not exists (
+        select from queue.install_state as s
+        where pg_has_role(session_user, s.role_prefix || '_worker', 'usage')
+           or pg_has_role(session_user, s.role_prefix || '_admin', 'usage')
+    ) then
+        perform pg_advisory_xact_lock(1634628716, hashtext(_hold_key.key));
+    end if;
+end
+$$;
 
 CREATE FUNCTION cache._invalidate(key text, reason text, job_id bigint, token uuid, fenced boolean) RETURNS bigint
     LANGUAGE plpgsql
@@ -3119,16 +3129,24 @@ begin
         limit lim
         for update skip locked
     loop
-        begin
-            v_fired := v_fired + queue._fire(v_name);
-        exception when others then
-            update queue.schedules as s
-            set last_error = sqlerrm,
-                next_at = queue._next_tick(s.cron, s.every, s.timezone, s.anchor, now())
-            where s.name = v_name;
-        end;
+        v_fired := v_fired + queue._fire_or_record(v_name);
     end loop;
     return v_fired;
+end
+$$;
+
+CREATE FUNCTION queue._fire_or_record(schedule_name text) RETURNS integer
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+    return queue._fire(schedule_name);
+exception when others then
+    update queue.schedules as s
+    set last_error = sqlerrm,
+        next_at = queue._next_tick(s.cron, s.every, s.timezone, s.anchor, now())
+    where s.name = schedule_name;
+    return 0;
 end
 $$;
 
@@ -5748,6 +5766,12 @@ declare
 begin
     perform queue._check_name(schedule.name, 'name');
     select s.* into v_old from queue.schedules as s where s.name = schedule.name for update;
+    if v_old.task is null and v_old.next_at <= now() then
+        -- Ticks due but not fired yet (no claim or maintain since) are fired first, as the
+        -- schedule defined them: an update neither drops a due tick nor re-fires one.
+        perform queue._fire_or_record(schedule.name);
+        select s.* into v_old from queue.schedules as s where s.name = schedule.name;
+    end if;
     if v_old.name is null and schedule.name like 'andal.%' then
         raise exception 'schedule names starting with "andal." are andal''s own (got %)',
             schedule.name
@@ -7195,6 +7219,8 @@ REVOKE ALL ON FUNCTION queue._fail(job_id bigint, token uuid, error text, retry_
 REVOKE ALL ON FUNCTION queue._fire(schedule_name text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._fire_due(queues text[], lim integer) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._fire_or_record(schedule_name text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._forget_unused() FROM PUBLIC;
 

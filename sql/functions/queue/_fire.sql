@@ -96,18 +96,30 @@ begin
         limit lim
         for update skip locked
     loop
-        begin
-            v_fired := v_fired + queue._fire(v_name);
-        exception when others then
-            update queue.schedules as s
-            set last_error = sqlerrm,
-                next_at = queue._next_tick(s.cron, s.every, s.timezone, s.anchor, now())
-            where s.name = v_name;
-        end;
+        v_fired := v_fired + queue._fire_or_record(v_name);
     end loop;
     return v_fired;
 end
 $$;
 
+-- _fire_or_record: queue._fire of one schedule whose row the caller holds locked; a firing
+-- that fails records the error in last_error and moves the schedule to its next tick
+-- instead of raising. Returns the ticks fired.
+create or replace function queue._fire_or_record(schedule_name text) returns int
+language plpgsql
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    return queue._fire(schedule_name);
+exception when others then
+    update queue.schedules as s
+    set last_error = sqlerrm,
+        next_at = queue._next_tick(s.cron, s.every, s.timezone, s.anchor, now())
+    where s.name = schedule_name;
+    return 0;
+end
+$$;
+
 revoke all on function queue._fire(text) from public;
 revoke all on function queue._fire_due(text[], int) from public;
+revoke all on function queue._fire_or_record(text) from public;
