@@ -6042,13 +6042,14 @@ $$;
 COMMENT ON FUNCTION queue.shard_of(queue text) IS 'The shard (hash partition of queue.jobs) that holds a queue''s jobs; 0 when unsharded.';
 
 CREATE FUNCTION queue.shards() RETURNS TABLE(shard integer, relation text, live_jobs bigint)
-    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
     v_part record;
     v_n bigint;
 begin
+    lock table queue.jobs in access share mode;
     for v_part in
         select format('%I.%I', n.nspname, c.relname) as name,
             (regexp_match(pg_get_expr(c.relpartbound, c.oid), 'remainder (\d+)'))[1]::int as r
