@@ -4439,9 +4439,16 @@ begin
     end if;
     select j.* into v_job from queue.jobs as j where j.id = cancel.job_id for update;
     if v_job.id is null then
-        if exists (select from queue.dead_letters as d where d.job_id = cancel.job_id) then
+        -- Its dead letter locked: a queue.requeue_dead in flight (it deletes the dead letter
+        -- and inserts the job) is waited for; when it commits, the job is live again and is
+        -- cancelled as such, never answered with a stale "already dead".
+        perform from queue.dead_letters as d where d.job_id = cancel.job_id for update;
+        if found then
             raise exception 'job % is already dead', cancel.job_id using errcode = '55000';
         end if;
+        select j.* into v_job from queue.jobs as j where j.id = cancel.job_id for update;
+    end if;
+    if v_job.id is null then
         raise exception 'job % does not exist (or has completed)', cancel.job_id
             using errcode = '42704';
     end if;
