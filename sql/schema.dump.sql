@@ -1930,12 +1930,12 @@ begin
         if (select s.next_at from queue.schedules as s
             where s.task is null and s.next_at <= now()
             order by s.next_at limit 1) is not null then
-            perform queue._fire_due(null, 10);
+            perform queue._fire_due(null, 10, 10);
         end if;
     elsif (select s.next_at from queue.schedules as s
            where s.task is null and s.queue = any (_claim.queues) and s.next_at <= now()
            limit 1) is not null then
-        perform queue._fire_due(_claim.queues, 10);
+        perform queue._fire_due(_claim.queues, 10, 10);
     end if;
 
     -- Direct path (every queue, or one queue): when no lease has expired and no ready job of
@@ -3044,7 +3044,7 @@ begin
 end
 $$;
 
-CREATE FUNCTION queue._fire(schedule_name text) RETURNS integer
+CREATE FUNCTION queue._fire(schedule_name text, max_ticks integer) RETURNS integer
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -3057,6 +3057,7 @@ declare
     v_job bigint;
     v_fired int := 0;
     v_walk int := 0;
+    v_rest timestamptz;  -- the first due tick left for later (max_ticks)
 begin
     select s.* into v_s from queue.schedules as s where s.name = schedule_name;
     if v_s.next_at is null or v_s.next_at > now() then
@@ -3074,6 +3075,8 @@ begin
             select v_s.next_at + make_interval(secs => (k * v_step)::double precision)
             from generate_series(greatest(v_n - v_s.catch_up + 1, 0), v_n) as k
             order by k);
+    elsif max_ticks is not null then
+        return 0;  -- a cron catch-up: queue.maintain() walks it
     else
         v_tick := v_s.next_at;
         while v_tick is not null and v_tick <= now() loop
@@ -3086,7 +3089,12 @@ begin
             v_tick := queue._cron_next(v_s.cron, v_tick, v_s.timezone);
         end loop;
     end if;
-    foreach v_tick in array array_remove(v_ticks, null) loop
+    v_ticks := array_remove(v_ticks, null);
+    if cardinality(v_ticks) > max_ticks then
+        v_rest := v_ticks[max_ticks + 1];
+        v_ticks := v_ticks[1:max_ticks];
+    end if;
+    foreach v_tick in array v_ticks loop
         insert into queue.schedule_ticks as t (schedule, tick)
         values (v_s.name, v_tick)
         on conflict (schedule, tick) do nothing;
@@ -3102,8 +3110,8 @@ begin
         end if;
     end loop;
     update queue.schedules as s
-    set next_at = queue._next_tick(v_s.cron, v_s.every, v_s.timezone, v_s.anchor,
-            greatest(now(), v_tick)),
+    set next_at = coalesce(v_rest, queue._next_tick(v_s.cron, v_s.every, v_s.timezone,
+            v_s.anchor, greatest(now(), v_tick))),
         last_tick = coalesce(v_tick, s.last_tick),
         last_fired_at = now(),
         last_job_id = coalesce(v_job, s.last_job_id),
@@ -3113,7 +3121,7 @@ begin
 end
 $$;
 
-CREATE FUNCTION queue._fire_due(queues text[] DEFAULT NULL::text[], lim integer DEFAULT 100) RETURNS integer
+CREATE FUNCTION queue._fire_due(queues text[] DEFAULT NULL::text[], lim integer DEFAULT 100, max_ticks integer DEFAULT NULL::integer) RETURNS integer
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -3129,18 +3137,19 @@ begin
         limit lim
         for update skip locked
     loop
-        v_fired := v_fired + queue._fire_or_record(v_name);
+        v_fired := v_fired + queue._fire_or_record(v_name, max_ticks - v_fired);
+        exit when v_fired >= max_ticks;
     end loop;
     return v_fired;
 end
 $$;
 
-CREATE FUNCTION queue._fire_or_record(schedule_name text) RETURNS integer
+CREATE FUNCTION queue._fire_or_record(schedule_name text, max_ticks integer DEFAULT NULL::integer) RETURNS integer
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 begin
-    return queue._fire(schedule_name);
+    return queue._fire(schedule_name, max_ticks);
 exception when others then
     update queue.schedules as s
     set last_error = sqlerrm,
@@ -7224,11 +7233,11 @@ REVOKE ALL ON FUNCTION queue._error_entry(attempt integer, error text, worker te
 
 REVOKE ALL ON FUNCTION queue._fail(job_id bigint, token uuid, error text, retry_in interval, retryable boolean) FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION queue._fire(schedule_name text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION queue._fire(schedule_name text, max_ticks integer) FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION queue._fire_due(queues text[], lim integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION queue._fire_due(queues text[], lim integer, max_ticks integer) FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION queue._fire_or_record(schedule_name text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION queue._fire_or_record(schedule_name text, max_ticks integer) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._forget_unused() FROM PUBLIC;
 
