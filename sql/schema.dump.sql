@@ -2027,11 +2027,11 @@ begin
     -- gated job is ready, a queue is paused, or no job is ready: the direct statement cannot
     -- tell which, and what its probes saw may have changed since).
 
-    -- Paused queues are left out: a claim of every queue becomes one of the queues with
-    -- pending jobs that are not paused (queue._unpaused_queues; expired leases of queues
-    -- with running jobs only are then taken back by their own claims or queue.maintain).
+    -- Paused queues are left out: a claim of every queue becomes one of the queues not
+    -- paused whose ready jobs can be among its best (queue._unpaused_queues; expired leases
+    -- of the other queues are then taken back by their own claims or queue.maintain).
     if (select p.queue from queue.queues as p where p.paused limit 1) is not null then
-        _claim.queues := queue._unpaused_queues(_claim.queues);
+        _claim.queues := queue._unpaused_queues(_claim.queues, _claim.batch);
         if cardinality(_claim.queues) = 0 then
             return;
         end if;
@@ -3896,6 +3896,35 @@ begin
 end
 $$;
 
+CREATE FUNCTION queue._pending_queues() RETURNS SETOF text
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    with recursive ungated (queue) as (
+        (select j.queue from queue.jobs as j
+         where j.status = 'pending' and j.category is null
+         order by j.queue limit 1)
+        union all
+        select (select j.queue from queue.jobs as j
+                where j.status = 'pending' and j.category is null and j.queue > u.queue
+                order by j.queue limit 1)
+        from ungated as u where u.queue is not null
+    ),
+    gated (queue) as (
+        (select j.queue from queue.jobs as j
+         where j.status = 'pending' and j.category is not null
+         order by j.queue limit 1)
+        union all
+        select (select j.queue from queue.jobs as j
+                where j.status = 'pending' and j.category is not null and j.queue > g.queue
+                order by j.queue limit 1)
+        from gated as g where g.queue is not null
+    )
+    select u.queue from ungated as u where u.queue is not null
+    union
+    select g.queue from gated as g where g.queue is not null
+$$;
+
 CREATE FUNCTION queue._prom_label(value text) RETURNS text
     LANGUAGE sql IMMUTABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -4395,43 +4424,49 @@ begin
 end
 $$;
 
-CREATE FUNCTION queue._unpaused_queues(queues text[]) RETURNS text[]
-    LANGUAGE sql STABLE
+CREATE FUNCTION queue._unpaused_queues(queues text[], batch integer) RETURNS text[]
+    LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-    with recursive ungated (queue) as (
-        (select j.queue from queue.jobs as j
-         where j.status = 'pending' and j.category is null
-         order by j.queue limit 1)
-        union all
-        select (select j.queue from queue.jobs as j
-                where j.status = 'pending' and j.category is null and j.queue > u.queue
-                order by j.queue limit 1)
-        from ungated as u where u.queue is not null
-    ),
-    gated (queue) as (
-        (select j.queue from queue.jobs as j
-         where j.status = 'pending' and j.category is not null
-         order by j.queue limit 1)
-        union all
-        select (select j.queue from queue.jobs as j
-                where j.status = 'pending' and j.category is not null and j.queue > g.queue
-                order by j.queue limit 1)
-        from gated as g where g.queue is not null
-    ),
-    candidates (queue) as (
-        select q.name from unnest(queues) as q (name) where queues is not null
-        union
-        select u.queue from ungated as u where queues is null and u.queue is not null
-        union
-        select g.queue from gated as g where queues is null and g.queue is not null
-    )
-    select coalesce(array_agg(c.queue order by c.queue), '{}')
-    from candidates as c
-    where not exists (select from queue.queues as p where p.paused and p.queue = c.queue)
+declare
+    v_paused text[] := array(select p.queue from queue.queues as p where p.paused);
+    v_head int := 4 * batch + 16;
+    v_u record;  -- the ungated head: its size, and the batch-th job of a queue not paused
+    v_g record;  -- the gated head: its size and its last job
+begin
+    if queues is not null then
+        return array(select distinct q.name from unnest(queues) as q (name)
+                     where q.name <> all (v_paused) order by q.name);
+    end if;
+    select count(*) as n, (array_agg(h.k order by h.k)
+            filter (where h.queue <> all (v_paused)))[batch] as bar,
+        array_agg(distinct h.queue) filter (where h.queue <> all (v_paused)) as open
+    into v_u
+    from (select j.queue, row(- j.priority, j.available_at, j.id) as k
+          from queue.jobs as j
+          where j.status = 'pending' and j.category is null and j.available_at <= now()
+          order by j.priority desc, j.available_at, j.id
+          limit v_head) as h;
+    select count(*) as n, (array_agg(h.k order by h.k desc))[1] as last,
+        array_agg(distinct h.queue) filter (where h.queue <> all (v_paused)) as open
+    into v_g
+    from (select j.queue, row(- j.priority, j.available_at, j.id) as k
+          from queue.jobs as j
+          where j.status = 'pending' and j.category is not null and j.available_at <= now()
+          order by j.priority desc, j.available_at, j.id
+          limit v_head) as h;
+    if (v_u.n < v_head and v_g.n < v_head)
+        or (v_u.bar is not null and (v_g.n < v_head or v_g.last > v_u.bar)) then
+        return array(select distinct q.name
+                     from unnest(coalesce(v_u.open, '{}') || coalesce(v_g.open, '{}')) as q (name)
+                     order by q.name);
+    end if;
+    return array(select p.queue from queue._pending_queues() as p (queue)
+                 where p.queue <> all (v_paused) order by p.queue);
+end
 $$;
 
-COMMENT ON FUNCTION queue._unpaused_queues(queues text[]) IS 'Private: the queues a claim may take jobs from while some queue is paused.';
+COMMENT ON FUNCTION queue._unpaused_queues(queues text[], batch integer) IS 'Private: the queues a claim may take jobs from while some queue is paused.';
 
 CREATE FUNCTION queue.cancel(job_id bigint) RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER
@@ -7283,6 +7318,8 @@ REVOKE ALL ON FUNCTION queue._notify_ready(queue_name text, enabled boolean) FRO
 
 REVOKE ALL ON FUNCTION queue._payload_over(argument text, bytes bigint, payload_limit integer) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION queue._pending_queues() FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION queue._prom_label(value text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._rate_left(rate_log timestamp with time zone[], rate_starts integer, rate_per interval, at timestamp with time zone) FROM PUBLIC;
@@ -7305,7 +7342,7 @@ REVOKE ALL ON FUNCTION queue._settle(job_id bigint, queue_name text, category_na
 
 REVOKE ALL ON FUNCTION queue._stats_rollup() FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION queue._unpaused_queues(queues text[]) FROM PUBLIC;
+REVOKE ALL ON FUNCTION queue._unpaused_queues(queues text[], batch integer) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue.cancel(job_id bigint) FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.cancel(job_id bigint) TO andal_admin;

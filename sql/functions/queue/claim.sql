@@ -251,11 +251,11 @@ begin
     -- gated job is ready, a queue is paused, or no job is ready: the direct statement cannot
     -- tell which, and what its probes saw may have changed since).
 
-    -- Paused queues are left out: a claim of every queue becomes one of the queues with
-    -- pending jobs that are not paused (queue._unpaused_queues; expired leases of queues
-    -- with running jobs only are then taken back by their own claims or queue.maintain).
+    -- Paused queues are left out: a claim of every queue becomes one of the queues not
+    -- paused whose ready jobs can be among its best (queue._unpaused_queues; expired leases
+    -- of the other queues are then taken back by their own claims or queue.maintain).
     if (select p.queue from queue.queues as p where p.paused limit 1) is not null then
-        _claim.queues := queue._unpaused_queues(_claim.queues);
+        _claim.queues := queue._unpaused_queues(_claim.queues, _claim.batch);
         if cardinality(_claim.queues) = 0 then
             return;
         end if;
