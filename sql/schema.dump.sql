@@ -176,6 +176,42 @@ $$;
 
 COMMENT ON FUNCTION cache._apply(key text, op text, value jsonb, ttl interval, reason text, if_version bigint) IS 'Write (put) or invalidate a key: new version, log row and NOTIFY hint in the caller''s transaction.';
 
+CREATE FUNCTION cache._apply_deferred(max_writes integer) RETURNS integer
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    v_row record;
+    v_n int := 0;
+begin
+    for v_row in
+        select d.* from cache.deferred_writes as d order by d.id
+        limit _apply_deferred.max_writes for update skip locked
+    loop
+        if pg_try_advisory_xact_lock_shared(1634628716, hashtext(v_row.key)) then
+            perform cache._apply(v_row.key, v_row.op, v_row.value, null, v_row.reason);
+            delete from cache.deferred_writes as d where d.id = v_row.id;
+            v_n := v_n + 1;
+        end if;
+    end loop;
+    return v_n;
+end
+$$;
+
+CREATE FUNCTION cache._apply_or_defer(key text, op text, value jsonb, reason text) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+    if pg_try_advisory_xact_lock_shared(1634628716, hashtext(_apply_or_defer.key)) then
+        perform cache._apply(_apply_or_defer.key, op, value, null, reason);
+    else
+        insert into cache.deferred_writes (key, op, value, reason)
+        values (_apply_or_defer.key, op, value, reason);
+    end if;
+end
+$$;
+
 CREATE FUNCTION cache._bound() RETURNS void
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -361,6 +397,21 @@ begin
 end
 $$;
 
+CREATE FUNCTION cache._hold_key(key text) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+    if not exists (
+        select from queue.install_state as s
+        where pg_has_role(session_user, s.role_prefix || '_worker', 'usage')
+           or pg_has_role(session_user, s.role_prefix || '_admin', 'usage')
+    ) then
+        perform pg_advisory_xact_lock(1634628716, hashtext(_hold_key.key));
+    end if;
+end
+$$;
+
 CREATE FUNCTION cache._invalidate(key text, reason text, job_id bigint, token uuid, fenced boolean) RETURNS bigint
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -390,9 +441,9 @@ begin
         and jsonb_typeof(result) <> 'null'
         and octet_length(result::text)
             <= coalesce((select c.max_value_bytes from cache.config as c), 1048576) then
-        perform cache._apply(_job_done.key, 'put', result, null, reason);
+        perform cache._apply_or_defer(_job_done.key, 'put', result, reason);
     elsif policy in ('invalidate', 'rewrite') then
-        perform cache._apply(_job_done.key, 'invalidate', null, null, reason);
+        perform cache._apply_or_defer(_job_done.key, 'invalidate', null, reason);
     else
         raise exception 'policy must be invalidate, rewrite or none (got %)', policy
             using errcode = '22023';
@@ -511,6 +562,7 @@ begin
     if fenced then
         perform queue._check_fence(_put.job_id, _put.token);
     end if;
+    perform cache._hold_key(_put.key);  -- a job's end does not wait for this write
     return cache._apply(_put.key, 'put', _put.value, _put.ttl, null, _put.if_version);
 end
 $$;
@@ -613,6 +665,7 @@ CREATE FUNCTION cache._write_through(key text, value jsonb) RETURNS bigint
 begin
     perform cache._check_key(_write_through.key, 'cache_key');
     perform cache._check_value(_write_through.value, 'cache_value');
+    perform cache._hold_key(_write_through.key);  -- a job's end does not wait for it
     return cache._apply(_write_through.key, 'put', _write_through.value, null, 'enqueue');
 end
 $$;
@@ -1505,7 +1558,8 @@ begin
         json_build_object('event', 'dead', 'job_id', _bury.job_id, 'queue', v_queue,
             'reason', _bury.reason)::text,
         '{"event":"dead"}');
-    if v_watched then
+    delete from queue.watches as w where w.job_id = _bury.job_id;  -- queue.watch's row
+    if v_watched or found then
         perform queue._notify('andal_done', _bury.job_id::text);
     end if;
 end
@@ -1876,12 +1930,12 @@ begin
         if (select s.next_at from queue.schedules as s
             where s.task is null and s.next_at <= now()
             order by s.next_at limit 1) is not null then
-            perform queue._fire_due(null, 10);
+            perform queue._fire_due(null, 10, 10);
         end if;
     elsif (select s.next_at from queue.schedules as s
            where s.task is null and s.queue = any (_claim.queues) and s.next_at <= now()
            limit 1) is not null then
-        perform queue._fire_due(_claim.queues, 10);
+        perform queue._fire_due(_claim.queues, 10, 10);
     end if;
 
     -- Direct path (every queue, or one queue): when no lease has expired and no ready job of
@@ -1973,11 +2027,11 @@ begin
     -- gated job is ready, a queue is paused, or no job is ready: the direct statement cannot
     -- tell which, and what its probes saw may have changed since).
 
-    -- Paused queues are left out: a claim of every queue becomes one of the queues with
-    -- pending jobs that are not paused (queue._unpaused_queues; expired leases of queues
-    -- with running jobs only are then taken back by their own claims or queue.maintain).
+    -- Paused queues are left out: a claim of every queue becomes one of the queues not
+    -- paused whose ready jobs can be among its best (queue._unpaused_queues; expired leases
+    -- of the other queues are then taken back by their own claims or queue.maintain).
     if (select p.queue from queue.queues as p where p.paused limit 1) is not null then
-        _claim.queues := queue._unpaused_queues(_claim.queues);
+        _claim.queues := queue._unpaused_queues(_claim.queues, _claim.batch);
         if cardinality(_claim.queues) = 0 then
             return;
         end if;
@@ -2990,7 +3044,7 @@ begin
 end
 $$;
 
-CREATE FUNCTION queue._fire(schedule_name text) RETURNS integer
+CREATE FUNCTION queue._fire(schedule_name text, max_ticks integer) RETURNS integer
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -3003,6 +3057,7 @@ declare
     v_job bigint;
     v_fired int := 0;
     v_walk int := 0;
+    v_rest timestamptz;  -- the first due tick left for later (max_ticks)
 begin
     select s.* into v_s from queue.schedules as s where s.name = schedule_name;
     if v_s.next_at is null or v_s.next_at > now() then
@@ -3020,6 +3075,8 @@ begin
             select v_s.next_at + make_interval(secs => (k * v_step)::double precision)
             from generate_series(greatest(v_n - v_s.catch_up + 1, 0), v_n) as k
             order by k);
+    elsif max_ticks is not null then
+        return 0;  -- a cron catch-up: queue.maintain() walks it
     else
         v_tick := v_s.next_at;
         while v_tick is not null and v_tick <= now() loop
@@ -3032,7 +3089,12 @@ begin
             v_tick := queue._cron_next(v_s.cron, v_tick, v_s.timezone);
         end loop;
     end if;
-    foreach v_tick in array array_remove(v_ticks, null) loop
+    v_ticks := array_remove(v_ticks, null);
+    if cardinality(v_ticks) > max_ticks then
+        v_rest := v_ticks[max_ticks + 1];
+        v_ticks := v_ticks[1:max_ticks];
+    end if;
+    foreach v_tick in array v_ticks loop
         insert into queue.schedule_ticks as t (schedule, tick)
         values (v_s.name, v_tick)
         on conflict (schedule, tick) do nothing;
@@ -3048,8 +3110,8 @@ begin
         end if;
     end loop;
     update queue.schedules as s
-    set next_at = queue._next_tick(v_s.cron, v_s.every, v_s.timezone, v_s.anchor,
-            greatest(now(), v_tick)),
+    set next_at = coalesce(v_rest, queue._next_tick(v_s.cron, v_s.every, v_s.timezone,
+            v_s.anchor, greatest(now(), v_tick))),
         last_tick = coalesce(v_tick, s.last_tick),
         last_fired_at = now(),
         last_job_id = coalesce(v_job, s.last_job_id),
@@ -3059,7 +3121,7 @@ begin
 end
 $$;
 
-CREATE FUNCTION queue._fire_due(queues text[] DEFAULT NULL::text[], lim integer DEFAULT 100) RETURNS integer
+CREATE FUNCTION queue._fire_due(queues text[] DEFAULT NULL::text[], lim integer DEFAULT 100, max_ticks integer DEFAULT NULL::integer) RETURNS integer
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -3075,16 +3137,25 @@ begin
         limit lim
         for update skip locked
     loop
-        begin
-            v_fired := v_fired + queue._fire(v_name);
-        exception when others then
-            update queue.schedules as s
-            set last_error = sqlerrm,
-                next_at = queue._next_tick(s.cron, s.every, s.timezone, s.anchor, now())
-            where s.name = v_name;
-        end;
+        v_fired := v_fired + queue._fire_or_record(v_name, max_ticks - v_fired);
+        exit when v_fired >= max_ticks;
     end loop;
     return v_fired;
+end
+$$;
+
+CREATE FUNCTION queue._fire_or_record(schedule_name text, max_ticks integer DEFAULT NULL::integer) RETURNS integer
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+    return queue._fire(schedule_name, max_ticks);
+exception when others then
+    update queue.schedules as s
+    set last_error = sqlerrm,
+        next_at = queue._next_tick(s.cron, s.every, s.timezone, s.anchor, now())
+    where s.name = schedule_name;
+    return 0;
 end
 $$;
 
@@ -3825,6 +3896,35 @@ begin
 end
 $$;
 
+CREATE FUNCTION queue._pending_queues() RETURNS SETOF text
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    with recursive ungated (queue) as (
+        (select j.queue from queue.jobs as j
+         where j.status = 'pending' and j.category is null
+         order by j.queue limit 1)
+        union all
+        select (select j.queue from queue.jobs as j
+                where j.status = 'pending' and j.category is null and j.queue > u.queue
+                order by j.queue limit 1)
+        from ungated as u where u.queue is not null
+    ),
+    gated (queue) as (
+        (select j.queue from queue.jobs as j
+         where j.status = 'pending' and j.category is not null
+         order by j.queue limit 1)
+        union all
+        select (select j.queue from queue.jobs as j
+                where j.status = 'pending' and j.category is not null and j.queue > g.queue
+                order by j.queue limit 1)
+        from gated as g where g.queue is not null
+    )
+    select u.queue from ungated as u where u.queue is not null
+    union
+    select g.queue from gated as g where g.queue is not null
+$$;
+
 CREATE FUNCTION queue._prom_label(value text) RETURNS text
     LANGUAGE sql IMMUTABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -4324,43 +4424,49 @@ begin
 end
 $$;
 
-CREATE FUNCTION queue._unpaused_queues(queues text[]) RETURNS text[]
-    LANGUAGE sql STABLE
+CREATE FUNCTION queue._unpaused_queues(queues text[], batch integer) RETURNS text[]
+    LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-    with recursive ungated (queue) as (
-        (select j.queue from queue.jobs as j
-         where j.status = 'pending' and j.category is null
-         order by j.queue limit 1)
-        union all
-        select (select j.queue from queue.jobs as j
-                where j.status = 'pending' and j.category is null and j.queue > u.queue
-                order by j.queue limit 1)
-        from ungated as u where u.queue is not null
-    ),
-    gated (queue) as (
-        (select j.queue from queue.jobs as j
-         where j.status = 'pending' and j.category is not null
-         order by j.queue limit 1)
-        union all
-        select (select j.queue from queue.jobs as j
-                where j.status = 'pending' and j.category is not null and j.queue > g.queue
-                order by j.queue limit 1)
-        from gated as g where g.queue is not null
-    ),
-    candidates (queue) as (
-        select q.name from unnest(queues) as q (name) where queues is not null
-        union
-        select u.queue from ungated as u where queues is null and u.queue is not null
-        union
-        select g.queue from gated as g where queues is null and g.queue is not null
-    )
-    select coalesce(array_agg(c.queue order by c.queue), '{}')
-    from candidates as c
-    where not exists (select from queue.queues as p where p.paused and p.queue = c.queue)
+declare
+    v_paused text[] := array(select p.queue from queue.queues as p where p.paused);
+    v_head int := 4 * batch + 16;
+    v_u record;  -- the ungated head: its size, and the batch-th job of a queue not paused
+    v_g record;  -- the gated head: its size and its last job
+begin
+    if queues is not null then
+        return array(select distinct q.name from unnest(queues) as q (name)
+                     where q.name <> all (v_paused) order by q.name);
+    end if;
+    select count(*) as n, (array_agg(h.k order by h.k)
+            filter (where h.queue <> all (v_paused)))[batch] as bar,
+        array_agg(distinct h.queue) filter (where h.queue <> all (v_paused)) as open
+    into v_u
+    from (select j.queue, row(- j.priority, j.available_at, j.id) as k
+          from queue.jobs as j
+          where j.status = 'pending' and j.category is null and j.available_at <= now()
+          order by j.priority desc, j.available_at, j.id
+          limit v_head) as h;
+    select count(*) as n, (array_agg(h.k order by h.k desc))[1] as last,
+        array_agg(distinct h.queue) filter (where h.queue <> all (v_paused)) as open
+    into v_g
+    from (select j.queue, row(- j.priority, j.available_at, j.id) as k
+          from queue.jobs as j
+          where j.status = 'pending' and j.category is not null and j.available_at <= now()
+          order by j.priority desc, j.available_at, j.id
+          limit v_head) as h;
+    if (v_u.n < v_head and v_g.n < v_head)
+        or (v_u.bar is not null and (v_g.n < v_head or v_g.last > v_u.bar)) then
+        return array(select distinct q.name
+                     from unnest(coalesce(v_u.open, '{}') || coalesce(v_g.open, '{}')) as q (name)
+                     order by q.name);
+    end if;
+    return array(select p.queue from queue._pending_queues() as p (queue)
+                 where p.queue <> all (v_paused) order by p.queue);
+end
 $$;
 
-COMMENT ON FUNCTION queue._unpaused_queues(queues text[]) IS 'Private: the queues a claim may take jobs from while some queue is paused.';
+COMMENT ON FUNCTION queue._unpaused_queues(queues text[], batch integer) IS 'Private: the queues a claim may take jobs from while some queue is paused.';
 
 CREATE FUNCTION queue.cancel(job_id bigint) RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER
@@ -4377,9 +4483,16 @@ begin
     end if;
     select j.* into v_job from queue.jobs as j where j.id = cancel.job_id for update;
     if v_job.id is null then
-        if exists (select from queue.dead_letters as d where d.job_id = cancel.job_id) then
+        -- Its dead letter locked: a queue.requeue_dead in flight (it deletes the dead letter
+        -- and inserts the job) is waited for; when it commits, the job is live again and is
+        -- cancelled as such, never answered with a stale "already dead".
+        perform from queue.dead_letters as d where d.job_id = cancel.job_id for update;
+        if found then
             raise exception 'job % is already dead', cancel.job_id using errcode = '55000';
         end if;
+        select j.* into v_job from queue.jobs as j where j.id = cancel.job_id for update;
+    end if;
+    if v_job.id is null then
         raise exception 'job % does not exist (or has completed)', cancel.job_id
             using errcode = '42704';
     end if;
@@ -4533,7 +4646,8 @@ begin
             now() + v_history
         );
     end if;
-    if v_job.watched then
+    delete from queue.watches as w where w.job_id = v_id;  -- queue.watch's row
+    if v_job.watched or found then
         perform queue._notify('andal_done', v_id::text);
     end if;
     if v_category is not null then
@@ -4729,6 +4843,8 @@ begin
             worker text, result jsonb, errors jsonb
         );
     end if;
+    with w as (delete from queue.watches as w where w.job_id = any (v_ids) returning w.job_id)
+    select v_watched || array_agg(w.job_id) from w into v_watched;  -- queue.watch's rows
     for v_i in 1 .. coalesce(cardinality(v_watched), 0) loop
         perform queue._notify('andal_done', v_watched[v_i]::text);
     end loop;
@@ -5241,6 +5357,10 @@ begin
     v_reaped := queue._reap(1000);
     perform queue._fire_due(null, 1000);
     perform queue._run_tasks();
+    perform cache._apply_deferred(1000);  -- jobs' cache writes that met a producer's
+    -- queue.watch's records of jobs that ended while the watch was uncommitted
+    delete from queue.watches as w
+    where not exists (select from queue.jobs as j where j.id = w.job_id);
     if not exists (select from queue.wal_samples as w
                    where w.sampled_at > now() - interval '1 minute') then
         insert into queue.wal_samples (wal_lsn) values (pg_current_wal_lsn())
@@ -5573,30 +5693,28 @@ CREATE FUNCTION queue.release(job_id bigint, token uuid, delay interval DEFAULT 
 #variable_conflict use_column
 declare
     v_job record;
-    v_now timestamptz := queue._lease_clock();
 begin
     if release.job_id is null or release.token is null then
         raise exception 'job_id and token must not be null' using errcode = '22004';
     end if;
     perform queue._check_interval(release.delay, 'delay', bound => 'delay');
-    if exists (select from queue.jobs as j
-               where j.id = release.job_id and j.token = release.token
-                 and j.lease_expires_at > v_now and j.abort_requested_at is not null) then
+    -- The row first, as queue.fail: a cancel committed while this call waited for it is
+    -- seen (the decision and the write read the same row version), so an abort request is
+    -- never lost to a concurrent release.
+    select j.* into v_job from queue.jobs as j where j.id = release.job_id for update;
+    if v_job.id is null or v_job.status <> 'running' or v_job.token <> release.token
+        or v_job.lease_expires_at <= queue._lease_clock() then
+        perform queue._lease_lost(release.job_id, release.token);
+    end if;
+    if v_job.abort_requested_at is not null then
         perform queue.fail(release.job_id, release.token, 'aborted: released');
         return;
     end if;
     update queue.jobs as j
     set status = 'pending', attempt = greatest(j.attempt - 1, 0), token = null, worker = null,
         claimed_at = null, lease_expires_at = null, available_at = now() + release.delay
-    -- By primary key, never a scan of the running jobs (as complete): a token is set only
-    -- while a job runs, so token and unexpired lease say "running" without naming the
-    -- status, which would let the planner read jobs_lease_idx on stale statistics.
-    where j.id = release.job_id and j.token = release.token
-      and j.lease_expires_at > v_now
+    where j.id = v_job.id
     returning j.* into v_job;
-    if v_job.id is null then
-        perform queue._lease_lost(release.job_id, release.token);
-    end if;
     perform queue._settle(v_job.id, v_job.queue, v_job.category, 'released', null, null,
         ready_at => v_job.available_at);
 end
@@ -5699,6 +5817,12 @@ declare
 begin
     perform queue._check_name(schedule.name, 'name');
     select s.* into v_old from queue.schedules as s where s.name = schedule.name for update;
+    if v_old.task is null and v_old.next_at <= now() then
+        -- Ticks due but not fired yet (no claim or maintain since) are fired first, as the
+        -- schedule defined them: an update neither drops a due tick nor re-fires one.
+        perform queue._fire_or_record(schedule.name);
+        select s.* into v_old from queue.schedules as s where s.name = schedule.name;
+    end if;
     if v_old.name is null and schedule.name like 'andal.%' then
         raise exception 'schedule names starting with "andal." are andal''s own (got %)',
             schedule.name
@@ -5969,13 +6093,14 @@ $$;
 COMMENT ON FUNCTION queue.shard_of(queue text) IS 'The shard (hash partition of queue.jobs) that holds a queue''s jobs; 0 when unsharded.';
 
 CREATE FUNCTION queue.shards() RETURNS TABLE(shard integer, relation text, live_jobs bigint)
-    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
     v_part record;
     v_n bigint;
 begin
+    lock table queue.jobs in access share mode;
     for v_part in
         select format('%I.%I', n.nspname, c.relname) as name,
             (regexp_match(pg_get_expr(c.relpartbound, c.oid), 'remainder (\d+)'))[1]::int as r
@@ -6340,9 +6465,12 @@ begin
     if watch.job_id is null then
         raise exception 'job_id must not be null' using errcode = '22004';
     end if;
-    update queue.jobs as j set watched = true
-    where j.id = watch.job_id and not j.watched
-    returning j.id into v_id;
+    -- only for a live job (so the table holds no more rows than there are live jobs); a
+    -- plain read of queue.jobs and an insert into queue.watches: no lock a worker waits on
+    insert into queue.watches as w (job_id)
+    select j.id from queue.jobs as j where j.id = watch.job_id
+    on conflict (job_id) do nothing
+    returning w.job_id into v_id;
     return v_id is not null
         or exists (select from queue.jobs as j where j.id = watch.job_id);
 end
@@ -6415,6 +6543,25 @@ CREATE TABLE cache.config (
     CONSTRAINT config_total_over_value_check CHECK ((max_total_bytes >= max_value_bytes)),
     CONSTRAINT config_ttl_bounds_check CHECK ((min_ttl <= max_ttl)),
     CONSTRAINT config_ttl_factor_check CHECK ((ttl_factor > (0)::double precision))
+);
+
+CREATE TABLE cache.deferred_writes (
+    id bigint NOT NULL,
+    key text NOT NULL,
+    op text NOT NULL,
+    value jsonb,
+    reason text NOT NULL,
+    deferred_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT deferred_writes_op_check CHECK ((op = ANY (ARRAY['put'::text, 'invalidate'::text])))
+);
+
+ALTER TABLE cache.deferred_writes ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME cache.deferred_writes_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
 );
 
 CREATE UNLOGGED TABLE cache.entries (
@@ -6753,6 +6900,11 @@ CREATE TABLE queue.wal_samples (
     wal_lsn pg_lsn NOT NULL
 );
 
+CREATE TABLE queue.watches (
+    job_id bigint NOT NULL,
+    since timestamp with time zone DEFAULT now() NOT NULL
+);
+
 CREATE TABLE queue.worker_locks (
     job_id bigint NOT NULL,
     category_id bigint NOT NULL,
@@ -6782,6 +6934,9 @@ ALTER TABLE ONLY queue.jobs ATTACH PARTITION queue.jobs_p0 FOR VALUES WITH (modu
 
 ALTER TABLE ONLY cache.config
     ADD CONSTRAINT config_pkey PRIMARY KEY (id);
+
+ALTER TABLE ONLY cache.deferred_writes
+    ADD CONSTRAINT deferred_writes_pkey PRIMARY KEY (id);
 
 ALTER TABLE ONLY cache.entries
     ADD CONSTRAINT entries_pkey PRIMARY KEY (key);
@@ -6861,6 +7016,9 @@ ALTER TABLE ONLY queue.stat_minutes
 ALTER TABLE ONLY queue.wal_samples
     ADD CONSTRAINT wal_samples_pkey PRIMARY KEY (sampled_at);
 
+ALTER TABLE ONLY queue.watches
+    ADD CONSTRAINT watches_pkey PRIMARY KEY (job_id);
+
 ALTER TABLE ONLY queue.worker_locks
     ADD CONSTRAINT worker_locks_pkey PRIMARY KEY (job_id);
 
@@ -6936,6 +7094,10 @@ REVOKE ALL ON FUNCTION cache._adaptive_ttl(mean_interval double precision, chang
 
 REVOKE ALL ON FUNCTION cache._apply(key text, op text, value jsonb, ttl interval, reason text, if_version bigint) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION cache._apply_deferred(max_writes integer) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION cache._apply_or_defer(key text, op text, value jsonb, reason text) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION cache._bound() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION cache._cap() FROM PUBLIC;
@@ -6955,6 +7117,8 @@ REVOKE ALL ON FUNCTION cache._epoch() FROM PUBLIC;
 REVOKE ALL ON FUNCTION cache._evict(need bigint) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION cache._full() FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION cache._hold_key(key text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION cache._invalidate(key text, reason text, job_id bigint, token uuid, fenced boolean) FROM PUBLIC;
 
@@ -7104,9 +7268,11 @@ REVOKE ALL ON FUNCTION queue._error_entry(attempt integer, error text, worker te
 
 REVOKE ALL ON FUNCTION queue._fail(job_id bigint, token uuid, error text, retry_in interval, retryable boolean) FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION queue._fire(schedule_name text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION queue._fire(schedule_name text, max_ticks integer) FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION queue._fire_due(queues text[], lim integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION queue._fire_due(queues text[], lim integer, max_ticks integer) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._fire_or_record(schedule_name text, max_ticks integer) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._forget_unused() FROM PUBLIC;
 
@@ -7152,6 +7318,8 @@ REVOKE ALL ON FUNCTION queue._notify_ready(queue_name text, enabled boolean) FRO
 
 REVOKE ALL ON FUNCTION queue._payload_over(argument text, bytes bigint, payload_limit integer) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION queue._pending_queues() FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION queue._prom_label(value text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._rate_left(rate_log timestamp with time zone[], rate_starts integer, rate_per interval, at timestamp with time zone) FROM PUBLIC;
@@ -7174,7 +7342,7 @@ REVOKE ALL ON FUNCTION queue._settle(job_id bigint, queue_name text, category_na
 
 REVOKE ALL ON FUNCTION queue._stats_rollup() FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION queue._unpaused_queues(queues text[]) FROM PUBLIC;
+REVOKE ALL ON FUNCTION queue._unpaused_queues(queues text[], batch integer) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue.cancel(job_id bigint) FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.cancel(job_id bigint) TO andal_admin;

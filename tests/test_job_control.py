@@ -340,8 +340,8 @@ def test_client_wait_returns_the_final_state_and_result(
     # the waiter is listening once its session watches the job
     wait_for(
         lambda: (
-            conn.execute("select watched from queue.jobs where id = %s", (job,)).fetchone()
-            == (True,)
+            conn.execute("select count(*) from queue.watches where job_id = %s", (job,)).fetchone()
+            == (1,)
         ),
         what="the waiter watches the job",
     )

@@ -10,6 +10,7 @@ as $$
 begin
     perform cache._check_key(_write_through.key, 'cache_key');
     perform cache._check_value(_write_through.value, 'cache_value');
+    perform cache._hold_key(_write_through.key);  -- a job's end does not wait for it
     return cache._apply(_write_through.key, 'put', _write_through.value, null, 'enqueue');
 end
 $$;

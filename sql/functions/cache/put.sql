@@ -32,6 +32,7 @@ begin
     if fenced then
         perform queue._check_fence(_put.job_id, _put.token);
     end if;
+    perform cache._hold_key(_put.key);  -- a job's end does not wait for this write
     return cache._apply(_put.key, 'put', _put.value, _put.ttl, null, _put.if_version);
 end
 $$;

@@ -51,7 +51,8 @@ begin
         json_build_object('event', 'dead', 'job_id', _bury.job_id, 'queue', v_queue,
             'reason', _bury.reason)::text,
         '{"event":"dead"}');
-    if v_watched then
+    delete from queue.watches as w where w.job_id = _bury.job_id;  -- queue.watch's row
+    if v_watched or found then
         perform queue._notify('andal_done', _bury.job_id::text);
     end if;
 end

@@ -5,7 +5,14 @@
 -- _fire: fire the due ticks of one schedule whose row the caller holds locked: record each
 -- tick in queue.schedule_ticks (its primary key (schedule, tick) makes a second firing a
 -- no-op) and enqueue its job, then move next_at past now. Returns the ticks fired.
-create or replace function queue._fire(schedule_name text) returns int
+-- max_ticks (a claim's budget; null: no bound) bounds the work: at most max_ticks ticks are
+-- fired, oldest first, and next_at stays on the first tick left, still due, for the next
+-- claim or queue.maintain(); a cron schedule catching up with missed => 'all' (a walk of
+-- the expression over the missed time) is left to queue.maintain() whole. No tick is lost.
+drop function if exists queue._fire(text);
+drop function if exists queue._fire_or_record(text);
+drop function if exists queue._fire_due(text[], int);
+create or replace function queue._fire(schedule_name text, max_ticks int) returns int
 language plpgsql
 set search_path = pg_catalog, pg_temp
 as $$
@@ -18,6 +25,7 @@ declare
     v_job bigint;
     v_fired int := 0;
     v_walk int := 0;
+    v_rest timestamptz;  -- the first due tick left for later (max_ticks)
 begin
     select s.* into v_s from queue.schedules as s where s.name = schedule_name;
     if v_s.next_at is null or v_s.next_at > now() then
@@ -35,6 +43,8 @@ begin
             select v_s.next_at + make_interval(secs => (k * v_step)::double precision)
             from generate_series(greatest(v_n - v_s.catch_up + 1, 0), v_n) as k
             order by k);
+    elsif max_ticks is not null then
+        return 0;  -- a cron catch-up: queue.maintain() walks it
     else
         v_tick := v_s.next_at;
         while v_tick is not null and v_tick <= now() loop
@@ -47,7 +57,12 @@ begin
             v_tick := queue._cron_next(v_s.cron, v_tick, v_s.timezone);
         end loop;
     end if;
-    foreach v_tick in array array_remove(v_ticks, null) loop
+    v_ticks := array_remove(v_ticks, null);
+    if cardinality(v_ticks) > max_ticks then
+        v_rest := v_ticks[max_ticks + 1];
+        v_ticks := v_ticks[1:max_ticks];
+    end if;
+    foreach v_tick in array v_ticks loop
         insert into queue.schedule_ticks as t (schedule, tick)
         values (v_s.name, v_tick)
         on conflict (schedule, tick) do nothing;
@@ -63,8 +78,8 @@ begin
         end if;
     end loop;
     update queue.schedules as s
-    set next_at = queue._next_tick(v_s.cron, v_s.every, v_s.timezone, v_s.anchor,
-            greatest(now(), v_tick)),
+    set next_at = coalesce(v_rest, queue._next_tick(v_s.cron, v_s.every, v_s.timezone,
+            v_s.anchor, greatest(now(), v_tick))),
         last_tick = coalesce(v_tick, s.last_tick),
         last_fired_at = now(),
         last_job_id = coalesce(v_job, s.last_job_id),
@@ -77,9 +92,12 @@ $$;
 -- _fire_due: fire the due job schedules of `queues` (null: of every queue), at most `lim`
 -- of them, skipping those another session is firing (their rows are locked). A schedule
 -- whose firing fails (its queue's payload limit shrank, say) records the error in
--- last_error and moves on to its next tick, so a claim never fails because of it. Returns
--- the ticks fired.
-create or replace function queue._fire_due(queues text[] default null, lim int default 100)
+-- last_error and moves on to its next tick, so a claim never fails because of it. At most
+-- max_ticks ticks in all (a claim's budget, see queue._fire; null: no bound). Returns the
+-- ticks fired.
+create or replace function queue._fire_due(
+    queues text[] default null, lim int default 100, max_ticks int default null
+)
 returns int
 language plpgsql
 set search_path = pg_catalog, pg_temp
@@ -96,18 +114,32 @@ begin
         limit lim
         for update skip locked
     loop
-        begin
-            v_fired := v_fired + queue._fire(v_name);
-        exception when others then
-            update queue.schedules as s
-            set last_error = sqlerrm,
-                next_at = queue._next_tick(s.cron, s.every, s.timezone, s.anchor, now())
-            where s.name = v_name;
-        end;
+        v_fired := v_fired + queue._fire_or_record(v_name, max_ticks - v_fired);
+        exit when v_fired >= max_ticks;
     end loop;
     return v_fired;
 end
 $$;
 
-revoke all on function queue._fire(text) from public;
-revoke all on function queue._fire_due(text[], int) from public;
+-- _fire_or_record: queue._fire of one schedule whose row the caller holds locked; a firing
+-- that fails records the error in last_error and moves the schedule to its next tick
+-- instead of raising. Returns the ticks fired.
+create or replace function queue._fire_or_record(schedule_name text, max_ticks int default null)
+returns int
+language plpgsql
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    return queue._fire(schedule_name, max_ticks);
+exception when others then
+    update queue.schedules as s
+    set last_error = sqlerrm,
+        next_at = queue._next_tick(s.cron, s.every, s.timezone, s.anchor, now())
+    where s.name = schedule_name;
+    return 0;
+end
+$$;
+
+revoke all on function queue._fire(text, int) from public;
+revoke all on function queue._fire_due(text[], int, int) from public;
+revoke all on function queue._fire_or_record(text, int) from public;

@@ -6,7 +6,8 @@
 -- no longer extended. The job ends cancelled, never retried, when the worker ends the attempt
 -- (queue.fail or queue.release) or its lease runs out; until then it holds its category
 -- slot, and its worker's queue.complete gets AN001 (lease lost). Asking again changes
--- nothing.
+-- nothing. A cancel racing a queue.requeue_dead of the job waits for it: the job is then
+-- cancelled as the live job it became (or, when the requeue rolled back, is still dead).
 -- Raises: 22004 null job_id; 42704 unknown job; 55000 the job is already dead.
 create or replace function queue.cancel(job_id bigint) returns void
 language plpgsql
@@ -26,9 +27,16 @@ begin
     end if;
     select j.* into v_job from queue.jobs as j where j.id = cancel.job_id for update;
     if v_job.id is null then
-        if exists (select from queue.dead_letters as d where d.job_id = cancel.job_id) then
+        -- Its dead letter locked: a queue.requeue_dead in flight (it deletes the dead letter
+        -- and inserts the job) is waited for; when it commits, the job is live again and is
+        -- cancelled as such, never answered with a stale "already dead".
+        perform from queue.dead_letters as d where d.job_id = cancel.job_id for update;
+        if found then
             raise exception 'job % is already dead', cancel.job_id using errcode = '55000';
         end if;
+        select j.* into v_job from queue.jobs as j where j.id = cancel.job_id for update;
+    end if;
+    if v_job.id is null then
         raise exception 'job % does not exist (or has completed)', cancel.job_id
             using errcode = '42704';
     end if;

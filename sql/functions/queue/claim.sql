@@ -29,7 +29,9 @@
 -- * Jobs of a paused queue (queue.pause) are never claimed, whatever `queues` says.
 -- * Due ticks of the claimed queues' schedules (queue.schedule) are fired first, in the
 --   claim's transaction: a schedule another session is firing is skipped (its row is
---   locked), and a failing one is recorded in its last_error, never raised here.
+--   locked), and a failing one is recorded in its last_error, never raised here. At most
+--   10 ticks per claim (queue._fire's budget): the rest of a catch-up stays due for the
+--   next claims, and a cron catch-up of missed => 'all' for queue.maintain().
 -- Cost: for one queue or every queue, when no lease of the scope has expired, no ready job
 -- of the scope has a category and no queue of the scope is paused, one statement selects
 -- and leases the jobs; otherwise the candidates are found (and the categorised ones gated)
@@ -152,12 +154,12 @@ begin
         if (select s.next_at from queue.schedules as s
             where s.task is null and s.next_at <= now()
             order by s.next_at limit 1) is not null then
-            perform queue._fire_due(null, 10);
+            perform queue._fire_due(null, 10, 10);
         end if;
     elsif (select s.next_at from queue.schedules as s
            where s.task is null and s.queue = any (_claim.queues) and s.next_at <= now()
            limit 1) is not null then
-        perform queue._fire_due(_claim.queues, 10);
+        perform queue._fire_due(_claim.queues, 10, 10);
     end if;
 
     -- Direct path (every queue, or one queue): when no lease has expired and no ready job of
@@ -249,11 +251,11 @@ begin
     -- gated job is ready, a queue is paused, or no job is ready: the direct statement cannot
     -- tell which, and what its probes saw may have changed since).
 
-    -- Paused queues are left out: a claim of every queue becomes one of the queues with
-    -- pending jobs that are not paused (queue._unpaused_queues; expired leases of queues
-    -- with running jobs only are then taken back by their own claims or queue.maintain).
+    -- Paused queues are left out: a claim of every queue becomes one of the queues not
+    -- paused whose ready jobs can be among its best (queue._unpaused_queues; expired leases
+    -- of the other queues are then taken back by their own claims or queue.maintain).
     if (select p.queue from queue.queues as p where p.paused limit 1) is not null then
-        _claim.queues := queue._unpaused_queues(_claim.queues);
+        _claim.queues := queue._unpaused_queues(_claim.queues, _claim.batch);
         if cardinality(_claim.queues) = 0 then
             return;
         end if;

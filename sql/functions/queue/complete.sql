@@ -112,7 +112,8 @@ begin
             now() + v_history
         );
     end if;
-    if v_job.watched then
+    delete from queue.watches as w where w.job_id = v_id;  -- queue.watch's row
+    if v_job.watched or found then
         perform queue._notify('andal_done', v_id::text);
     end if;
     if v_category is not null then
@@ -346,6 +347,8 @@ begin
             worker text, result jsonb, errors jsonb
         );
     end if;
+    with w as (delete from queue.watches as w where w.job_id = any (v_ids) returning w.job_id)
+    select v_watched || array_agg(w.job_id) from w into v_watched;  -- queue.watch's rows
     for v_i in 1 .. coalesce(cardinality(v_watched), 0) loop
         perform queue._notify('andal_done', v_watched[v_i]::text);
     end loop;

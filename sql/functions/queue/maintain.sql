@@ -53,6 +53,9 @@ $$;
 -- queue and category rows that say nothing (queue._forget_unused), and rolls the job
 -- history (drops its expired partitions, creates those needed ahead). It also fires the due
 -- ticks of every schedule and runs andal's own housekeeping schedules (queue.schedules()).
+-- Each call also applies the cache writes of jobs' ends that were deferred because a
+-- producer held the key (cache._apply_deferred) and forgets the watches (queue.watch) of
+-- jobs that are gone.
 -- Returns the number of leases taken back.
 create or replace function queue.maintain() returns int
 language plpgsql
@@ -65,6 +68,10 @@ begin
     v_reaped := queue._reap(1000);
     perform queue._fire_due(null, 1000);
     perform queue._run_tasks();
+    perform cache._apply_deferred(1000);  -- jobs' cache writes that met a producer's
+    -- queue.watch's records of jobs that ended while the watch was uncommitted
+    delete from queue.watches as w
+    where not exists (select from queue.jobs as j where j.id = w.job_id);
     if not exists (select from queue.wal_samples as w
                    where w.sampled_at > now() - interval '1 minute') then
         insert into queue.wal_samples (wal_lsn) values (pg_current_wal_lsn())

@@ -4,7 +4,10 @@
 -- A job whose abort was requested (queue.cancel while it ran) is not given back: it ends
 -- cancelled, as with queue.fail.
 -- Its slot and hint go through queue._settle; the lease is checked on the database's
--- current time (queue._lease_clock).
+-- current time (queue._lease_clock), after the job's row is locked: a release racing a
+-- queue.cancel ends the job cancelled when the cancel committed first, and the cancel's
+-- abort request (queue.cancel waits for the release) finds the job pending and buries it
+-- when the release committed first; never pending with the abort lost.
 -- Raises: 22004 null job_id or token; 22023 negative delay; AN001 lease lost.
 create or replace function queue.release(job_id bigint, token uuid, delay interval default '0')
 returns void
@@ -19,30 +22,28 @@ as $$
 #variable_conflict use_column
 declare
     v_job record;
-    v_now timestamptz := queue._lease_clock();
 begin
     if release.job_id is null or release.token is null then
         raise exception 'job_id and token must not be null' using errcode = '22004';
     end if;
     perform queue._check_interval(release.delay, 'delay', bound => 'delay');
-    if exists (select from queue.jobs as j
-               where j.id = release.job_id and j.token = release.token
-                 and j.lease_expires_at > v_now and j.abort_requested_at is not null) then
+    -- The row first, as queue.fail: a cancel committed while this call waited for it is
+    -- seen (the decision and the write read the same row version), so an abort request is
+    -- never lost to a concurrent release.
+    select j.* into v_job from queue.jobs as j where j.id = release.job_id for update;
+    if v_job.id is null or v_job.status <> 'running' or v_job.token <> release.token
+        or v_job.lease_expires_at <= queue._lease_clock() then
+        perform queue._lease_lost(release.job_id, release.token);
+    end if;
+    if v_job.abort_requested_at is not null then
         perform queue.fail(release.job_id, release.token, 'aborted: released');
         return;
     end if;
     update queue.jobs as j
     set status = 'pending', attempt = greatest(j.attempt - 1, 0), token = null, worker = null,
         claimed_at = null, lease_expires_at = null, available_at = now() + release.delay
-    -- By primary key, never a scan of the running jobs (as complete): a token is set only
-    -- while a job runs, so token and unexpired lease say "running" without naming the
-    -- status, which would let the planner read jobs_lease_idx on stale statistics.
-    where j.id = release.job_id and j.token = release.token
-      and j.lease_expires_at > v_now
+    where j.id = v_job.id
     returning j.* into v_job;
-    if v_job.id is null then
-        perform queue._lease_lost(release.job_id, release.token);
-    end if;
     perform queue._settle(v_job.id, v_job.queue, v_job.category, 'released', null, null,
         ready_at => v_job.available_at);
 end

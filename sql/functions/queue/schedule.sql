@@ -8,8 +8,10 @@
 -- queue.maintain()): a tick is recorded in queue.schedule_ticks under a unique (schedule,
 -- tick) key in the same transaction as its job. When ticks were missed (nothing fired for a
 -- while), `missed` decides: 'latest' (the default) fires only the latest missed tick, 'all'
--- fires every missed tick, up to the latest `catch_up`. Updating a schedule keeps the ticks
--- already fired (its next tick is after the last one and after now). Names starting with
+-- fires every missed tick, up to the latest `catch_up`. Updating a schedule first fires its
+-- ticks that are due but not fired yet, by its old definition (queue._fire_or_record), and
+-- keeps the ticks already fired (its next tick is after the last one and after now): an
+-- update neither drops a due tick nor re-fires one. Names starting with
 -- "andal." are andal's own housekeeping: only their timing (cron, every, timezone, missed,
 -- enabled) may be changed. enabled => false keeps the schedule but fires nothing.
 -- Raises: 22004 null name, or null queue for a new schedule; 22023 neither or both of cron
@@ -45,6 +47,12 @@ declare
 begin
     perform queue._check_name(schedule.name, 'name');
     select s.* into v_old from queue.schedules as s where s.name = schedule.name for update;
+    if v_old.task is null and v_old.next_at <= now() then
+        -- Ticks due but not fired yet (no claim or maintain since) are fired first, as the
+        -- schedule defined them: an update neither drops a due tick nor re-fires one.
+        perform queue._fire_or_record(schedule.name);
+        select s.* into v_old from queue.schedules as s where s.name = schedule.name;
+    end if;
     if v_old.name is null and schedule.name like 'andal.%' then
         raise exception 'schedule names starting with "andal." are andal''s own (got %)',
             schedule.name

@@ -7,10 +7,14 @@
 -- shard and, merged, across them.
 
 -- queue.shards: the layout, one row per shard (one row, shard 0, when unsharded).
+-- Consistent with a concurrent queue.set_shards: it takes queue.jobs in ACCESS SHARE mode
+-- first (so it waits for a move in progress), then reads the partitions in a snapshot taken
+-- after the lock (volatile, not stable: each statement sees what committed before it), so
+-- it reports the layout either before or after the move, never a dropped partition.
 create or replace function queue.shards()
 returns table (shard int, relation text, live_jobs bigint)
 language plpgsql
-stable
+volatile
 security definer
 set search_path = pg_catalog, pg_temp
 as $$
@@ -18,6 +22,7 @@ declare
     v_part record;
     v_n bigint;
 begin
+    lock table queue.jobs in access share mode;
     for v_part in
         select format('%I.%I', n.nspname, c.relname) as name,
             (regexp_match(pg_get_expr(c.relpartbound, c.oid), 'remainder (\d+)'))[1]::int as r

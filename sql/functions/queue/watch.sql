@@ -1,6 +1,9 @@
--- queue.watch: ask to be told when a job ends. Sets the live job's `watched` flag: when it
+-- queue.watch: ask to be told when a job ends. Records the live job in queue.watches: when it
 -- completes, dies or is cancelled, a NOTIFY andal_done (payload: the job id) is sent in the
--- same transaction. Jobs nobody watches cost nothing (no notification). Returns true when
+-- same transaction. It never writes or locks the job's row, so a watch inside a long
+-- statement or transaction delays no worker (claim, heartbeat, complete); the price is that
+-- an end committed while the watch is still uncommitted sends nothing (re-read queue.job
+-- after the watch's transaction commits, as below). Jobs nobody watches cost nothing (no notification). Returns true when
 -- the job is live (a notification will follow), false when andal knows it as finished
 -- already or does not know it: read queue.job then. LISTEN andal_done before calling it,
 -- so that an end between the two is not missed; the notification is a hint (re-read
@@ -20,9 +23,12 @@ begin
     if watch.job_id is null then
         raise exception 'job_id must not be null' using errcode = '22004';
     end if;
-    update queue.jobs as j set watched = true
-    where j.id = watch.job_id and not j.watched
-    returning j.id into v_id;
+    -- only for a live job (so the table holds no more rows than there are live jobs); a
+    -- plain read of queue.jobs and an insert into queue.watches: no lock a worker waits on
+    insert into queue.watches as w (job_id)
+    select j.id from queue.jobs as j where j.id = watch.job_id
+    on conflict (job_id) do nothing
+    returning w.job_id into v_id;
     return v_id is not null
         or exists (select from queue.jobs as j where j.id = watch.job_id);
 end
