@@ -46,6 +46,33 @@ def test_signatures() -> None:
     assert security.Signer("other").unsign(signed) is None
 
 
+def _request(cookie: str = "", host: str = "dash:8080", auth: str = "") -> Any:
+    from starlette.requests import Request
+
+    headers = [(b"host", host.encode()), (b"cookie", cookie.encode())]
+    if auth:
+        headers.append((b"authorization", auth.encode()))
+    return Request({"type": "http", "method": "POST", "path": "/", "headers": headers})
+
+
+def test_csrf_tokens_expire_and_are_bound_to_session_host_and_credentials() -> None:
+    signer = security.Signer("secret")
+    first = _request()
+    token = security.csrf_token(first, signer, now=1000)
+    cookie = f"{security.CSRF_COOKIE}={signer.sign(first.state.new_csrf)}"
+    assert security.csrf_valid(_request(cookie), signer, token, now=1000)
+    last = 1000 + security.CSRF_MAX_AGE
+    assert security.csrf_valid(_request(cookie), signer, token, now=last)
+    assert not security.csrf_valid(_request(cookie), signer, token, now=last + 1)
+    assert not security.csrf_valid(_request(cookie), signer, token, now=900)  # from the future
+    assert not security.csrf_valid(_request(cookie, host="dash:8081"), signer, token, now=1000)
+    assert not security.csrf_valid(_request(cookie, auth="Bearer x"), signer, token, now=1000)
+    assert not security.csrf_valid(_request(), signer, token, now=1000)  # no session
+    assert not security.csrf_valid(_request(cookie), security.Signer("other"), token, now=1000)
+    for bad in (None, "", "1000", "1000.", "x.y", token.replace("1000.", "1001.")):
+        assert not security.csrf_valid(_request(cookie), signer, bad, now=1000), bad
+
+
 @pytest.mark.parametrize(
     ("path", "kept"),
     [

@@ -177,9 +177,16 @@ class Web:
     async def _action_form(self, request: Request) -> tuple[Any, Response | None]:
         """The POSTed form, or the refusal when it is not a valid admin action."""
         form = await request.form()
+        if not security.same_origin(request):
+            return form, PlainTextResponse(
+                "refused: the form was not sent from a page of this dashboard (Origin or"
+                " Sec-Fetch-Site names another site)\n",
+                403,
+            )
         if not security.csrf_valid(request, self.signer, _str(form.get(security.CSRF_FIELD))):
             return form, PlainTextResponse(
-                "refused: the form's CSRF token is missing or wrong; reload the page\n", 403
+                "refused: the form's CSRF token is missing, wrong or expired; reload the page\n",
+                403,
             )
         if not self.db.can_act:
             return form, PlainTextResponse(
