@@ -25,6 +25,10 @@ def test_live_pages_are_read_once_per_interval_for_every_viewer() -> None:
     assert shared.get("workers", read, None) == 2  # type: ignore[arg-type]
     fresh = app.Shared(ttl=0)
     assert fresh.get("overview", read, None) != fresh.get("overview", read, None)  # type: ignore[arg-type]
+    bounded = app.Shared(ttl=3600, limit=3)
+    for key in range(10):
+        bounded.get(str(key), read, None)  # type: ignore[arg-type]
+    assert list(bounded.held) == ["7", "8", "9"]  # the oldest reads dropped first
 
 
 def test_credentials() -> None:

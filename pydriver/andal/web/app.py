@@ -56,10 +56,13 @@ def environment() -> jinja2.Environment:
 
 class Shared:
     """The live pages' data, read once for every viewer within ``ttl`` seconds: however many
-    browsers are open, the overview's functions run at most once per ``ttl``."""
+    browsers are open, the overview's functions run at most once per ``ttl``. Keys are the
+    app's own (never a name from a URL); at most ``limit`` are held, the oldest read dropped
+    first."""
 
-    def __init__(self, ttl: float) -> None:
+    def __init__(self, ttl: float, limit: int = 16) -> None:
         self.ttl = ttl
+        self.limit = limit
         self.lock = threading.Lock()
         self.held: dict[str, tuple[float, Any]] = {}
 
@@ -69,8 +72,16 @@ class Shared:
             if time.monotonic() - at < self.ttl:
                 return data
             data = read(db)
+            self.held.pop(key, None)
+            while len(self.held) >= self.limit:
+                self.held.pop(next(iter(self.held)))
             self.held[key] = (time.monotonic(), data)
             return data
+
+    def forget(self) -> None:
+        """Drop every read (after an action: the next page shows its effect)."""
+        with self.lock:
+            self.held.clear()
 
 
 class Web:
@@ -111,6 +122,7 @@ class Web:
         return HTMLResponse(html, headers={"Cache-Control": "no-store"})
 
     def back(self, request: Request, to: str, notice: str) -> Response:
+        self.live.forget()
         response = RedirectResponse(self.root + to, status_code=303)
         secure = request.url.scheme == "https"
         security.set_notice(response, self.signer, notice, self.cookie_path, secure)
@@ -129,18 +141,21 @@ class Web:
     async def queue(self, request: Request) -> Response:
         name = request.path_params["name"]
         q = request.query_params
+        every = await run_in_threadpool(self.live.get, "queues", pages.every_queue, self.db)
+        figures = pages.queue_figures(every, name) or _no_figures(name)
         data = await run_in_threadpool(
             pages.queue, self.db, name, q.get("state") or None, _int(q.get("before"))
         )
-        status = 200 if data["total"] or data["jobs"] else 404
-        return self.render(request, "queue.html", status, nav="queues", **data)
+        status = 200 if figures["total"] or data["jobs"] else 404
+        return self.render(request, "queue.html", status, nav="queues", **figures, **data)
 
     async def queue_fragment(self, request: Request) -> Response:
         name = request.path_params["name"]
-        data = await run_in_threadpool(
-            self.live.get, f"queue {name}", lambda db: pages.queue_figures(db, name), self.db
-        )
-        return self.fragment("_queue.html", **data)
+        every = await run_in_threadpool(self.live.get, "queues", pages.every_queue, self.db)
+        figures = pages.queue_figures(every, name)
+        if figures is None:
+            return PlainTextResponse("no such queue\n", 404)
+        return self.fragment("_queue.html", **figures)
 
     async def job(self, request: Request) -> Response:
         job_id = _int(request.path_params["job_id"])
@@ -258,6 +273,10 @@ class Web:
 
     async def healthz(self, request: Request) -> Response:
         return PlainTextResponse("ok\n")
+
+
+def _no_figures(name: str) -> dict[str, Any]:
+    return {"name": name, "total": None, "categories": [], "rate_limits": []}
 
 
 def _str(value: Any) -> str | None:

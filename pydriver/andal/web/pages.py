@@ -85,11 +85,11 @@ def _page(db: Database, queue: str | None, state: str | None, before: int | None
 
 
 def queue(db: Database, name: str, state: str | None, before: int | None) -> dict[str, Any]:
+    """A queue's page but its live figures (``queue_figures``, read for every queue at once)."""
     settings, schedules = db.read_many(
         [(queries.QUEUE_SETTINGS, {"queue": name}), (queries.SCHEDULES, {"queue": name})]
     )
     return {
-        **queue_figures(db, name),
         "settings": settings[0] if settings else None,
         "schedules": schedules,
         "state": state or "",
@@ -99,9 +99,9 @@ def queue(db: Database, name: str, state: str | None, before: int | None) -> dic
     }
 
 
-def queue_figures(db: Database, name: str) -> dict[str, Any]:
-    """The live part of a queue's page: its figures, charts, categories and the rate limits
-    of the categories it uses (those queue.stats() lists for it)."""
+def every_queue(db: Database) -> dict[str, list[dict[str, Any]]]:
+    """What the live part of every queue's page shows, read once for all of them (so however
+    many queue names are asked for, the functions run once per refresh)."""
     stats, by_minute, limits, rates = db.read_many(
         [
             (queries.STATS, None),
@@ -110,16 +110,25 @@ def queue_figures(db: Database, name: str) -> dict[str, Any]:
             (queries.RATE_LIMITS, None),
         ]
     )
-    rows = [r for r in stats if r["queue"] == name]
+    return {"stats": stats, "by_minute": by_minute, "limits": limits, "rates": rates}
+
+
+def queue_figures(every: dict[str, list[dict[str, Any]]], name: str) -> dict[str, Any] | None:
+    """The live part of a queue's page: its figures, charts, categories and the rate limits
+    of the categories it uses (those queue.stats() lists for it); None when queue.stats()
+    does not list the queue."""
+    rows = [r for r in every["stats"] if r["queue"] == name]
     total = next((dict(r) for r in rows if r["category"] is None), None)
+    if total is None:
+        return None
     used = {r["category"]: r for r in rows if r["category"] is not None}
     return {
         "name": name,
-        "total": _charted(total, _series(by_minute)) if total else None,
-        "categories": _limited(rows, limits),
+        "total": _charted(total, _series([m for m in every["by_minute"] if m["queue"] == name])),
+        "categories": _limited(rows, every["limits"]),
         "rate_limits": [
             dict(r, refusals=used[r["category"]]["rate_refusals"])
-            for r in rates
+            for r in every["rates"]
             if r["category"] in used
         ],
     }
