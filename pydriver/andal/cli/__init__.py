@@ -36,6 +36,7 @@ from .base import (
     ONE_DATABASE,
     CliError,
     connect,
+    escaped_output,
     one_line,
 )
 from .commands import check_databases, load_handlers
@@ -45,6 +46,12 @@ from .views import render
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The command's exit code; everything it prints goes through ``escaped_output``."""
+    with escaped_output():
+        return _main(argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args = parser().parse_args(argv)
     func: Callable[[argparse.Namespace], int] = args.func
     given: list[str] = args.dsn if args.dsn is not None else [os.environ.get("DATABASE_URL", "")]

@@ -3,11 +3,12 @@ text for a terminal."""
 
 from __future__ import annotations
 
+import io
 import os
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TextIO
 
 import psycopg
 
@@ -67,6 +68,62 @@ def _version(conn: psycopg.Connection) -> str:
 
 #: Control characters (U+0000 to U+001F, DEL, U+0080 to U+009F): ESC starts an escape sequence.
 _CONTROL = str.maketrans({c: "?" for c in [*range(0x20), *range(0x7F, 0xA0)]})
+#: The same but line feed and tab: what the command's own output may hold.
+_CONTROL_IN_TEXT = str.maketrans(
+    {c: "?" for c in [*range(0x20), *range(0x7F, 0xA0)] if c not in (0x0A, 0x09)}
+)
+
+
+def plain(value: Any) -> str:
+    """A value as one line of text: every control character (line feed too) is "?"."""
+    return str(value).translate(_CONTROL)
+
+
+class Escaped(io.TextIOBase):
+    """The command's stdout and stderr (``escaped_output``): every control character written,
+    but line feed and tab, becomes "?". A name or an error holding a terminal escape sequence
+    (title change, clear screen, bell) reaches the terminal as text whichever command prints
+    it. Rich draws with its own escape sequences: it writes to ``raw`` (``_console``) and
+    its cells go through ``shown``."""
+
+    def __init__(self, raw: TextIO) -> None:
+        self.raw = raw
+
+    def write(self, text: str) -> int:
+        self.raw.write(text.translate(_CONTROL_IN_TEXT))
+        return len(text)
+
+    def flush(self) -> None:
+        self.raw.flush()
+
+    def isatty(self) -> bool:
+        return self.raw.isatty()
+
+    def fileno(self) -> int:
+        return self.raw.fileno()
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return getattr(self.raw, "encoding", "utf-8")
+
+
+@contextmanager
+def escaped_output() -> Iterator[None]:
+    """``sys.stdout`` and ``sys.stderr`` escaped (``Escaped``) while the block runs."""
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = Escaped(saved[0]), Escaped(saved[1])
+    try:
+        yield
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        sys.stdout, sys.stderr = saved
+
+
+def raw_stdout() -> TextIO:
+    """The terminal's stdout under ``Escaped`` (for rich, which escapes its cells itself)."""
+    out = sys.stdout
+    return out.raw if isinstance(out, Escaped) else out
 
 
 def shown(value: Any) -> str:
@@ -87,7 +144,7 @@ def print_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]
         table.add_column(col, justify="right" if i and col not in ("last error",) else "left")
     for row in rows:
         table.add_row(*("-" if v is None else shown(v) for v in row))
-    Console().print(table)
+    Console(file=raw_stdout()).print(table)
 
 
 def _console() -> Any:
@@ -95,5 +152,5 @@ def _console() -> Any:
 
     # Piped or redirected: wide lines rather than squeezed columns (COLUMNS still wins).
     if not sys.stdout.isatty() and "COLUMNS" not in os.environ:
-        return Console(width=160)
-    return Console()
+        return Console(file=raw_stdout(), width=160)
+    return Console(file=raw_stdout())

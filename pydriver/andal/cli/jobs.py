@@ -19,6 +19,7 @@ from typing import Any
 import psycopg
 
 from .. import statements as sql
+from .base import plain
 
 #: The columns of queue.job, in order.
 JOB_COLUMNS = (
@@ -49,10 +50,11 @@ def cmd_job(args: argparse.Namespace, connect: Connect, error: type[Exception]) 
     for key, value in job.items():
         if value is None or key == "errors":
             continue
-        print(f"{key:<19} {_text(value)}")
+        print(f"{key:<19} {plain(_text(value))}")
     for entry in job["errors"] or []:
         first = (str(entry.get("error", "")).strip().splitlines() or [""])[-1]
-        print(f"{'error':<19} attempt {entry.get('attempt')} at {entry.get('at')}: {first}")
+        attempt, at = plain(entry.get("attempt")), plain(entry.get("at"))
+        print(f"{'error':<19} attempt {attempt} at {at}: {plain(first)}")
     return 0
 
 
