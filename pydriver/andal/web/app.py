@@ -144,10 +144,11 @@ class Web:
         every = await run_in_threadpool(self.live.get, "queues", pages.every_queue, self.db)
         figures = pages.queue_figures(every, name) or _no_figures(name)
         data = await run_in_threadpool(
-            pages.queue, self.db, name, q.get("state") or None, _int(q.get("before"))
+            pages.queue, self.db, name, q.get("state") or None, _before(q.get("before"))
         )
-        status = 200 if figures["total"] or data["jobs"] else 404
-        return self.render(request, "queue.html", status, nav="queues", **figures, **data)
+        if not (figures["total"] or data["jobs"]):
+            return self.render(request, "no_queue.html", 404, nav="queues", name=name)
+        return self.render(request, "queue.html", nav="queues", **figures, **data)
 
     async def queue_fragment(self, request: Request) -> Response:
         name = request.path_params["name"]
@@ -175,7 +176,7 @@ class Web:
         q = request.query_params
         state = "cancelled" if q.get("state") == "cancelled" else "dead"
         data = await run_in_threadpool(
-            pages.dead_letters, self.db, q.get("queue") or None, state, _int(q.get("before"))
+            pages.dead_letters, self.db, q.get("queue") or None, state, _before(q.get("before"))
         )
         return self.render(request, "dead.html", nav="dead", **data)
 
@@ -288,11 +289,27 @@ def _local(path: str | None) -> str | None:
     return path if path and re.fullmatch(r"/[A-Za-z0-9/_.-]*", path) and "//" not in path else None
 
 
+class BadInput(ValueError):
+    """A query parameter that is not what the page takes: answered 400 with the reason."""
+
+
 def _int(text: str | None) -> int | None:
+    """A job id: a whole number from 1 to the largest bigint, else None."""
     try:
-        return int(text or "")
+        value = int(text or "")
     except ValueError:
         return None
+    return value if 0 < value <= pages.MAX_ID else None
+
+
+def _before(text: str | None) -> int | None:
+    """The ``before`` of a page (a job id); absent: the first page."""
+    if not text:
+        return None
+    value = _int(text)
+    if value is None:
+        raise BadInput(f"before: expected a job id (a whole number from 1), got {text[:40]!r}")
+    return value
 
 
 def _ids(form: Any) -> list[int]:
@@ -332,13 +349,14 @@ def create_app(settings: Settings, db: Database | None = None) -> Starlette:
     routes = [
         get("/", web.overview),
         get("/fragments/overview", web.overview_fragment),
-        get("/queues/{name}", web.queue),
-        get("/fragments/queues/{name}", web.queue_fragment),
+        # a queue's name may hold "/": its routes take the rest of the path
+        post("/queues/{name:path}/pause", web.pause),
+        post("/queues/{name:path}/resume", web.resume),
+        get("/queues/{name:path}", web.queue),
+        get("/fragments/queues/{name:path}", web.queue_fragment),
         get("/jobs", web.find_job),
         get("/jobs/{job_id}", web.job),
         post("/jobs/{job_id:int}/cancel", web.cancel),
-        post("/queues/{name}/pause", web.pause),
-        post("/queues/{name}/resume", web.resume),
         get("/dead", web.dead),
         post("/dead/requeue", web.requeue),
         post("/dead/purge", web.purge),
@@ -357,7 +375,8 @@ def create_app(settings: Settings, db: Database | None = None) -> Starlette:
         ],
         exception_handlers={
             psycopg.OperationalError: _unavailable,
-            psycopg.errors.InvalidParameterValue: _bad_request,
+            psycopg.DataError: _bad_request,
+            BadInput: _bad_request,
             PoolTimeout: _unavailable,
         },
     )
@@ -365,7 +384,8 @@ def create_app(settings: Settings, db: Database | None = None) -> Starlette:
 
 async def _bad_request(request: Request, exc: Exception) -> Response:
     diag = getattr(exc, "diag", None)
-    return PlainTextResponse(f"bad request: {diag.message_primary if diag else exc}\n", 400)
+    reason = (diag.message_primary if diag else None) or " ".join(str(exc).split())
+    return PlainTextResponse(f"bad request: {reason}\n", 400)
 
 
 async def _unavailable(request: Request, exc: Exception) -> Response:

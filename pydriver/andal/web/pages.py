@@ -15,6 +15,10 @@ from . import charts, queries
 from .db import Database
 
 PAGE_SIZE = 50
+#: The Workers page lists at most this many workers.
+WORKERS_SHOWN = 200
+#: The largest job id (bigint): a larger number in a URL is no job.
+MAX_ID = 2**63 - 1
 #: The states of queue.job(), in a job's order of life.
 STATES = ("scheduled", "pending", "running", "failed", "completed", "dead", "cancelled")
 
@@ -24,7 +28,7 @@ def overview(db: Database) -> dict[str, Any]:
         [
             (queries.STATS, None),
             (queries.BY_MINUTE, {"span": "1 hour"}),
-            (queries.WORKERS, None),
+            (queries.WORKER_TOTALS, None),
             (queries.CACHE_STATS, None),
             (queries.CATEGORY_LIMITS, None),
         ]
@@ -37,8 +41,8 @@ def overview(db: Database) -> dict[str, Any]:
         "categories": _limited(stats, limits),
         "held_xmin_age": held["held_xmin_age"] if held else None,
         "held_xmin_seconds": held["held_xmin_seconds"] if held else None,
-        "workers": len(workers),
-        "running": sum(w["running"] for w in workers),
+        "workers": workers[0]["workers"],
+        "running": workers[0]["running"],
         "cache": cache_figures(cache),
     }
 
@@ -161,4 +165,9 @@ def job(db: Database, job_id: int) -> dict[str, Any]:
 
 
 def workers(db: Database) -> dict[str, Any]:
-    return {"workers": db.read(queries.WORKERS)}
+    """The workers holding most jobs first, at most ``WORKERS_SHOWN`` of them (however many
+    are registered, the page stays one page), and how many there are in all."""
+    shown, totals = db.read_many(
+        [(queries.WORKERS, {"lim": WORKERS_SHOWN}), (queries.WORKER_TOTALS, None)]
+    )
+    return {"workers": shown, "total_workers": totals[0]["workers"]}

@@ -56,7 +56,14 @@ WORKERS = (
     " extract(epoch from w.next_lease_expiry)::float8 as next_lease_s, w.connections,"
     " r.slots, r.host"
     " from queue.workers() as w"
-    " left join queue.registered_workers() as r on r.worker = w.worker order by w.worker"
+    " left join queue.registered_workers() as r on r.worker = w.worker"
+    " order by w.running desc, w.worker limit %(lim)s::int"
+)
+
+#: How many workers queue.workers() lists, and the jobs they hold.
+WORKER_TOTALS = (
+    "select count(*) as workers, coalesce(sum(w.running), 0)::bigint as running"
+    " from queue.workers() as w"
 )
 
 #: cache.stats() rows: (metric, labels, value).
