@@ -15,6 +15,17 @@ import psycopg
 from .. import statements as sql
 
 EXIT_SQL, EXIT_USAGE, EXIT_CONNECT, EXIT_NOT_INSTALLED, EXIT_MODULE = 1, 2, 3, 4, 5
+#: 6 is the worker's (a configuration problem: andal.worker.EXIT_CONFIG).
+EXIT_LOGIN, EXIT_BAD_DSN, EXIT_PORT = 7, 8, 9
+#: What a server that answered says when it refuses the login (libpq's FATAL messages).
+_LOGIN_REFUSED = (
+    "authentication failed",
+    "no pg_hba.conf entry",
+    "does not exist",  # role "x" / database "x" does not exist
+    "not permitted to log in",
+    "too many connections",
+    "permission denied for database",
+)
 NOT_INSTALLED = "andal is not installed in this database; run `andal install`"
 #: Commands that act on one database.
 ONE_DATABASE = ("dead", "job", "cancel", "pause", "resume")
@@ -32,13 +43,25 @@ def one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split()) or type(exc).__name__
 
 
+def connect_failure(exc: psycopg.Error) -> CliError:
+    """Why a connection could not be made, with its own exit code: the DSN is not one
+    (``EXIT_BAD_DSN``), the server answered and refused the login (``EXIT_LOGIN``), or no
+    server answered (``EXIT_CONNECT``)."""
+    text = one_line(exc)
+    if isinstance(exc, psycopg.ProgrammingError) or "connection is bad: invalid" in text:
+        return CliError(f"bad DSN: {text}", EXIT_BAD_DSN)
+    if "FATAL:" in text and any(reason in text for reason in _LOGIN_REFUSED):
+        return CliError(f"the database refused the login: {text}", EXIT_LOGIN)
+    return CliError(f"cannot connect to the database: {text}", EXIT_CONNECT)
+
+
 @contextmanager
 def connect(dsn: str, *, installed: bool = True) -> Iterator[psycopg.Connection]:
     """An autocommit connection; checks that andal is installed unless told not to."""
     try:
         conn = psycopg.connect(dsn, autocommit=True, connect_timeout=5)
     except psycopg.Error as exc:
-        raise CliError(f"cannot connect to the database: {one_line(exc)}", EXIT_CONNECT) from None
+        raise connect_failure(exc) from None
     with conn:
         if installed:
             row = conn.execute(sql.INSTALLED).fetchone()
@@ -136,15 +159,16 @@ def shown(value: Any) -> str:
 
 
 def print_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
-    from rich.console import Console
     from rich.table import Table
 
     table = Table(title=title)
     for i, col in enumerate(columns):
-        table.add_column(col, justify="right" if i and col not in ("last error",) else "left")
+        # a narrow terminal or a pipe wraps a long cell, never cuts it (overflow="fold")
+        right = i and col not in ("last error",)
+        table.add_column(col, justify="right" if right else "left", overflow="fold")
     for row in rows:
         table.add_row(*("-" if v is None else shown(v) for v in row))
-    Console(file=raw_stdout()).print(table)
+    _console().print(table)
 
 
 def _console() -> Any:

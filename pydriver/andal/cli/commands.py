@@ -23,6 +23,7 @@ from .base import (
     EXIT_CONNECT,
     EXIT_MODULE,
     EXIT_NOT_INSTALLED,
+    EXIT_PORT,
     EXIT_USAGE,
     NOT_INSTALLED,
     CliError,
@@ -159,7 +160,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
         raise CliError(one_line(exc), EXIT_USAGE) from None
     except OSError as exc:  # --metrics-port taken
         message = f"cannot serve metrics on {args.metrics_addr}:{args.metrics_port}: {exc}"
-        raise CliError(message, EXIT_USAGE) from None
+        raise CliError(message, EXIT_PORT) from None
     except NotInstalled:
         raise CliError(NOT_INSTALLED, EXIT_NOT_INSTALLED) from None
 

@@ -98,9 +98,9 @@ class Database:
                     self.can_act = self._is_admin(conn)
                     if not self.can_act:
                         raise SetupError(f"--admin-dsn: its login role is not in {self.admin_role}")
-        except psycopg.OperationalError as exc:
+        except (psycopg.OperationalError, psycopg.ProgrammingError) as exc:
             reason = " ".join(str(exc).split())
-            raise SetupError(f"cannot connect to the database: {reason}") from None
+            raise SetupError(f"cannot connect to the database: {reason}") from exc
 
     def _is_admin(self, conn: psycopg.Connection) -> bool:
         return bool(_one(conn, queries.MEMBER_OF, {"role": self.admin_role}))
