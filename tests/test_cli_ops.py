@@ -162,3 +162,42 @@ def test_client_on_a_database_without_andal_raises_not_installed(empty_db: str) 
         client.job(1)
     with pytest.raises(psycopg.errors.InvalidSchemaName):  # what it was: still caught so
         client.enqueue({}, "q")
+
+
+def test_dead_purge_by_id_queue_reason_and_age(dsn: str) -> None:
+    def bury(queue: str, n: int) -> list[int]:
+        with psycopg.connect(dsn, autocommit=True) as c:
+            ids = [
+                c.execute(
+                    "select queue.enqueue(payload => '{}', queue => %s)", (queue,)
+                ).fetchone()[0]
+                for _ in range(n)
+            ]
+            for job in ids:
+                c.execute("select queue.cancel(job_id => %s)", (job,))
+        return ids
+
+    def dead() -> set[int]:
+        with psycopg.connect(dsn) as c:
+            return {r[0] for r in c.execute("select job_id from queue.dead_letters")}
+
+    with psycopg.connect(dsn, autocommit=True) as c:
+        c.execute("delete from queue.dead_letters")
+    first, second = bury("purge-a", 3), bury("purge-b", 2)
+    result = run("dead", "purge", "--id", str(first[0]), "--id", str(first[1]), "--dsn", dsn)
+    assert result.returncode == 0 and "purged 2 dead letters" in result.stdout
+    assert dead() == {first[2], *second}
+    result = run("dead", "purge", "--queue", "purge-b", "--older-than", "3600", "--dsn", dsn)
+    assert "purged 0 dead letters" in result.stdout  # they died just now
+    result = run("dead", "purge", "--queue", "purge-b", "--reason", "cancelled", "--dsn", dsn)
+    assert "purged 2 dead letters" in result.stdout and dead() == {first[2]}
+    assert "purged 0" in run("dead", "purge", "--reason", "exhausted", "--dsn", dsn).stdout
+    assert "purged 1" in run("dead", "purge", "--older-than", "0", "--dsn", dsn).stdout
+    for argv, says in (
+        ([], "say what to purge"),
+        (["--id", "1", "--queue", "x"], "without the filters"),
+        (["--reason", "lost"], "invalid choice"),
+        (["--older-than", "-1"], "must not be negative"),
+    ):
+        result = run("dead", "purge", *argv, "--dsn", dsn)
+        assert result.returncode == 2 and says in result.stderr, (argv, result.stderr)

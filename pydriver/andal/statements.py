@@ -298,6 +298,11 @@ LIST_DEAD = (
 REQUEUE_DEAD = "select queue.requeue_dead(job_id => %(job_id)s::bigint)"
 
 PURGE_DEAD = "select queue.purge_dead(older_than => %(older_than)s::interval)"
+PURGE_DEAD_JOBS = "select queue.purge_dead_jobs(job_ids => %(job_ids)s::bigint[])"
+PURGE_DEAD_MATCHING = (
+    "select queue.purge_dead_matching(queue => %(queue)s::text, reason => %(reason)s::text,"
+    " older_than => %(older_than)s::interval, max_rows => %(max_rows)s::int)"
+)
 
 CONFIGURE_QUEUE = (
     "select q.queue from queue.configure_queue(queue => %(queue)s::text,"
@@ -376,6 +381,8 @@ __all__ = [
     "LIST_DEAD",
     "MAINTAIN",
     "PURGE_DEAD",
+    "PURGE_DEAD_JOBS",
+    "PURGE_DEAD_MATCHING",
     "RELEASE",
     "REQUEUE_DEAD",
     "SET_CATEGORY_LIMIT",

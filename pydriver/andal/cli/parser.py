@@ -228,12 +228,23 @@ def _dead(sub: Any) -> None:
     s = dead.add_parser("requeue", help="put a dead job back in its queue")
     s.add_argument("id", metavar="ID", type=int, help="the dead job's id")
     s.set_defaults(func=cmd_dead_requeue)
-    s = dead.add_parser("purge", help="delete dead letters older than SECONDS")
+    s = dead.add_parser(
+        "purge",
+        help="delete dead letters: by id, or every one matching --queue, --reason, --older-than",
+    )
+    s.add_argument(
+        "--id", type=int, action="append", metavar="ID", help="this dead letter (repeatable)"
+    )
+    s.add_argument("--queue", help="the dead letters of this queue")
+    s.add_argument(
+        "--reason",
+        choices=["exhausted", "non_retryable", "cancelled"],
+        help="the dead letters that died for this reason",
+    )
     s.add_argument(
         "--older-than",
         type=float,
-        required=True,
         metavar="SECONDS",
-        help="the dead letters that died more than SECONDS ago",
+        help="the dead letters that died more than SECONDS ago (0: all)",
     )
     s.set_defaults(func=cmd_dead_purge)

@@ -53,6 +53,8 @@ insert into matrix values
     ('queue.requeue_dead(bigint)', false, false, true),
     ('queue.purge_dead(interval)', false, false, true),
     ('queue.purge_dead_jobs(bigint[])', false, false, true),
+    ('queue.purge_dead_matching(text,text,interval,integer)', false, false, true),
+    ('queue.requeue_dead_matching(text,text,interval,integer)', false, false, true),
     ('queue.list_dead(text,integer)', false, false, true),
     ('queue.configure_queue(text,integer,interval,text,interval,interval,real,boolean,integer,'
         'boolean,text)', false, false, true),
