@@ -48,3 +48,32 @@ def test_job_interrupted_has_its_public_name() -> None:
     exc = andal.JobInterrupted(7, "timeout")
     line = "".join(traceback.format_exception_only(type(exc), exc)).strip()
     assert line == "andal.JobInterrupted: job 7: its timeout passed"
+
+
+def test_log_lines_pretty_on_a_terminal_json_otherwise() -> None:
+    import io
+    import json
+    import logging
+
+    from andal import logs
+
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    driver = logging.getLogger("psycopg")
+    saved = logs.log.handlers[:], logs.log.level, logs.log.propagate
+    saved_driver = driver.handlers[:], driver.level, driver.propagate
+    try:
+        for stream, fmt in ((Tty(), None), (io.StringIO(), "pretty")):
+            logs.setup(logging.INFO, stream=stream, fmt=fmt)
+            logs.event("dead", logging.WARNING, job_id=7, queue="mail\x1b[2J", error="no luck")
+            line = stream.getvalue().strip()
+            assert line.endswith('warning dead job_id=7 queue=mail?[2J error="no luck"'), line
+        plain = io.StringIO()
+        logs.setup(logging.INFO, stream=plain, fmt=None)  # not a terminal: JSON
+        logs.event("dead", logging.WARNING, job_id=7)
+        assert json.loads(plain.getvalue())["job_id"] == 7
+    finally:
+        logs.log.handlers[:], logs.log.level, logs.log.propagate = saved
+        driver.handlers[:], driver.level, driver.propagate = saved_driver

@@ -134,7 +134,7 @@ def _import(target: str) -> ModuleType:
 
 def cmd_worker(args: argparse.Namespace) -> int:
     registry = load_handlers(args.module)
-    logs.setup(args.log_level)
+    logs.setup(args.log_level, fmt=args.log_format)
     for reason in check_databases(args.dsns):
         print(f"andal: {reason}; starting without it (reconnecting)", file=sys.stderr)
     try:

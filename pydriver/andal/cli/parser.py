@@ -170,6 +170,13 @@ def _worker(sub: Any) -> None:
         choices=["debug", "info", "warning", "error"],
         help="the least severe log lines written (default info)",
     )
+    s.add_argument(
+        "--log-format",
+        choices=["json", "pretty"],
+        default=None,
+        help="log lines as JSON objects, or readable lines (default: pretty on a terminal,"
+        " JSON otherwise)",
+    )
     s.set_defaults(func=cmd_worker)
 
 
