@@ -284,6 +284,9 @@ def queue_calls(job: int, dead: int) -> list[Call]:
     out += over("queue.purge_dead_jobs", {"job_ids": "'{1}'"}, "job_ids",
                 [("null", "22004"), ("'{1,null}'", "22004"),
                  ("array(select generate_series(1, 10001))::bigint[]", "22023")])  # fmt: skip
+    out += over("queue.dead_letters_by", {}, "queue", OPT_NAME_BAD)
+    out += over("queue.dead_letters_by", {}, "reason", each(["''", "'lost'"], "22023"))
+    out += over("queue.dead_letters_by", {}, "lim", each(["0", "1001", "null"], "22023"))
     for fn in ("queue.purge_dead_matching", "queue.requeue_dead_matching"):
         out += over(fn, {}, "queue", OPT_NAME_BAD)
         out += over(fn, {}, "reason", each(["''", "'lost'", "'Cancelled'"], "22023"))
