@@ -216,3 +216,28 @@ def test_many_registered_workers_keep_the_workers_page_one_page(base: str, dsn: 
     assert 'data-worker="w1"' in html  # the one holding a job comes first
     status, html = get(base + "/")
     assert f'data-figure="workers">{total}<' in html
+
+
+def test_bulk_actions_need_the_token_and_the_confirmation(base: str, dsn: str) -> None:
+    from test_web_security import Browser
+
+    def dead() -> int:
+        with psycopg.connect(dsn) as c:
+            row = c.execute("select count(*) from queue.dead_letters").fetchone()
+        return int(row[0]) if row else 0
+
+    before = dead()
+    assert before > 0
+    fresh = Browser(base)
+    for path in ("/dead/requeue-matching", "/dead/purge-matching"):
+        assert fresh.post(path, {"confirm": "yes"})[0] == 403  # no token
+    browser = Browser(base)
+    token = browser.csrf()
+    status, _ = browser.post("/dead/purge-matching", {"csrf": token, "back": "/dead?queue="})
+    assert status == 303
+    assert "tick the box to confirm" in browser.get("/dead")[1]
+    status, _ = browser.post(
+        "/dead/purge-matching", {"csrf": token, "confirm": "yes", "reason": "lost"}
+    )
+    assert status == 303 and "SQLSTATE 22023" in browser.get("/dead")[1]
+    assert dead() == before

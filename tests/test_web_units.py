@@ -82,6 +82,9 @@ def test_csrf_tokens_expire_and_are_bound_to_session_host_and_credentials() -> N
     [
         ("/jobs/12", True),
         ("/dead", True),
+        ("/dead?queue=a%2Fb&reason=cancelled", True),
+        ("/dead?queue=<b>", False),
+        ("/dead?x=1#y", False),
         ("//evil.example/x", False),
         ("https://evil.example", False),
         ("/jobs/1//x", False),

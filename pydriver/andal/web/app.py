@@ -174,11 +174,16 @@ class Web:
 
     async def dead(self, request: Request) -> Response:
         q = request.query_params
-        state = "cancelled" if q.get("state") == "cancelled" else "dead"
+        queue_name, reason = q.get("queue") or None, q.get("reason") or None
+        if reason is None and q.get("state") == "cancelled":  # the filter's earlier name
+            reason = "cancelled"
         data = await run_in_threadpool(
-            pages.dead_letters, self.db, q.get("queue") or None, state, _before(q.get("before"))
+            pages.dead_letters, self.db, queue_name, reason, _before(q.get("before"))
         )
-        return self.render(request, "dead.html", nav="dead", **data)
+        here = "/dead?" + urllib.parse.urlencode(
+            {"queue": queue_name or "", "reason": reason or ""}
+        )
+        return self.render(request, "dead.html", nav="dead", here=here, **data)
 
     async def workers(self, request: Request) -> Response:
         data = await run_in_threadpool(self.live.get, "workers", pages.workers, self.db)
@@ -221,6 +226,37 @@ class Web:
         text = f"requeued {len(done)} dead letter(s)" + _errors(errors)
         return self.back(request, _local(_str(form.get("back"))) or "/dead", text)
 
+    async def matching(self, request: Request) -> Response:
+        """Requeue or purge every dead letter matching the page's filter: confirmed by the
+        form's checkbox, at most ``pages.BULK_LIMIT`` per press (the SQL functions' bound)."""
+        form, refused = await self._action_form(request)
+        if refused:
+            return refused
+        back = _local(_str(form.get("back"))) or "/dead"
+        if _str(form.get("confirm")) != "yes":
+            return self.back(request, back, "refused: tick the box to confirm, then press again")
+        purge = request.url.path.endswith("/purge-matching")
+        params = {
+            "queue": _str(form.get("queue")) or None,
+            "reason": _str(form.get("reason")) or None,
+            "max_rows": pages.BULK_LIMIT,
+        }
+        try:
+            row = await run_in_threadpool(
+                self.db.act_row, queries.PURGE_MATCHING if purge else queries.REQUEUE_MATCHING,
+                params,
+            )  # fmt: skip
+        except psycopg.Error as exc:
+            return self.back(request, back, "refused: " + _refusal(exc))
+        done = int(row[0]) if row else 0
+        kept = int(row[1]) if row and not purge else 0
+        text = f"{'purged' if purge else 'requeued'} {done} dead letter(s) matching the filter"
+        if kept:
+            text += f"; {kept} refused (a live job holds their dedup key)"
+        if done + kept >= pages.BULK_LIMIT:
+            text += f"; at most {pages.BULK_LIMIT} per press: press again for more"
+        return self.back(request, back, text)
+
     async def purge(self, request: Request) -> Response:
         form, refused = await self._action_form(request)
         if refused:
@@ -231,7 +267,7 @@ class Web:
             text = f"purged {n} dead letter(s)"
         except psycopg.Error as exc:
             text = "refused: " + _refusal(exc)
-        return self.back(request, "/dead", text)
+        return self.back(request, _local(_str(form.get("back"))) or "/dead", text)
 
     async def cancel(self, request: Request) -> Response:
         form, refused = await self._action_form(request)
@@ -286,7 +322,8 @@ def _str(value: Any) -> str | None:
 
 def _local(path: str | None) -> str | None:
     """A path of this dashboard to go back to, or None (never another site)."""
-    return path if path and re.fullmatch(r"/[A-Za-z0-9/_.-]*", path) and "//" not in path else None
+    local = re.fullmatch(r"/[A-Za-z0-9/_.~%-]*(\?[A-Za-z0-9_.~%=&+-]*)?", path or "")
+    return path if path and local and "//" not in path else None
 
 
 class BadInput(ValueError):
@@ -360,6 +397,8 @@ def create_app(settings: Settings, db: Database | None = None) -> Starlette:
         get("/dead", web.dead),
         post("/dead/requeue", web.requeue),
         post("/dead/purge", web.purge),
+        post("/dead/requeue-matching", web.matching),
+        post("/dead/purge-matching", web.matching),
         get("/workers", web.workers),
         get("/fragments/workers", web.workers_fragment),
         get("/healthz", web.healthz),

@@ -130,6 +130,13 @@ class Database:
             row = conn.execute(statement, params).fetchone()
             return row[0] if row else None
 
+    def act_row(
+        self, statement: str, params: Mapping[str, Any] | None = None
+    ) -> tuple[Any, ...] | None:
+        """As ``act``, the whole row."""
+        with self._session(self.admin, self.admin_role) as conn:
+            return conn.execute(statement, params).fetchone()
+
     def act(self, statement: str, params: Mapping[str, Any] | None = None) -> Any:
         """One action (or an admin's read), as andal_admin, in its own transaction; the first
         column of its row. Raises psycopg.Error when the database refuses (nothing is changed

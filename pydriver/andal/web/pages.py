@@ -138,15 +138,30 @@ def queue_figures(every: dict[str, list[dict[str, Any]]], name: str) -> dict[str
     }
 
 
+#: The reasons a job dies for (queue.dead_letters.reason).
+REASONS = ("exhausted", "non_retryable", "cancelled")
+#: Dead letters requeued or purged by one press of "all matching".
+BULK_LIMIT = 1000
+
+
 def dead_letters(
-    db: Database, queue_name: str | None, state: str, before: int | None
+    db: Database, queue_name: str | None, reason: str | None, before: int | None
 ) -> dict[str, Any]:
+    """A page of queue.dead_letters_by(), and the ``before`` of the next (None: the last)."""
+    rows = db.read(
+        queries.DEAD_LETTERS_BY,
+        {"queue": queue_name, "reason": reason, "before": before, "lim": PAGE_SIZE + 1},
+    )
+    more = len(rows) > PAGE_SIZE
+    rows = rows[:PAGE_SIZE]
     return {
         "queue": queue_name or "",
-        "state": state,
-        "states": ("dead", "cancelled"),
+        "reason": reason or "",
+        "reasons": REASONS,
         "before": before,
-        **_page(db, queue_name, state, before),
+        "bulk_limit": BULK_LIMIT,
+        "jobs": rows,
+        "next_before": rows[-1]["job_id"] if more else None,
     }
 
 

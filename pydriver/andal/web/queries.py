@@ -90,6 +90,24 @@ JOBS_BY = (
 PAYLOAD = "select jsonb_pretty(queue.job_payload(job_id => %(job_id)s::bigint))"
 
 REQUEUE_DEAD = "select queue.requeue_dead(job_id => %(job_id)s::bigint)"
+
+#: A page of dead letters by queue and reason (null: any), newest first; no payload.
+DEAD_LETTERS_BY = (
+    "select d.job_id, d.queue, d.category, d.reason, d.attempts, d.max_attempts,"
+    " d.enqueued_at, d.died_at, d.last_error"
+    " from queue.dead_letters_by(queue => %(queue)s::text, reason => %(reason)s::text,"
+    " before => %(before)s::bigint, lim => %(lim)s::int) as d"
+)
+
+#: Every dead letter matching the filters, at most max_rows of them (admins).
+REQUEUE_MATCHING = (
+    "select r.requeued, r.refused from queue.requeue_dead_matching(queue => %(queue)s::text,"
+    " reason => %(reason)s::text, max_rows => %(max_rows)s::int) as r"
+)
+PURGE_MATCHING = (
+    "select queue.purge_dead_matching(queue => %(queue)s::text, reason => %(reason)s::text,"
+    " max_rows => %(max_rows)s::int)"
+)
 PURGE_DEAD_JOBS = "select queue.purge_dead_jobs(job_ids => %(job_ids)s::bigint[])"
 CANCEL = "select queue.cancel(job_id => %(job_id)s::bigint)"
 PAUSE = "select queue.pause(queue => %(queue)s::text)"
