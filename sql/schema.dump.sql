@@ -15,6 +15,18 @@ CREATE TYPE cache.change AS (
 	snapshot pg_snapshot
 );
 
+CREATE TYPE queue.dead_letter_info AS (
+	job_id bigint,
+	queue text,
+	category text,
+	reason text,
+	attempts integer,
+	max_attempts integer,
+	enqueued_at timestamp with time zone,
+	died_at timestamp with time zone,
+	last_error text
+);
+
 CREATE TYPE queue.job_info AS (
 	job_id bigint,
 	state text,
@@ -2682,6 +2694,42 @@ begin
 end
 $$;
 
+CREATE FUNCTION queue._dead_matching(queue_name text, reason_name text, older_than interval, max_rows integer) RETURNS bigint[]
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    v_ids bigint[];
+begin
+    perform queue._check_name(queue_name, 'queue', false);
+    perform queue._check_interval(older_than, 'older_than', required => false);
+    if max_rows is null then
+        raise exception 'max_rows must not be null' using errcode = '22004';
+    end if;
+    if max_rows < 1 or max_rows > 10000 then
+        raise exception 'max_rows must be 1 to 10000 (got %)', max_rows
+            using errcode = '22023', hint = 'Call again for the next ones.';
+    end if;
+    if reason_name is not null and reason_name not in ('exhausted', 'non_retryable', 'cancelled')
+    then
+        raise exception 'reason must be exhausted, non_retryable or cancelled (got %)',
+            reason_name using errcode = '22023';
+    end if;
+    select array_agg(m.job_id order by m.died_at, m.job_id) into v_ids
+    from (
+        select d.job_id, d.died_at
+        from queue.dead_letters as d
+        where (queue_name is null or d.queue = queue_name)
+            and (reason_name is null or d.reason = reason_name)
+            and (older_than is null or d.died_at < now() - older_than)
+        order by d.died_at, d.job_id
+        limit max_rows
+        for update skip locked
+    ) as m;
+    return coalesce(v_ids, '{}');
+end
+$$;
+
 CREATE FUNCTION queue._enqueue(payload jsonb, queue text, category text, priority integer, delay interval, max_attempts integer, dedup_key text, cache_key text, cache_value jsonb, timeout interval, trace_context jsonb) RETURNS bigint
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -4948,6 +4996,36 @@ $$;
 
 COMMENT ON FUNCTION queue.configure_queue(queue text, timeout interval, max_attempts integer, lease interval, backoff text, backoff_base interval, backoff_cap interval, jitter real, notify boolean, payload_limit integer, keep_results boolean, cache_policy text, results_retention interval, dead_retention interval) IS 'Set a queue''s policy with its job timeout and retention periods.';
 
+CREATE FUNCTION queue.dead_letters_by(queue text DEFAULT NULL::text, reason text DEFAULT NULL::text, before bigint DEFAULT NULL::bigint, lim integer DEFAULT 50) RETURNS SETOF queue.dead_letter_info
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+begin
+    perform queue._check_name(dead_letters_by.queue, 'queue', false);
+    if dead_letters_by.reason is not null
+        and dead_letters_by.reason not in ('exhausted', 'non_retryable', 'cancelled') then
+        raise exception 'reason must be exhausted, non_retryable or cancelled (got %)',
+            dead_letters_by.reason using errcode = '22023';
+    end if;
+    if dead_letters_by.lim is null or dead_letters_by.lim not between 1 and 1000 then
+        raise exception 'lim must be between 1 and 1000 (got %)', dead_letters_by.lim
+            using errcode = '22023';
+    end if;
+    return query
+    select d.job_id, d.queue, d.category, d.reason, d.attempt, d.max_attempts, d.enqueued_at,
+        d.died_at, left(d.last_error, 2000)
+    from queue.dead_letters as d
+    where (dead_letters_by.queue is null or d.queue = dead_letters_by.queue)
+        and (dead_letters_by.reason is null or d.reason = dead_letters_by.reason)
+        and (dead_letters_by.before is null or d.job_id < dead_letters_by.before)
+    order by d.job_id desc
+    limit dead_letters_by.lim;
+end
+$$;
+
+COMMENT ON FUNCTION queue.dead_letters_by(queue text, reason text, before bigint, lim integer) IS 'A page of dead letters by queue and reason, newest first, without payloads.';
+
 CREATE FUNCTION queue.enqueue(payload jsonb, queue text DEFAULT 'default'::text, category text DEFAULT NULL::text, priority integer DEFAULT 0, delay interval DEFAULT '00:00:00'::interval, max_attempts integer DEFAULT NULL::integer, dedup_key text DEFAULT NULL::text, cache_key text DEFAULT NULL::text, cache_value jsonb DEFAULT NULL::jsonb) RETURNS bigint
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -5567,6 +5645,25 @@ $$;
 
 COMMENT ON FUNCTION queue.purge_dead_jobs(job_ids bigint[]) IS 'Delete the dead letters with the given ids; returns how many.';
 
+CREATE FUNCTION queue.purge_dead_matching(queue text DEFAULT NULL::text, reason text DEFAULT NULL::text, older_than interval DEFAULT NULL::interval, max_rows integer DEFAULT 1000) RETURNS bigint
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    v_ids bigint[] := queue._dead_matching(
+        purge_dead_matching.queue, purge_dead_matching.reason, purge_dead_matching.older_than,
+        purge_dead_matching.max_rows
+    );
+    v_count bigint;
+begin
+    delete from queue.dead_letters as d where d.job_id = any (v_ids);
+    get diagnostics v_count = row_count;
+    return v_count;
+end
+$$;
+
+COMMENT ON FUNCTION queue.purge_dead_matching(queue text, reason text, older_than interval, max_rows integer) IS 'Delete at most max_rows dead letters matching queue, reason and age; returns how many.';
+
 CREATE FUNCTION queue.queue_settings(queue text) RETURNS TABLE(configured boolean, max_attempts integer, lease interval, backoff text, backoff_base interval, backoff_cap interval, jitter real, notify boolean, payload_limit integer, keep_results boolean, cache_policy text, paused boolean, timeout interval, results_retention interval, dead_retention interval, history_retention interval, updated_at timestamp with time zone)
     LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -5770,6 +5867,33 @@ end
 $$;
 
 COMMENT ON FUNCTION queue.requeue_dead(job_id bigint) IS 'Bring a dead job back as pending with a fresh attempt count.';
+
+CREATE FUNCTION queue.requeue_dead_matching(queue text DEFAULT NULL::text, reason text DEFAULT NULL::text, older_than interval DEFAULT NULL::interval, max_rows integer DEFAULT 1000) RETURNS TABLE(requeued bigint, refused bigint)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    v_ids bigint[] := queue._dead_matching(
+        requeue_dead_matching.queue, requeue_dead_matching.reason,
+        requeue_dead_matching.older_than, requeue_dead_matching.max_rows
+    );
+    v_id bigint;
+begin
+    requeued := 0;
+    refused := 0;
+    foreach v_id in array v_ids loop
+        begin
+            perform queue.requeue_dead(job_id => v_id);
+            requeued := requeued + 1;
+        exception when sqlstate '55000' then
+            refused := refused + 1;
+        end;
+    end loop;
+    return next;
+end
+$$;
+
+COMMENT ON FUNCTION queue.requeue_dead_matching(queue text, reason text, older_than interval, max_rows integer) IS 'Requeue at most max_rows dead letters matching queue, reason and age.';
 
 CREATE FUNCTION queue.resume(queue text) RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER
@@ -7258,6 +7382,8 @@ REVOKE ALL ON FUNCTION queue._cron_parse(expr text, OUT minutes integer[], OUT h
 
 REVOKE ALL ON FUNCTION queue._cron_walk_minutes(minutes integer[], hours integer[], days integer[], months integer[], weekdays integer[], days_restricted boolean, weekdays_restricted boolean, hour_any boolean, tz text, after timestamp with time zone, starts timestamp with time zone[], span interval) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION queue._dead_matching(queue_name text, reason_name text, older_than interval, max_rows integer) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION queue._enqueue(payload jsonb, queue text, category text, priority integer, delay interval, max_attempts integer, dedup_key text, cache_key text, cache_value jsonb, timeout interval, trace_context jsonb) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._enqueue_lean(payload jsonb, queue text) FROM PUBLIC;
@@ -7381,6 +7507,10 @@ GRANT ALL ON FUNCTION queue.configure_queue(queue text, max_attempts integer, le
 REVOKE ALL ON FUNCTION queue.configure_queue(queue text, timeout interval, max_attempts integer, lease interval, backoff text, backoff_base interval, backoff_cap interval, jitter real, notify boolean, payload_limit integer, keep_results boolean, cache_policy text, results_retention interval, dead_retention interval) FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.configure_queue(queue text, timeout interval, max_attempts integer, lease interval, backoff text, backoff_base interval, backoff_cap interval, jitter real, notify boolean, payload_limit integer, keep_results boolean, cache_policy text, results_retention interval, dead_retention interval) TO andal_admin;
 
+REVOKE ALL ON FUNCTION queue.dead_letters_by(queue text, reason text, before bigint, lim integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION queue.dead_letters_by(queue text, reason text, before bigint, lim integer) TO andal_admin;
+GRANT ALL ON FUNCTION queue.dead_letters_by(queue text, reason text, before bigint, lim integer) TO andal_monitor;
+
 REVOKE ALL ON FUNCTION queue.enqueue(payload jsonb, queue text, category text, priority integer, delay interval, max_attempts integer, dedup_key text, cache_key text, cache_value jsonb) FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.enqueue(payload jsonb, queue text, category text, priority integer, delay interval, max_attempts integer, dedup_key text, cache_key text, cache_value jsonb) TO andal_producer;
 GRANT ALL ON FUNCTION queue.enqueue(payload jsonb, queue text, category text, priority integer, delay interval, max_attempts integer, dedup_key text, cache_key text, cache_value jsonb) TO andal_admin;
@@ -7466,6 +7596,9 @@ GRANT ALL ON FUNCTION queue.purge_dead(older_than interval) TO andal_admin;
 REVOKE ALL ON FUNCTION queue.purge_dead_jobs(job_ids bigint[]) FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.purge_dead_jobs(job_ids bigint[]) TO andal_admin;
 
+REVOKE ALL ON FUNCTION queue.purge_dead_matching(queue text, reason text, older_than interval, max_rows integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION queue.purge_dead_matching(queue text, reason text, older_than interval, max_rows integer) TO andal_admin;
+
 REVOKE ALL ON FUNCTION queue.queue_settings(queue text) FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.queue_settings(queue text) TO andal_admin;
 GRANT ALL ON FUNCTION queue.queue_settings(queue text) TO andal_worker;
@@ -7491,6 +7624,9 @@ GRANT ALL ON FUNCTION queue.release(job_id bigint, token uuid, delay interval) T
 
 REVOKE ALL ON FUNCTION queue.requeue_dead(job_id bigint) FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.requeue_dead(job_id bigint) TO andal_admin;
+
+REVOKE ALL ON FUNCTION queue.requeue_dead_matching(queue text, reason text, older_than interval, max_rows integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION queue.requeue_dead_matching(queue text, reason text, older_than interval, max_rows integer) TO andal_admin;
 
 REVOKE ALL ON FUNCTION queue.resume(queue text) FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.resume(queue text) TO andal_admin;

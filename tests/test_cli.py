@@ -87,19 +87,22 @@ def test_not_installed(empty_db: str, args: list[str]) -> None:
 
 
 @pytest.mark.parametrize(
-    "dsn",
+    ("dsn", "code", "message"),
     [
-        f"postgresql://{PGUSER}@{PGHOST}:1/postgres",  # nobody listens
-        make_dsn("no_such_database_here"),
-        "this is not a dsn",
+        (f"postgresql://{PGUSER}@{PGHOST}:1/postgres", 3, "cannot connect to the database"),
+        (make_dsn("no_such_database_here"), 7, "the database refused the login"),
+        ("this is not a dsn", 8, "bad DSN"),
     ],
 )
-def test_cannot_connect(dsn: str) -> None:
-    refused(andal_cmd("status", dsn=dsn), 3, "cannot connect to the database")
+def test_cannot_connect(dsn: str, code: int, message: str) -> None:
+    refused(andal_cmd("status", dsn=dsn), code, message)
 
 
 def test_no_dsn() -> None:
-    refused(andal_cmd("status"), 2, "no database: pass --dsn or set DATABASE_URL")
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "ANDAL_DSN")}
+    refused(
+        andal_cmd("status", env=env), 2, "no database: pass --dsn or set ANDAL_DSN or DATABASE_URL"
+    )
 
 
 def test_database_url_is_the_default(dsn: str, clean: None) -> None:

@@ -65,3 +65,43 @@ def test_top_renders_hostile_names(dsn: str, conn: psycopg.Connection, clean: No
     text = out.getvalue()
     assert "[/]" in text and "andal [/]" in text
     assert "\x1b[31mred" not in text, "a queue name's escape sequence reached the terminal"
+
+
+#: A title change, a screen clear and a bell, as an attacker would put them in a name.
+TERMINAL_TRICKS = "\x1b]0;pwned\x07\x1b[2J\x07\x9b31m"
+
+
+def test_every_command_writes_names_and_errors_escaped(
+    dsn: str, conn: psycopg.Connection, clean: None
+) -> None:
+    """``andal job`` (and every other command: their output goes through one escaping
+    stream) never writes a control character of a name or an error to the terminal."""
+    queue = f"q{TERMINAL_TRICKS}\nfake line"
+    job = conn.execute(
+        "select queue.enqueue(payload => '{}', queue => %s, category => %s)",
+        (queue, f"c{TERMINAL_TRICKS}"),
+    ).fetchone()[0]
+    _, token = conn.execute(
+        "select job_id, token from queue.claim(worker => %s, queues => %s)",
+        (f"w{TERMINAL_TRICKS}", [queue]),
+    ).fetchone()
+    conn.execute(
+        "select queue.fail(job_id => %s, token => %s, error => %s, retryable => false)",
+        (job, token, f"boom {TERMINAL_TRICKS}"),
+    )
+    for args in (
+        ["job", str(job)],
+        ["job", str(job), "--json"],
+        ["pause", queue],
+        ["resume", queue],
+        ["dead", "list"],
+        ["status"],
+        ["enqueue", queue, "{"],  # refused: the error names the input
+    ):
+        result = andal_cmd(*args, dsn=dsn)
+        assert "Traceback" not in result.stderr, (args, result.stderr)
+        for stream in (result.stdout, result.stderr):
+            assert not {"\x1b", "\x07", "\x9b"} & set(stream), (args, stream)
+    shown = andal_cmd("job", str(job), dsn=dsn).stdout
+    assert "boom ?]0;pwned??[2J??31m" in shown
+    assert "fake line" in shown and "\nfake line" not in shown  # one line per field

@@ -29,6 +29,20 @@ def expected_dead(jobs: int) -> int:
     return sum(p["kind"] in ("broken", "fatal") for p in plan(jobs))
 
 
+def summary(out: str) -> dict[str, str]:
+    """The summary table's rows: label -> value (as printed)."""
+    rows = {}
+    for line in out.splitlines():
+        cells = [c.strip() for c in line.strip("│|").split("│")]
+        if len(cells) == 2 and cells[0]:
+            rows[cells[0]] = cells[1]
+    return rows
+
+
+def number(text: str) -> int:
+    return int(text.split()[0].replace(",", ""))
+
+
 def test_demo_on_database_url(dsn: str, clean: None, tmp_path: Path) -> None:
     result = run_demo(dict(os.environ, DATABASE_URL=dsn), tmp_path, 3000)
     assert result.returncode == 0, result.stderr
@@ -37,14 +51,40 @@ def test_demo_on_database_url(dsn: str, clean: None, tmp_path: Path) -> None:
     assert f"/{psycopg.conninfo.conninfo_to_dict(dsn)['dbname']}" in out.splitlines()[0]
     for line in ("jobs/s", "enqueue→start p50", "enqueue→start p99", "retries", "dead letters"):
         assert line in out
+    assert "nan" not in out.lower()
+    rows = summary(out)
+    assert rows["enqueue→start p50"].endswith(" ms"), rows
+    assert "failures are injected on purpose" in " ".join(out.split())
+    assert number(rows["completed"]) + number(rows["dead letters"]) == 3000, rows
+    assert number(rows["dead letters"]) == expected_dead(3000)
+    assert rows["dead letters"].endswith(f"(injected: {expected_dead(3000)})")
+    # it ends with the next commands, exactly as they can be typed (no password)
+    tail = out.strip().splitlines()[-4:]
+    for line, command in zip(tail, ("status", "top", "dead list", "web"), strict=True):
+        assert line.strip().startswith("andal --dsn postgresql://") and f" {command} " in line
+    # again on the same database: this run's counts, not the sum of both runs
+    again = run_demo(dict(os.environ, DATABASE_URL=dsn), tmp_path, 3000)
+    assert again.returncode == 0, again.stderr
+    rows = summary(again.stdout)
+    assert number(rows["dead letters"]) == expected_dead(3000), rows
+    assert number(rows["completed"]) + number(rows["dead letters"]) == 3000, rows
     with psycopg.connect(dsn) as conn:
         assert conn.execute("select count(*) from queue.jobs").fetchone()[0] == 0
         dead = conn.execute("select count(*) from queue.dead_letters").fetchone()[0]
         reasons = dict(
             conn.execute("select reason, count(*) from queue.dead_letters group by 1").fetchall()
         )
-    assert dead == expected_dead(3000) > 0
+    assert dead == 2 * expected_dead(3000) > 0  # both runs' dead letters are kept
     assert set(reasons) == {"exhausted", "non_retryable"}
+
+
+def test_demo_without_a_server_says_how_to_fix_it(tmp_path: Path) -> None:
+    nowhere = "postgresql://demo:s3cret@127.0.0.1:1/x"
+    result = run_demo(dict(os.environ, DATABASE_URL=nowhere), tmp_path, 10)
+    assert result.returncode == 3
+    assert "cannot connect to demo@127.0.0.1:1/x" in result.stderr
+    assert "fix: start PostgreSQL there" in result.stderr
+    assert "s3cret" not in result.stderr + result.stdout
 
 
 def test_demo_starts_a_private_cluster(tmp_path: Path) -> None:

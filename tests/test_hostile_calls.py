@@ -284,6 +284,14 @@ def queue_calls(job: int, dead: int) -> list[Call]:
     out += over("queue.purge_dead_jobs", {"job_ids": "'{1}'"}, "job_ids",
                 [("null", "22004"), ("'{1,null}'", "22004"),
                  ("array(select generate_series(1, 10001))::bigint[]", "22023")])  # fmt: skip
+    out += over("queue.dead_letters_by", {}, "queue", OPT_NAME_BAD)
+    out += over("queue.dead_letters_by", {}, "reason", each(["''", "'lost'"], "22023"))
+    out += over("queue.dead_letters_by", {}, "lim", each(["0", "1001", "null"], "22023"))
+    for fn in ("queue.purge_dead_matching", "queue.requeue_dead_matching"):
+        out += over(fn, {}, "queue", OPT_NAME_BAD)
+        out += over(fn, {}, "reason", each(["''", "'lost'", "'Cancelled'"], "22023"))
+        out += over(fn, {}, "older_than", each(NEG + HUGE, "22023"))
+        out += over(fn, {}, "max_rows", [("null", "22004")] + each(["0", "-1", "10001"], "22023"))
     out += intervals("queue.stats_by_minute", {}, "span", True, BOUNDED)
     out += over("queue.stats_by_minute", {}, "span", [("null", "22004")])
     out += over("queue.shard_of", {"queue": "'h'"}, "queue", NAME_BAD)

@@ -199,7 +199,7 @@ def test_worker_metrics_port(dsn: str, conn: psycopg.Connection, clean: None, tm
     finally:
         assert stop_worker(proc) == 0
 
-    # the port is taken: a one-line refusal, exit code 2
+    # the port is taken: a one-line refusal, exit code 9
     with socket.socket() as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # past the scrapes' TIME_WAIT
         s.bind(("127.0.0.1", port))
@@ -208,7 +208,7 @@ def test_worker_metrics_port(dsn: str, conn: psycopg.Connection, clean: None, tm
             "worker", str(HERE / "workers" / "recording.py"), "--metrics-port", str(port),
             "--metrics-addr", "127.0.0.1", dsn=dsn,
         )  # fmt: skip
-    refused(result, 2, f"cannot serve metrics on 127.0.0.1:{port}")
+    refused(result, 9, f"cannot serve metrics on 127.0.0.1:{port}")
 
 
 def test_watch_json_lines(dsn: str, conn: psycopg.Connection, clean: None) -> None:

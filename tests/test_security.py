@@ -302,6 +302,9 @@ CALLS = {
     "requeue_dead": "select queue.requeue_dead(0)",
     "purge_dead": "select queue.purge_dead('100 years')",
     "purge_dead_jobs": "select queue.purge_dead_jobs('{0}')",
+    "purge_dead_matching": "select queue.purge_dead_matching(queue => 'rm-none')",
+    "requeue_dead_matching": "select * from queue.requeue_dead_matching(queue => 'rm-none')",
+    "dead_letters_by": "select * from queue.dead_letters_by(queue => 'rm-none')",
     "stats_by_minute": "select * from queue.stats_by_minute()",
     "category_limits": "select * from queue.category_limits()",
     "list_dead": "select * from queue.list_dead()",
@@ -364,6 +367,7 @@ WORKER = {
     *READ,
 }
 MONITOR = {
+    "dead_letters_by",
     "status",
     "stats",
     "stats_by_minute",

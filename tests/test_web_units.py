@@ -25,6 +25,10 @@ def test_live_pages_are_read_once_per_interval_for_every_viewer() -> None:
     assert shared.get("workers", read, None) == 2  # type: ignore[arg-type]
     fresh = app.Shared(ttl=0)
     assert fresh.get("overview", read, None) != fresh.get("overview", read, None)  # type: ignore[arg-type]
+    bounded = app.Shared(ttl=3600, limit=3)
+    for key in range(10):
+        bounded.get(str(key), read, None)  # type: ignore[arg-type]
+    assert list(bounded.held) == ["7", "8", "9"]  # the oldest reads dropped first
 
 
 def test_credentials() -> None:
@@ -46,11 +50,41 @@ def test_signatures() -> None:
     assert security.Signer("other").unsign(signed) is None
 
 
+def _request(cookie: str = "", host: str = "dash:8080", auth: str = "") -> Any:
+    from starlette.requests import Request
+
+    headers = [(b"host", host.encode()), (b"cookie", cookie.encode())]
+    if auth:
+        headers.append((b"authorization", auth.encode()))
+    return Request({"type": "http", "method": "POST", "path": "/", "headers": headers})
+
+
+def test_csrf_tokens_expire_and_are_bound_to_session_host_and_credentials() -> None:
+    signer = security.Signer("secret")
+    first = _request()
+    token = security.csrf_token(first, signer, now=1000)
+    cookie = f"{security.CSRF_COOKIE}={signer.sign(first.state.new_csrf)}"
+    assert security.csrf_valid(_request(cookie), signer, token, now=1000)
+    last = 1000 + security.CSRF_MAX_AGE
+    assert security.csrf_valid(_request(cookie), signer, token, now=last)
+    assert not security.csrf_valid(_request(cookie), signer, token, now=last + 1)
+    assert not security.csrf_valid(_request(cookie), signer, token, now=900)  # from the future
+    assert not security.csrf_valid(_request(cookie, host="dash:8081"), signer, token, now=1000)
+    assert not security.csrf_valid(_request(cookie, auth="Bearer x"), signer, token, now=1000)
+    assert not security.csrf_valid(_request(), signer, token, now=1000)  # no session
+    assert not security.csrf_valid(_request(cookie), security.Signer("other"), token, now=1000)
+    for bad in (None, "", "1000", "1000.", "x.y", token.replace("1000.", "1001.")):
+        assert not security.csrf_valid(_request(cookie), signer, bad, now=1000), bad
+
+
 @pytest.mark.parametrize(
     ("path", "kept"),
     [
         ("/jobs/12", True),
         ("/dead", True),
+        ("/dead?queue=a%2Fb&reason=cancelled", True),
+        ("/dead?queue=<b>", False),
+        ("/dead?x=1#y", False),
         ("//evil.example/x", False),
         ("https://evil.example", False),
         ("/jobs/1//x", False),

@@ -52,15 +52,17 @@ class Server:
 
 
 @contextmanager
-def andal_web(dsn: str, *args: str) -> Iterator[Server]:
-    """`andal web` on a free port, ready (its /healthz answers) before the block runs."""
+def andal_web(dsn: str, *args: str, env: dict[str, str] | None = None) -> Iterator[Server]:
+    """`andal web` on a free port, ready (its /healthz answers) before the block runs; ``env``
+    adds to its environment (which has no ``ANDAL_WEB_*`` of the caller's)."""
     port = free_port()
     log = Path(tempfile.mkstemp(prefix="andal-web-", suffix=".log")[1])
     argv = [sys.executable, "-m", "andal.cli", "--dsn", dsn, "web"]
     argv += ["--bind", f"127.0.0.1:{port}", "--refresh", "0.5", *args]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ANDAL_WEB_")}
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("ANDAL_WEB_")}
+    environ.update(env or {})
     with log.open("w") as out:
-        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, text=True, env=env)
+        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, text=True, env=environ)
     server = Server(proc, f"http://127.0.0.1:{port}", log)
 
     def ready() -> bool:

@@ -29,8 +29,12 @@ class AndalError(Exception):
     """Base class of the driver's own errors."""
 
 
-class NotInstalled(AndalError):
-    """The database answers but andal's schema is not installed in it."""
+class NotInstalled(AndalError, pg.InvalidSchemaName):
+    """The database answers but andal's schema is not installed in it (a driver call there
+    fails with ``3F000``, schema "queue" does not exist): run ``andal install`` (or
+    ``andal.install(dsn)``)."""
+
+    FIX = "andal is not installed in this database; run `andal install` (or andal.install(dsn))"
 
 
 class LeaseLost(AndalError, psycopg.DatabaseError, code=LEASE_LOST):
@@ -136,6 +140,7 @@ BY_SQLSTATE: dict[str, type[psycopg.Error]] = {
         NotPermitted,
         ReadOnly,
         AlreadyTracked,
+        NotInstalled,
     )  # fmt: skip
 }
 
@@ -148,7 +153,10 @@ def convert(exc: BaseException) -> BaseException:
     cls = BY_SQLSTATE.get(exc.sqlstate or "")
     if cls is None:
         return exc
-    typed = cls(*exc.args, info=exc.pgresult, encoding=getattr(exc, "_encoding", "utf-8"))
+    args = exc.args
+    if cls is NotInstalled:
+        args = (f"{NotInstalled.FIX} ({exc.diag.message_primary or exc})",)
+    typed = cls(*args, info=exc.pgresult, encoding=getattr(exc, "_encoding", "utf-8"))
     typed.__traceback__ = exc.__traceback__
     return typed
 

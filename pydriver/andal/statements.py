@@ -186,6 +186,8 @@ DEMO_CREATE_DATABASE = "create database {}"
 #: The demo queue's live jobs and dead letters (the demo runs as the superuser).
 DEMO_LIVE_JOBS = "select count(*) from queue.jobs where queue = %s"
 DEMO_DEAD_JOBS = "select count(*) from queue.dead_letters where queue = %s"
+#: The dead letters of the demo queue from job id %s on (this run's, on a reused database).
+DEMO_DEAD_SINCE = "select count(*) from queue.dead_letters where queue = %s and job_id >= %s"
 
 # -- vacuum, when the server's autovacuum is off ---------------------------------------------
 # VACUUM cannot run inside a function (nor a transaction): these statements stay in the driver.
@@ -298,6 +300,11 @@ LIST_DEAD = (
 REQUEUE_DEAD = "select queue.requeue_dead(job_id => %(job_id)s::bigint)"
 
 PURGE_DEAD = "select queue.purge_dead(older_than => %(older_than)s::interval)"
+PURGE_DEAD_JOBS = "select queue.purge_dead_jobs(job_ids => %(job_ids)s::bigint[])"
+PURGE_DEAD_MATCHING = (
+    "select queue.purge_dead_matching(queue => %(queue)s::text, reason => %(reason)s::text,"
+    " older_than => %(older_than)s::interval, max_rows => %(max_rows)s::int)"
+)
 
 CONFIGURE_QUEUE = (
     "select q.queue from queue.configure_queue(queue => %(queue)s::text,"
@@ -335,6 +342,7 @@ INSTALLED = "select to_regnamespace('queue') is not null and to_regclass('queue.
 __all__ = [
     "DEMO_CREATE_DATABASE",
     "DEMO_DEAD_JOBS",
+    "DEMO_DEAD_SINCE",
     "DEMO_DROP_DATABASE",
     "DEMO_LIVE_JOBS",
     "ENQUEUE_TRACED",
@@ -376,6 +384,8 @@ __all__ = [
     "LIST_DEAD",
     "MAINTAIN",
     "PURGE_DEAD",
+    "PURGE_DEAD_JOBS",
+    "PURGE_DEAD_MATCHING",
     "RELEASE",
     "REQUEUE_DEAD",
     "SET_CATEGORY_LIMIT",

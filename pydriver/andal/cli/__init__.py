@@ -36,6 +36,7 @@ from .base import (
     ONE_DATABASE,
     CliError,
     connect,
+    escaped_output,
     one_line,
 )
 from .commands import check_databases, load_handlers
@@ -45,11 +46,17 @@ from .views import render
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The command's exit code; everything it prints goes through ``escaped_output``."""
+    with escaped_output():
+        return _main(argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args = parser().parse_args(argv)
     func: Callable[[argparse.Namespace], int] = args.func
-    given: list[str] = args.dsn if args.dsn is not None else [os.environ.get("DATABASE_URL", "")]
+    given = [*(args.dsn or []), *getattr(args, "dsn_after", [])] or [_dsn_from_environment()]
     if not all(given):
-        print("andal: no database: pass --dsn or set DATABASE_URL", file=sys.stderr)
+        print("andal: no database: pass --dsn or set ANDAL_DSN or DATABASE_URL", file=sys.stderr)
         return EXIT_USAGE
     if len(set(given)) != len(given):
         print("andal: --dsn: the same database is given twice", file=sys.stderr)
@@ -82,6 +89,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_SQL
     except KeyboardInterrupt:
         return 130
+
+
+def _dsn_from_environment() -> str:
+    """``$ANDAL_DSN``, else ``$DATABASE_URL`` (the first one set and not empty), else ""."""
+    return os.environ.get("ANDAL_DSN") or os.environ.get("DATABASE_URL") or ""
 
 
 __all__ = [

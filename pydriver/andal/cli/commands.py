@@ -23,6 +23,7 @@ from .base import (
     EXIT_CONNECT,
     EXIT_MODULE,
     EXIT_NOT_INSTALLED,
+    EXIT_PORT,
     EXIT_USAGE,
     NOT_INSTALLED,
     CliError,
@@ -133,7 +134,7 @@ def _import(target: str) -> ModuleType:
 
 def cmd_worker(args: argparse.Namespace) -> int:
     registry = load_handlers(args.module)
-    logs.setup(args.log_level)
+    logs.setup(args.log_level, fmt=args.log_format)
     for reason in check_databases(args.dsns):
         print(f"andal: {reason}; starting without it (reconnecting)", file=sys.stderr)
     try:
@@ -159,7 +160,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
         raise CliError(one_line(exc), EXIT_USAGE) from None
     except OSError as exc:  # --metrics-port taken
         message = f"cannot serve metrics on {args.metrics_addr}:{args.metrics_port}: {exc}"
-        raise CliError(message, EXIT_USAGE) from None
+        raise CliError(message, EXIT_PORT) from None
     except NotInstalled:
         raise CliError(NOT_INSTALLED, EXIT_NOT_INSTALLED) from None
 
@@ -205,21 +206,22 @@ def cmd_dead_list(args: argparse.Namespace) -> int:
     if not rows:
         print("no dead letters")
         return 0
+    width = 60 if sys.stdout.isatty() else None  # piped: the whole last line
     print_table(
         "dead letters",
         ["job id", "queue", "category", "attempt", "reason", "died at", "last error"],
         [
-            (r[0], r[1], r[2], r[3], r[4], r[6].isoformat(timespec="seconds"), _first(r[5]))
+            (r[0], r[1], r[2], r[3], r[4], r[6].isoformat(timespec="seconds"), _first(r[5], width))
             for r in rows
         ],
     )
     return 0
 
 
-def _first(text: str | None, width: int = 60) -> str:
+def _first(text: str | None, width: int | None = 60) -> str:
     lines = (text or "").strip().splitlines()
     line = lines[-1] if lines else ""
-    return line if len(line) <= width else line[: width - 1] + "…"
+    return line if width is None or len(line) <= width else line[: width - 1] + "…"
 
 
 def cmd_dead_requeue(args: argparse.Namespace) -> int:
@@ -229,12 +231,41 @@ def cmd_dead_requeue(args: argparse.Namespace) -> int:
     return 0
 
 
+#: Dead letters purged per statement by ``dead purge`` with filters (it repeats until done).
+PURGE_BATCH = 1000
+
+
 def cmd_dead_purge(args: argparse.Namespace) -> int:
-    if args.older_than < 0:
+    """By id (``queue.purge_dead_jobs``), or everything matching the filters, in batches
+    (``queue.purge_dead_matching``, each batch its own transaction)."""
+    filters = (args.queue, args.reason, args.older_than)
+    if not args.id and all(f is None for f in filters):
+        raise CliError(
+            "say what to purge: --id, --queue, --reason and/or --older-than"
+            " (--older-than 0: every dead letter)",
+            EXIT_USAGE,
+        )
+    if args.id and any(f is not None for f in filters):
+        raise CliError("--id purges those dead letters: give it without the filters", EXIT_USAGE)
+    if args.older_than is not None and args.older_than < 0:
         raise CliError("--older-than must not be negative", EXIT_USAGE)
     with connect(args.dsn) as conn:
-        row = conn.execute(
-            sql.PURGE_DEAD, {"older_than": timedelta(seconds=args.older_than)}
-        ).fetchone()
-    print(f"purged {row[0] if row else 0} dead letters")
+        if args.id:
+            row = conn.execute(sql.PURGE_DEAD_JOBS, {"job_ids": args.id}).fetchone()
+            purged = int(row[0]) if row else 0
+        else:
+            params = {
+                "queue": args.queue,
+                "reason": args.reason,
+                "older_than": None
+                if args.older_than is None
+                else timedelta(seconds=args.older_than),
+                "max_rows": PURGE_BATCH,
+            }
+            purged, batch = 0, PURGE_BATCH
+            while batch:
+                row = conn.execute(sql.PURGE_DEAD_MATCHING, params).fetchone()
+                batch = int(row[0]) if row else 0
+                purged += batch
+    print(f"purged {purged} dead letters")
     return 0

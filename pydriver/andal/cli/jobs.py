@@ -19,6 +19,7 @@ from typing import Any
 import psycopg
 
 from .. import statements as sql
+from .base import plain
 
 #: The columns of queue.job, in order.
 JOB_COLUMNS = (
@@ -49,10 +50,11 @@ def cmd_job(args: argparse.Namespace, connect: Connect, error: type[Exception]) 
     for key, value in job.items():
         if value is None or key == "errors":
             continue
-        print(f"{key:<19} {_text(value)}")
+        print(f"{key:<19} {plain(_text(value))}")
     for entry in job["errors"] or []:
         first = (str(entry.get("error", "")).strip().splitlines() or [""])[-1]
-        print(f"{'error':<19} attempt {entry.get('attempt')} at {entry.get('at')}: {first}")
+        attempt, at = plain(entry.get("attempt")), plain(entry.get("at"))
+        print(f"{'error':<19} attempt {attempt} at {at}: {plain(first)}")
     return 0
 
 
@@ -86,15 +88,15 @@ def cmd_pause(args: argparse.Namespace, connect: Connect, error: type[Exception]
 def add_commands(sub: Any, connect: Connect, error: type[Exception]) -> None:
     """The parsers of these commands, under ``andal``'s subcommands."""
     s = sub.add_parser("job", help="what andal knows of one job")
-    s.add_argument("id", metavar="ID", type=int)
-    s.add_argument("--json", action="store_true")
+    s.add_argument("id", metavar="ID", type=int, help="the job's id")
+    s.add_argument("--json", action="store_true", help="one JSON object, every field in full")
     s.set_defaults(func=partial(cmd_job, connect=connect, error=error))
     s = sub.add_parser("cancel", help="cancel a pending job, or ask a running one to stop")
-    s.add_argument("id", metavar="ID", type=int)
+    s.add_argument("id", metavar="ID", type=int, help="the job's id")
     s.set_defaults(func=partial(cmd_cancel, connect=connect, error=error))
     s = sub.add_parser("pause", help="stop claiming a queue's jobs (running ones finish)")
-    s.add_argument("queue", metavar="QUEUE")
+    s.add_argument("queue", metavar="QUEUE", help="the queue's name")
     s.set_defaults(func=partial(cmd_pause, connect=connect, error=error))
     s = sub.add_parser("resume", help="claim a paused queue's jobs again")
-    s.add_argument("queue", metavar="QUEUE")
+    s.add_argument("queue", metavar="QUEUE", help="the queue's name")
     s.set_defaults(func=partial(cmd_pause, connect=connect, error=error))

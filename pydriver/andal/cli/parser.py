@@ -33,7 +33,9 @@ def parser() -> argparse.ArgumentParser:
         epilog=(
             "exit codes: 1 refused by the database, 2 bad usage, 3 database unreachable,"
             " 4 andal not installed, 5 handler module not loadable,"
-            " 6 worker stopped by a configuration problem (see its configuration_error lines)"
+            " 6 worker stopped by a configuration problem (see its configuration_error lines),"
+            " 7 the database refused the login, 8 bad DSN, 9 port taken (--bind,"
+            " --metrics-port). The global options (--dsn) may come before or after the command."
         ),
     )
     p.add_argument("--version", action="version", version=f"andal {__version__}")
@@ -41,8 +43,8 @@ def parser() -> argparse.ArgumentParser:
         "--dsn",
         action="append",
         metavar="DSN",
-        help="database to use (default: $DATABASE_URL); repeat it for several andal databases"
-        " (worker, enqueue, status, top, install)",
+        help="database to use (default: $ANDAL_DSN, then $DATABASE_URL); repeat it for several"
+        " andal databases (worker, enqueue, status, top, install); may come after the command",
     )
     sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
@@ -61,7 +63,28 @@ def parser() -> argparse.ArgumentParser:
     s = sub.add_parser("web", help="serve the dashboard to a browser (docs/web.md)")
     web.add_arguments(s)
     s.set_defaults(func=web.run)
+    _global_options_after(sub)
     return p
+
+
+def _global_options_after(sub: Any) -> None:
+    """Every command takes the global options after its name too (``andal status --dsn X``):
+    added to each command's own parser (the innermost: ``dead list``), under their own
+    ``dest`` so that ``main`` joins them to those given before the command."""
+    for command in sub.choices.values():
+        inner = [a for a in command._actions if isinstance(a, argparse._SubParsersAction)]
+        if inner:
+            _global_options_after(inner[0])
+            continue
+        command.add_argument(
+            "--dsn",
+            action="append",
+            dest="dsn_after",
+            default=argparse.SUPPRESS,
+            metavar="DSN",
+            help="database to use, as before the command (repeatable; default: $ANDAL_DSN,"
+            " then $DATABASE_URL)",
+        )
 
 
 def _install(sub: Any) -> None:
@@ -141,19 +164,42 @@ def _worker(sub: Any) -> None:
         help="a direct connection (not through the pooler) for LISTEN and the vacuum's lock;"
         " one per --dsn, in the same order",
     )
-    s.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    s.add_argument(
+        "--log-level",
+        default="info",
+        choices=["debug", "info", "warning", "error"],
+        help="the least severe log lines written (default info)",
+    )
+    s.add_argument(
+        "--log-format",
+        choices=["json", "pretty"],
+        default=None,
+        help="log lines as JSON objects, or readable lines (default: pretty on a terminal,"
+        " JSON otherwise)",
+    )
     s.set_defaults(func=cmd_worker)
 
 
 def _enqueue(sub: Any) -> None:
     s = sub.add_parser("enqueue", help="enqueue a job")
-    s.add_argument("queue", metavar="QUEUE")
-    s.add_argument("payload", metavar="PAYLOAD_JSON")
-    s.add_argument("--category")
-    s.add_argument("--priority", type=int, default=0)
+    s.add_argument("queue", metavar="QUEUE", help="the queue to put the job in")
+    s.add_argument("payload", metavar="PAYLOAD_JSON", help="the job's payload, a JSON document")
+    s.add_argument("--category", help="a category: its jobs share its concurrency and rate limits")
+    s.add_argument(
+        "--priority", type=int, default=0, help="higher runs first (default 0; -32768..32767)"
+    )
     s.add_argument("--delay", type=float, default=0.0, help="seconds before it may run")
-    s.add_argument("--dedup-key")
-    s.add_argument("--max-attempts", type=int)
+    s.add_argument(
+        "--dedup-key",
+        metavar="KEY",
+        help="no second live job of the queue with this key (the first one's id is printed)",
+    )
+    s.add_argument(
+        "--max-attempts",
+        type=int,
+        metavar="N",
+        help="attempts before it dies (default: the queue's)",
+    )
     s.add_argument("--count", type=int, default=1, help="enqueue N copies")
     s.set_defaults(func=cmd_enqueue)
 
@@ -182,13 +228,30 @@ def _dead(sub: Any) -> None:
         dest="dead_command", metavar="ACTION", required=True
     )
     s = dead.add_parser("list", help="list dead letters")
-    s.add_argument("--queue")
-    s.add_argument("--limit", type=int, default=100)
-    s.add_argument("--json", action="store_true")
+    s.add_argument("--queue", help="only this queue's dead letters")
+    s.add_argument("--limit", type=int, default=100, metavar="N", help="the N newest (default 100)")
+    s.add_argument("--json", action="store_true", help="one JSON array, every field in full")
     s.set_defaults(func=cmd_dead_list)
     s = dead.add_parser("requeue", help="put a dead job back in its queue")
-    s.add_argument("id", metavar="ID", type=int)
+    s.add_argument("id", metavar="ID", type=int, help="the dead job's id")
     s.set_defaults(func=cmd_dead_requeue)
-    s = dead.add_parser("purge", help="delete dead letters older than SECONDS")
-    s.add_argument("--older-than", type=float, required=True, metavar="SECONDS")
+    s = dead.add_parser(
+        "purge",
+        help="delete dead letters: by id, or every one matching --queue, --reason, --older-than",
+    )
+    s.add_argument(
+        "--id", type=int, action="append", metavar="ID", help="this dead letter (repeatable)"
+    )
+    s.add_argument("--queue", help="the dead letters of this queue")
+    s.add_argument(
+        "--reason",
+        choices=["exhausted", "non_retryable", "cancelled"],
+        help="the dead letters that died for this reason",
+    )
+    s.add_argument(
+        "--older-than",
+        type=float,
+        metavar="SECONDS",
+        help="the dead letters that died more than SECONDS ago (0: all)",
+    )
     s.set_defaults(func=cmd_dead_purge)

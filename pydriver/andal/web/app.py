@@ -56,10 +56,13 @@ def environment() -> jinja2.Environment:
 
 class Shared:
     """The live pages' data, read once for every viewer within ``ttl`` seconds: however many
-    browsers are open, the overview's functions run at most once per ``ttl``."""
+    browsers are open, the overview's functions run at most once per ``ttl``. Keys are the
+    app's own (never a name from a URL); at most ``limit`` are held, the oldest read dropped
+    first."""
 
-    def __init__(self, ttl: float) -> None:
+    def __init__(self, ttl: float, limit: int = 16) -> None:
         self.ttl = ttl
+        self.limit = limit
         self.lock = threading.Lock()
         self.held: dict[str, tuple[float, Any]] = {}
 
@@ -69,8 +72,16 @@ class Shared:
             if time.monotonic() - at < self.ttl:
                 return data
             data = read(db)
+            self.held.pop(key, None)
+            while len(self.held) >= self.limit:
+                self.held.pop(next(iter(self.held)))
             self.held[key] = (time.monotonic(), data)
             return data
+
+    def forget(self) -> None:
+        """Drop every read (after an action: the next page shows its effect)."""
+        with self.lock:
+            self.held.clear()
 
 
 class Web:
@@ -111,6 +122,7 @@ class Web:
         return HTMLResponse(html, headers={"Cache-Control": "no-store"})
 
     def back(self, request: Request, to: str, notice: str) -> Response:
+        self.live.forget()
         response = RedirectResponse(self.root + to, status_code=303)
         secure = request.url.scheme == "https"
         security.set_notice(response, self.signer, notice, self.cookie_path, secure)
@@ -129,18 +141,22 @@ class Web:
     async def queue(self, request: Request) -> Response:
         name = request.path_params["name"]
         q = request.query_params
+        every = await run_in_threadpool(self.live.get, "queues", pages.every_queue, self.db)
+        figures = pages.queue_figures(every, name) or _no_figures(name)
         data = await run_in_threadpool(
-            pages.queue, self.db, name, q.get("state") or None, _int(q.get("before"))
+            pages.queue, self.db, name, q.get("state") or None, _before(q.get("before"))
         )
-        status = 200 if data["total"] or data["jobs"] else 404
-        return self.render(request, "queue.html", status, nav="queues", **data)
+        if not (figures["total"] or data["jobs"]):
+            return self.render(request, "no_queue.html", 404, nav="queues", name=name)
+        return self.render(request, "queue.html", nav="queues", **figures, **data)
 
     async def queue_fragment(self, request: Request) -> Response:
         name = request.path_params["name"]
-        data = await run_in_threadpool(
-            self.live.get, f"queue {name}", lambda db: pages.queue_figures(db, name), self.db
-        )
-        return self.fragment("_queue.html", **data)
+        every = await run_in_threadpool(self.live.get, "queues", pages.every_queue, self.db)
+        figures = pages.queue_figures(every, name)
+        if figures is None:
+            return PlainTextResponse("no such queue\n", 404)
+        return self.fragment("_queue.html", **figures)
 
     async def job(self, request: Request) -> Response:
         job_id = _int(request.path_params["job_id"])
@@ -158,11 +174,16 @@ class Web:
 
     async def dead(self, request: Request) -> Response:
         q = request.query_params
-        state = "cancelled" if q.get("state") == "cancelled" else "dead"
+        queue_name, reason = q.get("queue") or None, q.get("reason") or None
+        if reason is None and q.get("state") == "cancelled":  # the filter's earlier name
+            reason = "cancelled"
         data = await run_in_threadpool(
-            pages.dead_letters, self.db, q.get("queue") or None, state, _int(q.get("before"))
+            pages.dead_letters, self.db, queue_name, reason, _before(q.get("before"))
         )
-        return self.render(request, "dead.html", nav="dead", **data)
+        here = "/dead?" + urllib.parse.urlencode(
+            {"queue": queue_name or "", "reason": reason or ""}
+        )
+        return self.render(request, "dead.html", nav="dead", here=here, **data)
 
     async def workers(self, request: Request) -> Response:
         data = await run_in_threadpool(self.live.get, "workers", pages.workers, self.db)
@@ -177,9 +198,16 @@ class Web:
     async def _action_form(self, request: Request) -> tuple[Any, Response | None]:
         """The POSTed form, or the refusal when it is not a valid admin action."""
         form = await request.form()
+        if not security.same_origin(request):
+            return form, PlainTextResponse(
+                "refused: the form was not sent from a page of this dashboard (Origin or"
+                " Sec-Fetch-Site names another site)\n",
+                403,
+            )
         if not security.csrf_valid(request, self.signer, _str(form.get(security.CSRF_FIELD))):
             return form, PlainTextResponse(
-                "refused: the form's CSRF token is missing or wrong; reload the page\n", 403
+                "refused: the form's CSRF token is missing, wrong or expired; reload the page\n",
+                403,
             )
         if not self.db.can_act:
             return form, PlainTextResponse(
@@ -198,6 +226,37 @@ class Web:
         text = f"requeued {len(done)} dead letter(s)" + _errors(errors)
         return self.back(request, _local(_str(form.get("back"))) or "/dead", text)
 
+    async def matching(self, request: Request) -> Response:
+        """Requeue or purge every dead letter matching the page's filter: confirmed by the
+        form's checkbox, at most ``pages.BULK_LIMIT`` per press (the SQL functions' bound)."""
+        form, refused = await self._action_form(request)
+        if refused:
+            return refused
+        back = _local(_str(form.get("back"))) or "/dead"
+        if _str(form.get("confirm")) != "yes":
+            return self.back(request, back, "refused: tick the box to confirm, then press again")
+        purge = request.url.path.endswith("/purge-matching")
+        params = {
+            "queue": _str(form.get("queue")) or None,
+            "reason": _str(form.get("reason")) or None,
+            "max_rows": pages.BULK_LIMIT,
+        }
+        try:
+            row = await run_in_threadpool(
+                self.db.act_row, queries.PURGE_MATCHING if purge else queries.REQUEUE_MATCHING,
+                params,
+            )  # fmt: skip
+        except psycopg.Error as exc:
+            return self.back(request, back, "refused: " + _refusal(exc))
+        done = int(row[0]) if row else 0
+        kept = int(row[1]) if row and not purge else 0
+        text = f"{'purged' if purge else 'requeued'} {done} dead letter(s) matching the filter"
+        if kept:
+            text += f"; {kept} refused (a live job holds their dedup key)"
+        if done + kept >= pages.BULK_LIMIT:
+            text += f"; at most {pages.BULK_LIMIT} per press: press again for more"
+        return self.back(request, back, text)
+
     async def purge(self, request: Request) -> Response:
         form, refused = await self._action_form(request)
         if refused:
@@ -208,7 +267,7 @@ class Web:
             text = f"purged {n} dead letter(s)"
         except psycopg.Error as exc:
             text = "refused: " + _refusal(exc)
-        return self.back(request, "/dead", text)
+        return self.back(request, _local(_str(form.get("back"))) or "/dead", text)
 
     async def cancel(self, request: Request) -> Response:
         form, refused = await self._action_form(request)
@@ -253,20 +312,41 @@ class Web:
         return PlainTextResponse("ok\n")
 
 
+def _no_figures(name: str) -> dict[str, Any]:
+    return {"name": name, "total": None, "categories": [], "rate_limits": []}
+
+
 def _str(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
 def _local(path: str | None) -> str | None:
     """A path of this dashboard to go back to, or None (never another site)."""
-    return path if path and re.fullmatch(r"/[A-Za-z0-9/_.-]*", path) and "//" not in path else None
+    local = re.fullmatch(r"/[A-Za-z0-9/_.~%-]*(\?[A-Za-z0-9_.~%=&+-]*)?", path or "")
+    return path if path and local and "//" not in path else None
+
+
+class BadInput(ValueError):
+    """A query parameter that is not what the page takes: answered 400 with the reason."""
 
 
 def _int(text: str | None) -> int | None:
+    """A job id: a whole number from 1 to the largest bigint, else None."""
     try:
-        return int(text or "")
+        value = int(text or "")
     except ValueError:
         return None
+    return value if 0 < value <= pages.MAX_ID else None
+
+
+def _before(text: str | None) -> int | None:
+    """The ``before`` of a page (a job id); absent: the first page."""
+    if not text:
+        return None
+    value = _int(text)
+    if value is None:
+        raise BadInput(f"before: expected a job id (a whole number from 1), got {text[:40]!r}")
+    return value
 
 
 def _ids(form: Any) -> list[int]:
@@ -306,16 +386,19 @@ def create_app(settings: Settings, db: Database | None = None) -> Starlette:
     routes = [
         get("/", web.overview),
         get("/fragments/overview", web.overview_fragment),
-        get("/queues/{name}", web.queue),
-        get("/fragments/queues/{name}", web.queue_fragment),
+        # a queue's name may hold "/": its routes take the rest of the path
+        post("/queues/{name:path}/pause", web.pause),
+        post("/queues/{name:path}/resume", web.resume),
+        get("/queues/{name:path}", web.queue),
+        get("/fragments/queues/{name:path}", web.queue_fragment),
         get("/jobs", web.find_job),
         get("/jobs/{job_id}", web.job),
         post("/jobs/{job_id:int}/cancel", web.cancel),
-        post("/queues/{name}/pause", web.pause),
-        post("/queues/{name}/resume", web.resume),
         get("/dead", web.dead),
         post("/dead/requeue", web.requeue),
         post("/dead/purge", web.purge),
+        post("/dead/requeue-matching", web.matching),
+        post("/dead/purge-matching", web.matching),
         get("/workers", web.workers),
         get("/fragments/workers", web.workers_fragment),
         get("/healthz", web.healthz),
@@ -331,7 +414,8 @@ def create_app(settings: Settings, db: Database | None = None) -> Starlette:
         ],
         exception_handlers={
             psycopg.OperationalError: _unavailable,
-            psycopg.errors.InvalidParameterValue: _bad_request,
+            psycopg.DataError: _bad_request,
+            BadInput: _bad_request,
             PoolTimeout: _unavailable,
         },
     )
@@ -339,7 +423,8 @@ def create_app(settings: Settings, db: Database | None = None) -> Starlette:
 
 async def _bad_request(request: Request, exc: Exception) -> Response:
     diag = getattr(exc, "diag", None)
-    return PlainTextResponse(f"bad request: {diag.message_primary if diag else exc}\n", 400)
+    reason = (diag.message_primary if diag else None) or " ".join(str(exc).split())
+    return PlainTextResponse(f"bad request: {reason}\n", 400)
 
 
 async def _unavailable(request: Request, exc: Exception) -> Response:

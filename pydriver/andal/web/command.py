@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 
 from ..roles import ROLE_PREFIX
@@ -68,6 +69,46 @@ def parse_bind(text: str) -> tuple[str, int]:
     return host.strip("[]") or "127.0.0.1", int(port)
 
 
+#: One segment of --root-path: letters, digits and - . _ ~ (never . or .. alone).
+_SEGMENT = re.compile(r"[A-Za-z0-9._~-]+")
+
+
+def root_path(text: str) -> str:
+    """--root-path as the app takes it ("" or "/a/b", no trailing slash), or ValueError: it
+    goes into every link and the cookies' Path, so only plain path segments pass."""
+    root = text.rstrip("/")
+    if not root:
+        return ""
+    segments = root.split("/")
+    if (
+        segments[0]
+        or len(root) > 200
+        or not all(_SEGMENT.fullmatch(seg) and seg not in (".", "..") for seg in segments[1:])
+    ):
+        raise ValueError(
+            f"--root-path: expected a path like /andal (segments of letters, digits, - . _ ~),"
+            f" got {text[:80]!r}"
+        )
+    return root
+
+
+def check_credentials(token: str | None, basic: str | None) -> None:
+    """An empty token or password would turn authentication off without a word: refused
+    (to serve without authentication, give neither and unset the variables)."""
+    if token is not None and not token.strip():
+        raise ValueError(
+            "--auth-token is empty (or $ANDAL_WEB_TOKEN is set but empty): give a token, or"
+            " unset ANDAL_WEB_TOKEN to serve without authentication"
+        )
+    if basic is not None:
+        user, sep, password = basic.partition(":")
+        if not sep or not user or not password:
+            raise ValueError(
+                "--basic-auth (or $ANDAL_WEB_BASIC_AUTH): expected USER:PASSWORD, both"
+                " non-empty; unset ANDAL_WEB_BASIC_AUTH to serve without authentication"
+            )
+
+
 def run(args: argparse.Namespace) -> int:
     """The `andal web` command; returns the exit code (2 bad usage, 3/4 the database)."""
     if len(args.dsns) > 1:
@@ -75,15 +116,12 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         host, port = parse_bind(args.bind)
-        root = args.root_path.rstrip("/")
-        if root and not root.startswith("/"):
-            raise ValueError("--root-path must start with /")
+        root = root_path(args.root_path)
+        check_credentials(args.auth_token, args.basic_auth)
         if args.role_prefix is not None and not ROLE_PREFIX.fullmatch(args.role_prefix):
             raise ValueError("--role-prefix: a lower-case letter, then letters, digits or _")
         if not args.refresh > 0:
             raise ValueError("--refresh must be a positive number of seconds")
-        if args.basic_auth is not None and ":" not in args.basic_auth:
-            raise ValueError("--basic-auth: expected USER:PASSWORD")
     except ValueError as exc:
         print(f"andal: {exc}", file=sys.stderr)
         return 2

@@ -98,9 +98,9 @@ class Database:
                     self.can_act = self._is_admin(conn)
                     if not self.can_act:
                         raise SetupError(f"--admin-dsn: its login role is not in {self.admin_role}")
-        except psycopg.OperationalError as exc:
+        except (psycopg.OperationalError, psycopg.ProgrammingError) as exc:
             reason = " ".join(str(exc).split())
-            raise SetupError(f"cannot connect to the database: {reason}") from None
+            raise SetupError(f"cannot connect to the database: {reason}") from exc
 
     def _is_admin(self, conn: psycopg.Connection) -> bool:
         return bool(_one(conn, queries.MEMBER_OF, {"role": self.admin_role}))
@@ -129,6 +129,13 @@ class Database:
         with self._session(self.reader, self.reader_role) as conn:
             row = conn.execute(statement, params).fetchone()
             return row[0] if row else None
+
+    def act_row(
+        self, statement: str, params: Mapping[str, Any] | None = None
+    ) -> tuple[Any, ...] | None:
+        """As ``act``, the whole row."""
+        with self._session(self.admin, self.admin_role) as conn:
+            return conn.execute(statement, params).fetchone()
 
     def act(self, statement: str, params: Mapping[str, Any] | None = None) -> Any:
         """One action (or an admin's read), as andal_admin, in its own transaction; the first

@@ -15,6 +15,10 @@ from . import charts, queries
 from .db import Database
 
 PAGE_SIZE = 50
+#: The Workers page lists at most this many workers.
+WORKERS_SHOWN = 200
+#: The largest job id (bigint): a larger number in a URL is no job.
+MAX_ID = 2**63 - 1
 #: The states of queue.job(), in a job's order of life.
 STATES = ("scheduled", "pending", "running", "failed", "completed", "dead", "cancelled")
 
@@ -24,7 +28,7 @@ def overview(db: Database) -> dict[str, Any]:
         [
             (queries.STATS, None),
             (queries.BY_MINUTE, {"span": "1 hour"}),
-            (queries.WORKERS, None),
+            (queries.WORKER_TOTALS, None),
             (queries.CACHE_STATS, None),
             (queries.CATEGORY_LIMITS, None),
         ]
@@ -37,8 +41,8 @@ def overview(db: Database) -> dict[str, Any]:
         "categories": _limited(stats, limits),
         "held_xmin_age": held["held_xmin_age"] if held else None,
         "held_xmin_seconds": held["held_xmin_seconds"] if held else None,
-        "workers": len(workers),
-        "running": sum(w["running"] for w in workers),
+        "workers": workers[0]["workers"],
+        "running": workers[0]["running"],
         "cache": cache_figures(cache),
     }
 
@@ -85,11 +89,11 @@ def _page(db: Database, queue: str | None, state: str | None, before: int | None
 
 
 def queue(db: Database, name: str, state: str | None, before: int | None) -> dict[str, Any]:
+    """A queue's page but its live figures (``queue_figures``, read for every queue at once)."""
     settings, schedules = db.read_many(
         [(queries.QUEUE_SETTINGS, {"queue": name}), (queries.SCHEDULES, {"queue": name})]
     )
     return {
-        **queue_figures(db, name),
         "settings": settings[0] if settings else None,
         "schedules": schedules,
         "state": state or "",
@@ -99,9 +103,9 @@ def queue(db: Database, name: str, state: str | None, before: int | None) -> dic
     }
 
 
-def queue_figures(db: Database, name: str) -> dict[str, Any]:
-    """The live part of a queue's page: its figures, charts, categories and the rate limits
-    of the categories it uses (those queue.stats() lists for it)."""
+def every_queue(db: Database) -> dict[str, list[dict[str, Any]]]:
+    """What the live part of every queue's page shows, read once for all of them (so however
+    many queue names are asked for, the functions run once per refresh)."""
     stats, by_minute, limits, rates = db.read_many(
         [
             (queries.STATS, None),
@@ -110,30 +114,54 @@ def queue_figures(db: Database, name: str) -> dict[str, Any]:
             (queries.RATE_LIMITS, None),
         ]
     )
-    rows = [r for r in stats if r["queue"] == name]
+    return {"stats": stats, "by_minute": by_minute, "limits": limits, "rates": rates}
+
+
+def queue_figures(every: dict[str, list[dict[str, Any]]], name: str) -> dict[str, Any] | None:
+    """The live part of a queue's page: its figures, charts, categories and the rate limits
+    of the categories it uses (those queue.stats() lists for it); None when queue.stats()
+    does not list the queue."""
+    rows = [r for r in every["stats"] if r["queue"] == name]
     total = next((dict(r) for r in rows if r["category"] is None), None)
+    if total is None:
+        return None
     used = {r["category"]: r for r in rows if r["category"] is not None}
     return {
         "name": name,
-        "total": _charted(total, _series(by_minute)) if total else None,
-        "categories": _limited(rows, limits),
+        "total": _charted(total, _series([m for m in every["by_minute"] if m["queue"] == name])),
+        "categories": _limited(rows, every["limits"]),
         "rate_limits": [
             dict(r, refusals=used[r["category"]]["rate_refusals"])
-            for r in rates
+            for r in every["rates"]
             if r["category"] in used
         ],
     }
 
 
+#: The reasons a job dies for (queue.dead_letters.reason).
+REASONS = ("exhausted", "non_retryable", "cancelled")
+#: Dead letters requeued or purged by one press of "all matching".
+BULK_LIMIT = 1000
+
+
 def dead_letters(
-    db: Database, queue_name: str | None, state: str, before: int | None
+    db: Database, queue_name: str | None, reason: str | None, before: int | None
 ) -> dict[str, Any]:
+    """A page of queue.dead_letters_by(), and the ``before`` of the next (None: the last)."""
+    rows = db.read(
+        queries.DEAD_LETTERS_BY,
+        {"queue": queue_name, "reason": reason, "before": before, "lim": PAGE_SIZE + 1},
+    )
+    more = len(rows) > PAGE_SIZE
+    rows = rows[:PAGE_SIZE]
     return {
         "queue": queue_name or "",
-        "state": state,
-        "states": ("dead", "cancelled"),
+        "reason": reason or "",
+        "reasons": REASONS,
         "before": before,
-        **_page(db, queue_name, state, before),
+        "bulk_limit": BULK_LIMIT,
+        "jobs": rows,
+        "next_before": rows[-1]["job_id"] if more else None,
     }
 
 
@@ -152,4 +180,9 @@ def job(db: Database, job_id: int) -> dict[str, Any]:
 
 
 def workers(db: Database) -> dict[str, Any]:
-    return {"workers": db.read(queries.WORKERS)}
+    """The workers holding most jobs first, at most ``WORKERS_SHOWN`` of them (however many
+    are registered, the page stays one page), and how many there are in all."""
+    shown, totals = db.read_many(
+        [(queries.WORKERS, {"lim": WORKERS_SHOWN}), (queries.WORKER_TOTALS, None)]
+    )
+    return {"workers": shown, "total_workers": totals[0]["workers"]}

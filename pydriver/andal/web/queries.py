@@ -56,7 +56,14 @@ WORKERS = (
     " extract(epoch from w.next_lease_expiry)::float8 as next_lease_s, w.connections,"
     " r.slots, r.host"
     " from queue.workers() as w"
-    " left join queue.registered_workers() as r on r.worker = w.worker order by w.worker"
+    " left join queue.registered_workers() as r on r.worker = w.worker"
+    " order by w.running desc, w.worker limit %(lim)s::int"
+)
+
+#: How many workers queue.workers() lists, and the jobs they hold.
+WORKER_TOTALS = (
+    "select count(*) as workers, coalesce(sum(w.running), 0)::bigint as running"
+    " from queue.workers() as w"
 )
 
 #: cache.stats() rows: (metric, labels, value).
@@ -83,6 +90,24 @@ JOBS_BY = (
 PAYLOAD = "select jsonb_pretty(queue.job_payload(job_id => %(job_id)s::bigint))"
 
 REQUEUE_DEAD = "select queue.requeue_dead(job_id => %(job_id)s::bigint)"
+
+#: A page of dead letters by queue and reason (null: any), newest first; no payload.
+DEAD_LETTERS_BY = (
+    "select d.job_id, d.queue, d.category, d.reason, d.attempts, d.max_attempts,"
+    " d.enqueued_at, d.died_at, d.last_error"
+    " from queue.dead_letters_by(queue => %(queue)s::text, reason => %(reason)s::text,"
+    " before => %(before)s::bigint, lim => %(lim)s::int) as d"
+)
+
+#: Every dead letter matching the filters, at most max_rows of them (admins).
+REQUEUE_MATCHING = (
+    "select r.requeued, r.refused from queue.requeue_dead_matching(queue => %(queue)s::text,"
+    " reason => %(reason)s::text, max_rows => %(max_rows)s::int) as r"
+)
+PURGE_MATCHING = (
+    "select queue.purge_dead_matching(queue => %(queue)s::text, reason => %(reason)s::text,"
+    " max_rows => %(max_rows)s::int)"
+)
 PURGE_DEAD_JOBS = "select queue.purge_dead_jobs(job_ids => %(job_ids)s::bigint[])"
 CANCEL = "select queue.cancel(job_id => %(job_id)s::bigint)"
 PAUSE = "select queue.pause(queue => %(queue)s::text)"

@@ -3,10 +3,15 @@
 * Optional access control for deployments behind a proxy: a bearer token
   (``Authorization: Bearer …``) and/or HTTP basic auth; either one given admits the request.
   Compared in constant time. ``/healthz`` stays open (it says nothing but "ok").
-* CSRF: a double-submit token. Every page sets a cookie holding a random token signed with
-  the server's secret (HttpOnly, SameSite=Strict); every form carries the same token in a
-  hidden field; a POST is accepted only when both are present, the signature holds and they
-  match. Another site can neither read the cookie nor forge the field.
+* CSRF: every page sets a session cookie holding a random id signed with the server's secret
+  (HttpOnly, SameSite=Strict); every form carries a token that is an HMAC, with that secret,
+  over the session id, the request's credentials (its ``Authorization`` header), this
+  dashboard's own origin (the ``Host`` it was served under) and the time the token was
+  made. A POST is accepted only when its token holds for its own session, credentials and
+  origin and is less than ``CSRF_MAX_AGE`` old, and when the browser says the form came from
+  this very origin (``Sec-Fetch-Site`` is ``same-origin``, ``Origin`` is this host): a page on
+  another port of the same host (same site, so it shares cookies) or another dashboard that
+  shares the secret can neither reuse its own token nor send the form.
 * Headers that keep the pages from running other scripts or being framed.
 * A notice for the page after an action, in a signed cookie (never in the URL).
 """
@@ -18,6 +23,7 @@ import binascii
 import hashlib
 import hmac
 import secrets
+import time
 from dataclasses import dataclass
 
 from starlette.requests import Request
@@ -27,6 +33,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 CSRF_COOKIE = "andal_csrf"
 CSRF_FIELD = "csrf"
 NOTICE_COOKIE = "andal_notice"
+#: Seconds a form's CSRF token stays valid (a page left open longer: reload it).
+CSRF_MAX_AGE = 12 * 3600
 
 
 @dataclass(frozen=True)
@@ -146,13 +154,29 @@ class Signer:
         return value if hmac.compare_digest(mac, good) else None
 
 
-def csrf_token(request: Request, signer: Signer) -> str:
-    """This browser's token: the one in its cookie when valid, else a new one (set by
-    ``set_csrf_cookie`` on the response)."""
-    token = signer.unsign(request.cookies.get(CSRF_COOKIE))
-    if token is None:
-        token = request.state.new_csrf = secrets.token_urlsafe(32)
-    return token
+def _session(request: Request, signer: Signer) -> str:
+    """This browser's session id: the one in its cookie when the signature holds, else a new
+    one (set by ``set_csrf_cookie`` on the response)."""
+    sid = signer.unsign(request.cookies.get(CSRF_COOKIE))
+    if sid is None:
+        sid = getattr(request.state, "new_csrf", None)
+        if sid is None:
+            sid = request.state.new_csrf = secrets.token_urlsafe(32)
+    return sid
+
+
+def _bound(request: Request, signer: Signer, sid: str, issued: int) -> str:
+    """The token's MAC: over the session, the credentials, this origin and the time."""
+    credential = hashlib.sha256(request.headers.get("authorization", "").encode()).hexdigest()
+    host = request.headers.get("host", "")
+    message = f"csrf|{sid}|{credential}|{host}|{issued}"
+    return hmac.new(signer.key, message.encode(), hashlib.sha256).hexdigest()
+
+
+def csrf_token(request: Request, signer: Signer, now: float | None = None) -> str:
+    """The token for this page's forms: ``<issued>.<mac>``."""
+    issued = int(time.time() if now is None else now)
+    return f"{issued}.{_bound(request, signer, _session(request, signer), issued)}"
 
 
 def set_csrf_cookie(response: Response, request: Request, signer: Signer, path: str) -> None:
@@ -168,11 +192,35 @@ def set_csrf_cookie(response: Response, request: Request, signer: Signer, path: 
         )
 
 
-def csrf_valid(request: Request, signer: Signer, field: str | None) -> bool:
-    token = signer.unsign(request.cookies.get(CSRF_COOKIE))
-    if not token or not field:
+def csrf_valid(
+    request: Request, signer: Signer, field: str | None, now: float | None = None
+) -> bool:
+    """The form's token holds for this session, these credentials, this origin and is recent."""
+    sid = signer.unsign(request.cookies.get(CSRF_COOKIE))
+    issued_text, _, mac = (field or "").partition(".")
+    if not sid or not mac or not issued_text.isdigit() or len(issued_text) > 12:
         return False
-    return hmac.compare_digest(token.encode(), field.encode())
+    issued = int(issued_text)
+    age = (time.time() if now is None else now) - issued
+    if not -60 <= age <= CSRF_MAX_AGE:
+        return False
+    return hmac.compare_digest(mac.encode(), _bound(request, signer, sid, issued).encode())
+
+
+def same_origin(request: Request) -> bool:
+    """The browser's word that the POST comes from a page of this origin: ``Sec-Fetch-Site``
+    (sent by every current browser) must be ``same-origin``, and ``Origin``, when sent, must
+    name this host (``Host``, or ``X-Forwarded-Host`` behind a proxy). A client that sends
+    neither (curl, a script) is judged by its token alone."""
+    site = request.headers.get("sec-fetch-site")
+    if site is not None and site != "same-origin":
+        return False
+    origin = request.headers.get("origin")
+    if origin is None:
+        return True
+    hosts = {request.headers.get("host"), request.headers.get("x-forwarded-host")}
+    scheme, sep, netloc = origin.partition("://")
+    return bool(sep) and scheme in ("http", "https") and netloc in hosts - {None}
 
 
 def set_notice(response: Response, signer: Signer, text: str, path: str, secure: bool) -> None:

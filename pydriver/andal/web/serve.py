@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import argparse
 import os
+import socket
 import sys
 
+import psycopg
 import uvicorn
 
+from ..cli.base import EXIT_NOT_INSTALLED, EXIT_PORT, connect_failure
 from . import security
 from .app import Settings, create_app
 from .db import Database, SetupError
@@ -23,12 +26,20 @@ def serve(args: argparse.Namespace, host: str, port: int, root: str) -> int:
         access=security.Access(token=args.auth_token or None, basic=args.basic_auth or None),
         secret=os.environ.get("ANDAL_WEB_SECRET"),
     )
+    taken = _port_taken(host, port)
+    if taken:
+        print(f"andal: --bind {host}:{port}: {taken}", file=sys.stderr)
+        return EXIT_PORT
     db = Database(settings.dsn, settings.admin_dsn, settings.role_prefix)
     try:
         db.open()
     except SetupError as exc:
+        if isinstance(exc.__cause__, psycopg.Error):
+            failure = connect_failure(exc.__cause__)
+            print(f"andal: {failure}", file=sys.stderr)
+            return failure.code
         print(f"andal: {exc}", file=sys.stderr)
-        return 3 if str(exc).startswith("cannot connect") else 4
+        return EXIT_NOT_INSTALLED
     if args.read_only:
         db.can_act = False
     mode = f"actions enabled ({db.admin_role})" if db.can_act else "read-only"
@@ -40,3 +51,15 @@ def serve(args: argparse.Namespace, host: str, port: int, root: str) -> int:
     finally:
         db.close()
     return 0
+
+
+def _port_taken(host: str, port: int) -> str | None:
+    """Why the address cannot be listened on (taken, not this machine's), or None."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            return f"cannot listen there: {exc.strerror or exc}"
+    return None

@@ -46,6 +46,11 @@ class JobInterrupted(Exception):  # noqa: N818 - the name is the API
         self.reason = reason
 
 
+#: Its public name in tracebacks and error texts (``andal.JobInterrupted``, not the module it
+#: is defined in): what a reader can look up.
+JobInterrupted.__module__ = "andal"
+
+
 class _Stop:
     """The one mutable part of a ``Job``: why the worker asks its handler to stop (None: it
     does not). Set once, by the worker's heartbeat thread."""

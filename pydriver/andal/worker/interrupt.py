@@ -107,7 +107,9 @@ def aborted(run: _Run, outcome: _Outcome | None = None) -> _Outcome:
     cancelled): sent whatever the handler did, as the abort wins over a completion."""
     why = "aborted: queue.cancel asked the running job to stop"
     if outcome is not None and not outcome.ok and outcome.reason == "exception":
-        why += f" (the handler then raised {outcome.summary()})"
+        raised = outcome.summary()
+        if not raised.startswith("andal.JobInterrupted:"):  # the way a handler says "stopped"
+            why += f" (the handler then raised {raised})"
     out = _Outcome(run, False, 0.0, error=why, reason="aborted", retryable=False)
     if outcome is not None:
         out.duration_ms, out.rides = outcome.duration_ms, outcome.rides

@@ -53,6 +53,9 @@ insert into matrix values
     ('queue.requeue_dead(bigint)', false, false, true),
     ('queue.purge_dead(interval)', false, false, true),
     ('queue.purge_dead_jobs(bigint[])', false, false, true),
+    ('queue.purge_dead_matching(text,text,interval,integer)', false, false, true),
+    ('queue.dead_letters_by(text,text,bigint,integer)', false, false, true),
+    ('queue.requeue_dead_matching(text,text,interval,integer)', false, false, true),
     ('queue.list_dead(text,integer)', false, false, true),
     ('queue.configure_queue(text,integer,interval,text,interval,interval,real,boolean,integer,'
         'boolean,text)', false, false, true),
@@ -78,7 +81,8 @@ insert into monitor_may values
     ('queue.next_available(text[])'), ('queue.registered_workers()'),
     ('queue.version()'), ('queue.roles()'), ('queue.job(bigint)'), ('queue.jobs_by(text,text,bigint,integer)'),
     ('queue.stats_by_minute(interval)'), ('queue.category_limits()'), ('queue.schedules()'),
-    ('queue.queue_settings(text)'), ('queue.rate_limits()'), ('cache.stats(interval)');
+    ('queue.queue_settings(text)'), ('queue.rate_limits()'), ('cache.stats(interval)'),
+    ('queue.dead_letters_by(text,text,bigint,integer)');
 
 select is_empty(
     $$ select p.oid::regprocedure::text from pg_proc as p
