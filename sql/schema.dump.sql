@@ -237,7 +237,6 @@ CREATE FUNCTION cache._check_value(value jsonb, argument text DEFAULT 'value'::t
     AS $$
 declare
     v_limit int;
-    v_bytes bigint;
 begin
     if value is null then
         raise exception '% must not be null', argument using errcode = '22004',
@@ -249,16 +248,11 @@ begin
     end if;
     -- no settings row must not mean no limit: then the column's default (1 MiB)
     v_limit := coalesce((select c.max_value_bytes from cache.config as c), 1048576);
-    -- The limit is on what a reader receives: the JSON text, measured on every value (the
-    -- stored size is no bound on it: a jsonb number of a few bytes prints as up to 131,072
-    -- digits).
-    v_bytes := octet_length(value::text);
-    if v_bytes > v_limit then
-        raise exception '% is % bytes, over the cache''s limit of % bytes',
-            argument, v_bytes, v_limit
-            using errcode = '54000',
-            hint = 'Cache a smaller value, or raise cache.config.max_value_bytes.';
-    end if;
+    -- The limit is on what a reader receives: the JSON text, measured on every value at a
+    -- cost bounded by its stored size (queue._json_size), never by the text.
+    perform queue._check_json(value, argument, v_limit,
+        '%s is %s bytes, over the cache''s limit of %s bytes',
+        'Cache a smaller value, or raise cache.config.max_value_bytes.');
 end
 $$;
 
@@ -388,8 +382,8 @@ begin
         return;
     elsif policy = 'rewrite' and reason = 'completed' and result is not null
         and jsonb_typeof(result) <> 'null'
-        and octet_length(result::text)
-            <= coalesce((select c.max_value_bytes from cache.config as c), 1048576) then
+        and queue._json_fits(result,
+            coalesce((select c.max_value_bytes from cache.config as c), 1048576)) then
         perform cache._apply(_job_done.key, 'put', result, null, reason);
     elsif policy in ('invalidate', 'rewrite') then
         perform cache._apply(_job_done.key, 'invalidate', null, null, reason);
@@ -1689,6 +1683,28 @@ begin
 end
 $$;
 
+CREATE FUNCTION queue._check_json(value jsonb, argument text, bound bigint, over text, hint text) RETURNS void
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    v_size record;
+begin
+    v_size := queue._json_size(value, bound);
+    if v_size.longest_number > queue._max_number_chars() then
+        raise exception '% holds a number of % characters of JSON text, over the limit of %',
+            argument, v_size.longest_number, queue._max_number_chars()
+            using errcode = '54000', hint = 'Send a number this long as a JSON string.';
+    end if;
+    if v_size.bytes > bound then
+        raise exception using message = format(over, argument,
+                case when v_size.exact then v_size.bytes::text
+                    else 'at least ' || v_size.bytes end, bound),
+            errcode = '54000', hint = hint;
+    end if;
+end
+$$;
+
 CREATE FUNCTION queue._check_name(value text, argument text, required boolean DEFAULT true, max_length integer DEFAULT 128) RETURNS void
     LANGUAGE plpgsql IMMUTABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -1712,8 +1728,6 @@ CREATE FUNCTION queue._check_payload(payload jsonb, argument text, payload_limit
     LANGUAGE plpgsql IMMUTABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-declare
-    v_bytes bigint;
 begin
     if payload is null then
         raise exception '% must not be null', argument using errcode = '22004';
@@ -1722,13 +1736,12 @@ begin
         raise exception '% must be a JSON object, not %', argument, jsonb_typeof(payload)
             using errcode = '22023';
     end if;
-    -- The limit is on what a claimer receives: the JSON text, measured on every payload.
-    -- The stored size says nothing about it (a jsonb number of a few bytes prints as up to
-    -- 131,072 digits), so it is no shortcut; printing a small payload costs microseconds.
-    v_bytes := octet_length(payload::text);
-    if v_bytes > payload_limit then
-        perform queue._payload_over(argument, v_bytes, payload_limit);
-    end if;
+    -- The limit is on what a claimer receives: the JSON text, measured on every payload at a
+    -- cost bounded by the stored size (queue._json_size), never by the text.
+    perform queue._check_json(payload, argument, payload_limit,
+        '%s is %s bytes, over the queue''s limit of %s bytes',
+        'Store large data elsewhere and pass a reference, '
+        'or raise the limit with queue.configure_queue(payload_limit => ...).');
 end
 $$;
 
@@ -1759,20 +1772,14 @@ CREATE FUNCTION queue._check_result(result jsonb, argument text) RETURNS jsonb
     LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-declare
-    v_limit int;
 begin
     if result is null then
         return null;
     end if;
-    v_limit := (queue._limits()).max_result_bytes;
-    if octet_length(result::text) > v_limit then
-        raise exception '% is % bytes, over the limit of % bytes for kept results', argument,
-            octet_length(result::text), v_limit
-            using errcode = '54000',
-            hint = 'Complete the job without a result (or fail it), or raise '
-            'queue.config.max_result_bytes.';
-    end if;
+    perform queue._check_json(result, argument, (queue._limits()).max_result_bytes,
+        '%s is %s bytes, over the limit of %s bytes for kept results',
+        'Complete the job without a result (or fail it), or raise '
+        'queue.config.max_result_bytes.');
     return result;
 end
 $$;
@@ -1781,20 +1788,24 @@ CREATE FUNCTION queue._check_trace_context(trace_context jsonb) RETURNS void
     LANGUAGE plpgsql IMMUTABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
+declare
+    v_bytes bigint;
 begin
     if jsonb_typeof(trace_context) <> 'object' then
         raise exception 'trace_context must be a JSON object, not %', jsonb_typeof(trace_context)
             using errcode = '22023';
     end if;
-    if octet_length(trace_context::text) > 4096 then
-        raise exception 'trace_context is % bytes, over the limit of 4096',
-            octet_length(trace_context::text)
-            using errcode = '22023';
-    end if;
+    -- the values' types first: a carrier of strings only prints as at most 6 times its
+    -- stored size (escapes), where numbers could print as gigabytes
     if exists (
         select from jsonb_each(trace_context) as e where jsonb_typeof(e.value) <> 'string'
     ) then
         raise exception 'trace_context values must be strings (a propagator''s carrier)'
+            using errcode = '22023';
+    end if;
+    v_bytes := octet_length(trace_context::text);
+    if v_bytes > 4096 then
+        raise exception 'trace_context is % bytes, over the limit of 4096', v_bytes
             using errcode = '22023';
     end if;
 end
@@ -2733,7 +2744,6 @@ CREATE FUNCTION queue._enqueue_lean(payload jsonb, queue text) RETURNS bigint
 declare
     v_cfg queue.queues;
     v_id bigint;
-    v_bytes bigint;
 begin
     if _enqueue_lean.queue is null or length(_enqueue_lean.queue) not between 1 and 128 then
         perform queue._check_name(_enqueue_lean.queue, 'queue');
@@ -2745,12 +2755,12 @@ begin
     if not found then
         v_cfg := queue._config(_enqueue_lean.queue);
     end if;
-    if jsonb_typeof(_enqueue_lean.payload) <> 'object' then
+    -- queue._json_size's first step, inline: a small object (stored in at most 1024 bytes)
+    -- printing as at most 1000 bytes within the limit passes; anything else is checked whole
+    if jsonb_typeof(_enqueue_lean.payload) <> 'object'
+        or pg_column_size(_enqueue_lean.payload) > 1024
+        or octet_length(_enqueue_lean.payload::text) > least(1000, v_cfg.payload_limit) then
         perform queue._check_payload(_enqueue_lean.payload, 'payload', v_cfg.payload_limit);
-    end if;
-    v_bytes := octet_length(_enqueue_lean.payload::text);  -- printed once, also when over
-    if v_bytes > v_cfg.payload_limit then
-        perform queue._payload_over('payload', v_bytes, v_cfg.payload_limit);
     end if;
     insert into queue.jobs as j (queue, payload, max_attempts, available_at, timeout)
     values (
@@ -2843,7 +2853,11 @@ begin
     from unnest(_enqueue_many.payloads, _enqueue_many.dedup_keys) with ordinality
         as e (payload, key, n)
     where e.payload is null or jsonb_typeof(e.payload) <> 'object'
-       or octet_length(e.payload::text) > v_cfg.payload_limit
+       -- queue._json_size's first step inline (a small payload printing as at most 1000
+       -- bytes within the limit passes); anything else is measured whole at bounded cost
+       or (pg_column_size(e.payload) > 1024
+           or octet_length(e.payload::text) > least(1000, v_cfg.payload_limit))
+       and not queue._json_fits(e.payload, v_cfg.payload_limit)
        or length(e.key) not between 1 and 512
     order by e.n
     limit 1;
@@ -3634,6 +3648,93 @@ $$;
 
 COMMENT ON FUNCTION queue._history_roll() IS 'Private: drop passed history partitions, create those needed ahead.';
 
+CREATE FUNCTION queue._json_fits(value jsonb, bound bigint) RETURNS boolean
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    v_size record;
+begin
+    v_size := queue._json_size(value, bound);
+    return v_size.bytes <= bound and v_size.longest_number <= queue._max_number_chars();
+end
+$$;
+
+CREATE FUNCTION queue._json_number_chars(value numeric) RETURNS bigint
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    v_abs numeric := abs(value);
+    v_digits bigint;
+begin
+    if v_abs < 1e15 then
+        v_digits := length(trunc(v_abs)::text);
+    else
+        -- 10^k <= abs < 10^(k + 1): the logarithm's floor, corrected by two comparisons
+        v_digits := least(floor(log(10, v_abs))::bigint, 131071);
+        if v_abs < ('1e' || v_digits)::numeric then
+            v_digits := v_digits - 1;
+        elsif v_digits < 131071 and v_abs >= ('1e' || (v_digits + 1))::numeric then
+            v_digits := v_digits + 1;
+        end if;
+        v_digits := v_digits + 1;
+    end if;
+    return (value < 0)::int + v_digits
+        + case when scale(value) > 0 then scale(value) + 1 else 0 end;
+end
+$$;
+
+CREATE FUNCTION queue._json_size(value jsonb, bound bigint, OUT bytes bigint, OUT exact boolean, OUT longest_number bigint) RETURNS record
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+declare
+    v_numbers jsonb;
+    v_count int;
+    v_chars bigint;
+begin
+    exact := true;
+    longest_number := 0;
+    if pg_column_size(value) <= 1024 then
+        bytes := octet_length(value::text);
+        if bytes <= 1000 then
+            return;
+        end if;
+    end if;
+    v_numbers := jsonb_path_query_array(value, 'strict $.** ? (@.type() == "number")');
+    v_count := jsonb_array_length(v_numbers);
+    if v_count <= 64 then
+        v_chars := octet_length(v_numbers::text) - 2 * greatest(v_count, 1);
+    end if;
+    if v_chars <= queue._max_number_chars() then
+        longest_number := v_chars;
+    else
+        select coalesce(max(c.chars), 0), coalesce(sum(c.chars), 0)
+        into longest_number, v_chars
+        from jsonb_array_elements(v_numbers) as p (number),
+            lateral (select p.number::numeric) as n (x),
+            lateral (select case when abs(n.x) < 1e15
+                then length(trunc(abs(n.x))::text) + (n.x < 0)::int
+                    + case when scale(n.x) > 0 then scale(n.x) + 1 else 0 end
+                else queue._json_number_chars(n.x) end) as c (chars);
+    end if;
+    if bytes is not null then
+        return;
+    end if;
+    if longest_number > queue._max_number_chars() or v_chars > bound then
+        bytes := v_chars;
+        exact := false;
+    elsif pg_column_compression(value) is null and 6 * pg_column_size(value) + v_chars <= bound
+        then
+        bytes := 6 * pg_column_size(value) + v_chars;
+        exact := false;
+    else
+        bytes := octet_length(value::text);
+    end if;
+end
+$_$;
+
 CREATE FUNCTION queue._latest_tick(cron text, every interval, tz text, anchor timestamp with time zone, since timestamp with time zone, at timestamp with time zone) RETURNS timestamp with time zone
     LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -3770,6 +3871,11 @@ $$;
 
 COMMENT ON FUNCTION queue._lock_down() IS 'Revoke CONNECT and TEMPORARY from PUBLIC on this database; notifications without names.';
 
+CREATE FUNCTION queue._max_number_chars() RETURNS integer
+    LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$ select 1000 $$;
+
 CREATE FUNCTION queue._next_tick(cron text, every interval, tz text, anchor timestamp with time zone, after timestamp with time zone) RETURNS timestamp with time zone
     LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -3809,19 +3915,6 @@ begin
     if coalesce(enabled, true) then
         perform queue._notify('andal_jobs', queue_name);
     end if;
-end
-$$;
-
-CREATE FUNCTION queue._payload_over(argument text, bytes bigint, payload_limit integer) RETURNS void
-    LANGUAGE plpgsql IMMUTABLE
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$
-begin
-    raise exception '% is % bytes, over the queue''s limit of % bytes',
-        argument, bytes, payload_limit
-        using errcode = '54000',
-        hint = 'Store large data elsewhere and pass a reference, '
-        'or raise the limit with queue.configure_queue(payload_limit => ...).';
 end
 $$;
 
@@ -7064,6 +7157,8 @@ REVOKE ALL ON FUNCTION queue._check_fence(job_id bigint, token uuid) FROM PUBLIC
 
 REVOKE ALL ON FUNCTION queue._check_interval(value interval, argument text, strict_positive boolean, required boolean, bound text) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION queue._check_json(value jsonb, argument text, bound bigint, over text, hint text) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION queue._check_name(value text, argument text, required boolean, max_length integer) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._check_payload(payload jsonb, argument text, payload_limit integer) FROM PUBLIC;
@@ -7130,6 +7225,12 @@ REVOKE ALL ON FUNCTION queue._history_keep(queue_name text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._history_roll() FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION queue._json_fits(value jsonb, bound bigint) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._json_number_chars(value numeric) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._json_size(value jsonb, bound bigint, OUT bytes bigint, OUT exact boolean, OUT longest_number bigint) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION queue._latest_tick(cron text, every interval, tz text, anchor timestamp with time zone, since timestamp with time zone, at timestamp with time zone) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._lease_clock() FROM PUBLIC;
@@ -7144,13 +7245,13 @@ REVOKE ALL ON FUNCTION queue._live_state(status text, available_at timestamp wit
 
 REVOKE ALL ON FUNCTION queue._lock_down() FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION queue._max_number_chars() FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION queue._next_tick(cron text, every interval, tz text, anchor timestamp with time zone, after timestamp with time zone) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._notify(channel text, payload text, anonymous text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._notify_ready(queue_name text, enabled boolean) FROM PUBLIC;
-
-REVOKE ALL ON FUNCTION queue._payload_over(argument text, bytes bigint, payload_limit integer) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._prom_label(value text) FROM PUBLIC;
 

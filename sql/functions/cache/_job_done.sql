@@ -5,7 +5,8 @@
 --   'invalidate' - invalidate the key;
 --   'rewrite'    - on completion with a non-null result, store the result as the key's new
 --                  value; on any other state change (or without a result, or with one over
---                  cache.config.max_value_bytes: the job still completes) invalidate;
+--                  cache.config.max_value_bytes or with a number too long for
+--                  cache.put: the job still completes) invalidate;
 --   'none'       - leave the cache alone.
 -- Raises: 22004 null key; 22023 unknown policy.
 create or replace function cache._job_done(key text, policy text, result jsonb, reason text)
@@ -20,8 +21,8 @@ begin
         return;
     elsif policy = 'rewrite' and reason = 'completed' and result is not null
         and jsonb_typeof(result) <> 'null'
-        and octet_length(result::text)
-            <= coalesce((select c.max_value_bytes from cache.config as c), 1048576) then
+        and queue._json_fits(result,
+            coalesce((select c.max_value_bytes from cache.config as c), 1048576)) then
         perform cache._apply(_job_done.key, 'put', result, null, reason);
     elsif policy in ('invalidate', 'rewrite') then
         perform cache._apply(_job_done.key, 'invalidate', null, null, reason);
