@@ -1465,6 +1465,8 @@ CREATE FUNCTION queue._bury(job_id bigint, reason text, last_error text, errors 
 declare
     v_queue text;
     v_watched boolean;
+    -- the time of the write, the clock claims use (never the transaction's start)
+    v_now timestamptz := clock_timestamp();
 begin
     with gone as (
         delete from queue.jobs as j where j.id = _bury.job_id
@@ -1474,10 +1476,10 @@ begin
     dead as (
         insert into queue.dead_letters as d (
             job_id, queue, category, priority, payload, attempt, max_attempts, enqueued_at,
-            dedup_key, reason, last_error, errors, cache_key
+            died_at, dedup_key, reason, last_error, errors, cache_key
         )
         select g.id, g.queue, g.category, g.priority, g.payload, g.attempt, g.max_attempts,
-            g.enqueued_at, g.dedup_key, _bury.reason, _bury.last_error, _bury.errors,
+            g.enqueued_at, v_now, g.dedup_key, _bury.reason, _bury.last_error, _bury.errors,
             g.cache_key
         from gone as g
     ),
@@ -1485,12 +1487,12 @@ begin
         -- the queue keeps history: the finished job goes there too
         insert into queue.history (
             job_id, queue, category, priority, state, payload, attempt, max_attempts,
-            enqueued_at, started_at, worker, errors, keep_until
+            enqueued_at, started_at, finished_at, worker, errors, keep_until
         )
         select g.id, g.queue, g.category, g.priority,
             case _bury.reason when 'cancelled' then 'cancelled' else 'dead' end, g.payload,
-            g.attempt, g.max_attempts, g.enqueued_at, g.claimed_at, g.worker, _bury.errors,
-            now() + q.history_retention
+            g.attempt, g.max_attempts, g.enqueued_at, g.claimed_at, v_now, g.worker,
+            _bury.errors, v_now + q.history_retention
         from gone as g
         join queue.queues as q on q.queue = g.queue and q.history_retention is not null
     )
@@ -4617,13 +4619,12 @@ begin
     if v_history is not null then
         insert into queue.history (
             job_id, queue, category, priority, state, payload, attempt, max_attempts,
-            enqueued_at, started_at, worker, result, errors, keep_until
+            enqueued_at, started_at, finished_at, worker, result, errors, keep_until
         ) values (
             v_id, v_queue, v_category, v_job.priority, 'completed', v_job.payload,
             v_job.attempt, v_job.max_attempts, v_job.enqueued_at,
-            v_job.claimed_at, v_job.worker, queue._check_result(complete.result, 'result'),
-            v_job.errors,
-            now() + v_history
+            v_job.claimed_at, v_now, v_job.worker,
+            queue._check_result(complete.result, 'result'), v_job.errors, v_now + v_history
         );
     end if;
     if v_job.watched then
@@ -4633,8 +4634,8 @@ begin
         perform queue._free_slots(array[v_id], array[v_queue]);
     end if;
     if v_keep then
-        insert into queue.results (job_id, queue, result)
-        values (v_id, v_queue, queue._check_result(complete.result, 'result'));
+        insert into queue.results (job_id, queue, result, completed_at)
+        values (v_id, v_queue, queue._check_result(complete.result, 'result'), v_now);
     end if;
     if v_cache_key is not null then
         perform cache._job_done(v_cache_key, coalesce(v_policy, 'invalidate'), complete.result,
@@ -4718,9 +4719,9 @@ begin
     kept as (
         -- the queues that keep results are read once (usually none), not once per job; in
         -- key order, so on an index
-        insert into queue.results (job_id, queue, result)
+        insert into queue.results (job_id, queue, result, completed_at)
         select g.id, g.queue,
-            queue._check_result(complete_many.results[g.n], format('results[%s]', g.n))
+            queue._check_result(complete_many.results[g.n], format('results[%s]', g.n)), v_now
         from gone as g
         where g.queue = any (array(
             select q.queue from queue.queues as q where q.keep_results order by q.queue))
@@ -4811,11 +4812,11 @@ begin
     if v_history is not null then
         insert into queue.history (
             job_id, queue, category, priority, state, payload, attempt, max_attempts,
-            enqueued_at, started_at, worker, result, errors, keep_until
+            enqueued_at, started_at, finished_at, worker, result, errors, keep_until
         )
         select h.job_id, h.queue, h.category, h.priority, 'completed', h.payload, h.attempt,
-            h.max_attempts, h.enqueued_at, h.started_at, h.worker, h.result, h.errors,
-            now() + queue._history_keep(h.queue)
+            h.max_attempts, h.enqueued_at, h.started_at, v_now, h.worker, h.result, h.errors,
+            v_now + queue._history_keep(h.queue)
         from jsonb_to_recordset(v_history) as h (
             job_id bigint, queue text, category text, priority int, payload jsonb,
             attempt int, max_attempts int, enqueued_at timestamptz, started_at timestamptz,
@@ -5142,7 +5143,7 @@ begin
             h.result, h.errors, h.keep_until
          from queue.history as h
          where h.job_id = job.job_id
-         order by h.finished_at desc
+         order by h.finished_seq desc nulls last, h.finished_at desc
          limit 1)
         union all
         select 3, d.job_id, case d.reason when 'cancelled' then 'cancelled' else 'dead' end,
@@ -5179,7 +5180,7 @@ begin
             select 1 as src, j.payload from queue.jobs as j where j.id = job_payload.job_id
             union all
             (select 2, h.payload from queue.history as h where h.job_id = job_payload.job_id
-             order by h.finished_at desc limit 1)
+             order by h.finished_seq desc nulls last, h.finished_at desc limit 1)
             union all
             select 3, d.payload from queue.dead_letters as d
             where d.job_id = job_payload.job_id
@@ -5250,7 +5251,9 @@ begin
            and not exists (select from queue.jobs as j where j.id = h.job_id)
            and not exists (
                select from queue.history as n
-               where n.job_id = h.job_id and n.finished_at > h.finished_at)
+               where n.job_id = h.job_id
+                 and (coalesce(n.finished_seq, 0), n.finished_at)
+                     > (coalesce(h.finished_seq, 0), h.finished_at))
          order by h.job_id desc
          limit jobs_by.lim)
         union all
@@ -5296,7 +5299,7 @@ CREATE TABLE queue.dead_letters (
     attempt integer NOT NULL,
     max_attempts integer NOT NULL,
     enqueued_at timestamp with time zone NOT NULL,
-    died_at timestamp with time zone DEFAULT now() NOT NULL,
+    died_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
     dedup_key text,
     reason text NOT NULL,
     last_error text,
@@ -6647,6 +6650,13 @@ CREATE TABLE queue.config (
     CONSTRAINT config_single CHECK (id)
 );
 
+CREATE SEQUENCE queue.history_finished_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
 CREATE TABLE queue.history (
     job_id bigint NOT NULL,
     queue text NOT NULL,
@@ -6658,11 +6668,12 @@ CREATE TABLE queue.history (
     max_attempts integer NOT NULL,
     enqueued_at timestamp with time zone NOT NULL,
     started_at timestamp with time zone,
-    finished_at timestamp with time zone DEFAULT now() NOT NULL,
+    finished_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
     worker text,
     result jsonb,
     errors jsonb DEFAULT '[]'::jsonb NOT NULL,
     keep_until timestamp with time zone NOT NULL,
+    finished_seq bigint DEFAULT nextval('queue.history_finished_seq'::regclass),
     CONSTRAINT history_state_check CHECK ((state = ANY (ARRAY['completed'::text, 'dead'::text, 'cancelled'::text])))
 )
 PARTITION BY RANGE (keep_until);
@@ -6678,11 +6689,12 @@ CREATE TABLE queue.history_default (
     max_attempts integer NOT NULL,
     enqueued_at timestamp with time zone NOT NULL,
     started_at timestamp with time zone,
-    finished_at timestamp with time zone DEFAULT now() NOT NULL,
+    finished_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
     worker text,
     result jsonb,
     errors jsonb DEFAULT '[]'::jsonb NOT NULL,
     keep_until timestamp with time zone NOT NULL,
+    finished_seq bigint DEFAULT nextval('queue.history_finished_seq'::regclass),
     CONSTRAINT history_state_check CHECK ((state = ANY (ARRAY['completed'::text, 'dead'::text, 'cancelled'::text])))
 );
 
@@ -6782,7 +6794,7 @@ CREATE TABLE queue.results (
     job_id bigint NOT NULL,
     queue text NOT NULL,
     result jsonb,
-    completed_at timestamp with time zone DEFAULT now() NOT NULL
+    completed_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL
 );
 
 CREATE TABLE queue.schedule_ticks (

@@ -103,13 +103,12 @@ begin
     if v_history is not null then
         insert into queue.history (
             job_id, queue, category, priority, state, payload, attempt, max_attempts,
-            enqueued_at, started_at, worker, result, errors, keep_until
+            enqueued_at, started_at, finished_at, worker, result, errors, keep_until
         ) values (
             v_id, v_queue, v_category, v_job.priority, 'completed', v_job.payload,
             v_job.attempt, v_job.max_attempts, v_job.enqueued_at,
-            v_job.claimed_at, v_job.worker, queue._check_result(complete.result, 'result'),
-            v_job.errors,
-            now() + v_history
+            v_job.claimed_at, v_now, v_job.worker,
+            queue._check_result(complete.result, 'result'), v_job.errors, v_now + v_history
         );
     end if;
     if v_job.watched then
@@ -119,8 +118,8 @@ begin
         perform queue._free_slots(array[v_id], array[v_queue]);
     end if;
     if v_keep then
-        insert into queue.results (job_id, queue, result)
-        values (v_id, v_queue, queue._check_result(complete.result, 'result'));
+        insert into queue.results (job_id, queue, result, completed_at)
+        values (v_id, v_queue, queue._check_result(complete.result, 'result'), v_now);
     end if;
     if v_cache_key is not null then
         perform cache._job_done(v_cache_key, coalesce(v_policy, 'invalidate'), complete.result,
@@ -242,9 +241,9 @@ begin
     kept as (
         -- the queues that keep results are read once (usually none), not once per job; in
         -- key order, so on an index
-        insert into queue.results (job_id, queue, result)
+        insert into queue.results (job_id, queue, result, completed_at)
         select g.id, g.queue,
-            queue._check_result(complete_many.results[g.n], format('results[%s]', g.n))
+            queue._check_result(complete_many.results[g.n], format('results[%s]', g.n)), v_now
         from gone as g
         where g.queue = any (array(
             select q.queue from queue.queues as q where q.keep_results order by q.queue))
@@ -335,11 +334,11 @@ begin
     if v_history is not null then
         insert into queue.history (
             job_id, queue, category, priority, state, payload, attempt, max_attempts,
-            enqueued_at, started_at, worker, result, errors, keep_until
+            enqueued_at, started_at, finished_at, worker, result, errors, keep_until
         )
         select h.job_id, h.queue, h.category, h.priority, 'completed', h.payload, h.attempt,
-            h.max_attempts, h.enqueued_at, h.started_at, h.worker, h.result, h.errors,
-            now() + queue._history_keep(h.queue)
+            h.max_attempts, h.enqueued_at, h.started_at, v_now, h.worker, h.result, h.errors,
+            v_now + queue._history_keep(h.queue)
         from jsonb_to_recordset(v_history) as h (
             job_id bigint, queue text, category text, priority int, payload jsonb,
             attempt int, max_attempts int, enqueued_at timestamptz, started_at timestamptz,
