@@ -3613,8 +3613,11 @@ begin
     if v_longest is null then
         return v_dropped;
     end if;
-    -- partitions at least partition_width wide, and never more than about 50 ahead
-    v_width := greatest(v_width, date_trunc('second', v_longest / 48));
+    -- partitions at least partition_width wide, and never more than about 50 ahead; as a
+    -- length of time (date_bin cannot bin by months: '5 years' / 48 is '1 mon 7 days 12:00',
+    -- and a width of months stored before configure_history refused them becomes 30 days)
+    v_width := greatest(make_interval(secs => extract(epoch from v_width)),
+        date_trunc('second', make_interval(secs => extract(epoch from v_longest) / 48)));
     select max((regexp_match(pg_get_expr(c.relpartbound, c.oid),
             'TO \(''([^'']+)''\)'))[1]::timestamptz)
     into v_lo
@@ -3872,6 +3875,17 @@ end
 $$;
 
 COMMENT ON FUNCTION queue._lock_down() IS 'Revoke CONNECT and TEMPORARY from PUBLIC on this database; notifications without names.';
+
+CREATE FUNCTION queue._maintain_failed(step text, state text, message text) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+    raise warning 'queue.maintain: % failed (%): %', step, state, message
+        using hint = 'The other housekeeping steps ran; this one is tried again by the next '
+        'queue.maintain().';
+end
+$$;
 
 CREATE FUNCTION queue._max_number_chars() RETURNS integer
     LANGUAGE sql IMMUTABLE
@@ -4887,6 +4901,13 @@ CREATE FUNCTION queue.configure_history(partition_width interval) RETURNS void
 #variable_conflict use_column
 begin
     perform queue._check_interval(configure_history.partition_width, 'partition_width', true);
+    if extract(month from configure_history.partition_width) <> 0
+        or extract(year from configure_history.partition_width) <> 0 then
+        raise exception 'partition_width must be a length of time without months or years '
+            '(got %)', configure_history.partition_width
+            using errcode = '22023',
+            hint = 'Give it in days, hours, minutes or seconds, such as ''30 days''.';
+    end if;
     if configure_history.partition_width < interval '1 second' then
         raise exception 'partition_width must be at least 1 second (got %)',
             configure_history.partition_width using errcode = '22023';
@@ -5332,21 +5353,41 @@ CREATE FUNCTION queue.maintain() RETURNS integer
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
-    v_reaped int;
+    v_reaped int := 0;
 begin
-    v_reaped := queue._reap(1000);
-    perform queue._fire_due(null, 1000);
-    perform queue._run_tasks();
-    if not exists (select from queue.wal_samples as w
-                   where w.sampled_at > now() - interval '1 minute') then
-        insert into queue.wal_samples (wal_lsn) values (pg_current_wal_lsn())
-        on conflict do nothing;
-        delete from queue.lock_stats as s where s.minute < now() - interval '1 day';
-        delete from queue.stat_minutes as s where s.minute < now() - interval '1 day';
-        delete from queue.wal_samples as w where w.sampled_at < now() - interval '1 day';
-        perform queue._forget_unused();
-    end if;
-    perform queue._history_roll();
+    begin
+        v_reaped := queue._reap(1000);
+    exception when others then
+        perform queue._maintain_failed('the take-back of expired leases', sqlstate, sqlerrm);
+    end;
+    begin
+        perform queue._fire_due(null, 1000);
+    exception when others then
+        perform queue._maintain_failed('firing due schedules', sqlstate, sqlerrm);
+    end;
+    begin
+        perform queue._run_tasks();
+    exception when others then
+        perform queue._maintain_failed('andal''s own schedules', sqlstate, sqlerrm);
+    end;
+    begin
+        if not exists (select from queue.wal_samples as w
+                       where w.sampled_at > now() - interval '1 minute') then
+            insert into queue.wal_samples (wal_lsn) values (pg_current_wal_lsn())
+            on conflict do nothing;
+            delete from queue.lock_stats as s where s.minute < now() - interval '1 day';
+            delete from queue.stat_minutes as s where s.minute < now() - interval '1 day';
+            delete from queue.wal_samples as w where w.sampled_at < now() - interval '1 day';
+            perform queue._forget_unused();
+        end if;
+    exception when others then
+        perform queue._maintain_failed('pruning counters and unused names', sqlstate, sqlerrm);
+    end;
+    begin
+        perform queue._history_roll();
+    exception when others then
+        perform queue._maintain_failed('rolling the history partitions', sqlstate, sqlerrm);
+    end;
     return v_reaped;
 end
 $$;
@@ -7256,6 +7297,8 @@ REVOKE ALL ON FUNCTION queue._limits(OUT max_lease interval, OUT max_delay inter
 REVOKE ALL ON FUNCTION queue._live_state(status text, available_at timestamp with time zone, attempt integer) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._lock_down() FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._maintain_failed(step text, state text, message text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._max_number_chars() FROM PUBLIC;
 
