@@ -1858,6 +1858,9 @@ declare
     v_now timestamptz := queue._lease_clock();
 begin
     -- Validation inline, in plain expressions (no query): this is the hot path.
+    if current_setting('transaction_read_only') = 'on' then
+        perform queue._refuse_read_only('queue.claim');
+    end if;
     if _claim.worker is null or length(_claim.worker) not between 1 and 128 then
         perform queue._check_name(_claim.worker, 'worker');
     end if;
@@ -3804,6 +3807,14 @@ begin
     if not found then
         v_detail := format('job %s is no longer live (completed, dead-lettered or cancelled)',
             job_id);
+    elsif v_job.status <> 'running' and v_job.errors -> -1 ? 'retry_in'
+        and (v_job.errors -> -1 ->> 'attempt')::int = v_job.attempt
+        and (v_job.errors -> -1 ->> 'at')::timestamptz
+            + (v_job.errors -> -1 ->> 'retry_in')::interval = v_job.available_at then
+        -- its newest error is queue.fail's (only fail records retry_in) for the attempt it
+        -- is at, and the job still waits for that retry: not claimed or released since
+        v_detail := format('job %s is pending again: its attempt %s failed (queue.fail) and '
+            'waits for its retry at %s', job_id, v_job.attempt, v_job.available_at);
     elsif v_job.status <> 'running' then
         v_detail := format('job %s is pending again (its lease expired or it was released)',
             job_id);
@@ -4099,6 +4110,19 @@ begin
         run_ms = s.run_ms + excluded.run_ms,
         run_hist = array(select u.a + u.b from unnest(s.run_hist, excluded.run_hist) as u (a, b)),
         wait_hist = array(select u.a + u.b from unnest(s.wait_hist, excluded.wait_hist) as u (a, b));
+end
+$$;
+
+CREATE FUNCTION queue._refuse_read_only(call text) RETURNS void
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+    raise exception '% writes (it changes the jobs it is given): it cannot run in a read-only '
+        'transaction', call
+        using errcode = '25006',
+        hint = 'Call it in a read-write transaction on the primary: not in BEGIN READ ONLY, '
+        'not with default_transaction_read_only on, not on a standby.';
 end
 $$;
 
@@ -4571,6 +4595,9 @@ begin
     if complete.job_id is null or complete.token is null then
         raise exception 'job_id and token must not be null' using errcode = '22004';
     end if;
+    if current_setting('transaction_read_only') = 'on' then
+        perform queue._refuse_read_only('queue.complete');
+    end if;
     -- By primary key, never a scan of the running jobs (as complete_many): a token is set
     -- only while a job runs, so token and unexpired lease say "running" without naming the
     -- status, which would let the planner read jobs_lease_idx on stale statistics.
@@ -4684,6 +4711,9 @@ declare
 begin
     if complete_many.job_ids is null or complete_many.tokens is null then
         raise exception 'job_ids and tokens must not be null' using errcode = '22004';
+    end if;
+    if current_setting('transaction_read_only') = 'on' then
+        perform queue._refuse_read_only('queue.complete_many');
     end if;
     if cardinality(complete_many.job_ids) <> cardinality(complete_many.tokens)
         or (complete_many.results is not null
@@ -7317,6 +7347,8 @@ REVOKE ALL ON FUNCTION queue._rate_record(category_ids bigint[], taken integer[]
 REVOKE ALL ON FUNCTION queue._reap(lim integer, queues text[]) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._record(queue_name text, category_name text, completed integer, retried integer, dead integer, run_ms double precision[], wait_ms double precision[]) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._refuse_read_only(call text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._retention(lim integer) FROM PUBLIC;
 

@@ -329,6 +329,24 @@ begin
 end
 $$;
 
+-- _refuse_read_only: the error of a call that writes (claim, complete) made in a read-only
+-- transaction (BEGIN READ ONLY, default_transaction_read_only, a standby): 25006, as
+-- PostgreSQL's own, but naming the call and what to do. Callers test
+-- current_setting('transaction_read_only') inline (one expression on the hot path) and call
+-- this only to raise.
+create or replace function queue._refuse_read_only(call text) returns void
+language plpgsql stable
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    raise exception '% writes (it changes the jobs it is given): it cannot run in a read-only '
+        'transaction', call
+        using errcode = '25006',
+        hint = 'Call it in a read-write transaction on the primary: not in BEGIN READ ONLY, '
+        'not with default_transaction_read_only on, not on a standby.';
+end
+$$;
+
 -- _caller: the role a SECURITY DEFINER function acts for: the caller's SET ROLE, else the
 -- session user (inside such a function current_user is the definer, never the caller).
 create or replace function queue._caller() returns name
@@ -348,3 +366,4 @@ revoke all on function queue._check_interval(interval, text, boolean, boolean, t
 revoke all on function queue._check_priority(int) from public;
 revoke all on function queue._check_result(jsonb, text) from public;
 revoke all on function queue._caller() from public;
+revoke all on function queue._refuse_read_only(text) from public;

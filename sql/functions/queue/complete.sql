@@ -9,8 +9,8 @@
 -- complete_many keep their set-based form (statistics counted in the statement that deletes
 -- the jobs) but take their pieces from the one source of each rule: queue._hist_bounds,
 -- queue._free_slots, queue._notify, queue._lease_clock.
--- Raises: 22004 null job_id or token; 54000 a result to keep (results or history) over
--- queue.config.max_result_bytes (complete it without a result, or fail it); AN001 (lease
+-- Raises: 22004 null job_id or token; 25006 in a read-only transaction; 54000 a result to
+-- keep (results or history) over queue.config.max_result_bytes (complete it without a result, or fail it); AN001 (lease
 -- lost) when the token is not the job's current, unexpired lease, or an abort of the job was
 -- requested (queue.cancel: the abort wins; end the attempt with queue.fail) — nothing is
 -- changed then.
@@ -40,6 +40,9 @@ declare
 begin
     if complete.job_id is null or complete.token is null then
         raise exception 'job_id and token must not be null' using errcode = '22004';
+    end if;
+    if current_setting('transaction_read_only') = 'on' then
+        perform queue._refuse_read_only('queue.complete');
     end if;
     -- By primary key, never a scan of the running jobs (as complete_many): a token is set
     -- only while a job runs, so token and unexpired lease say "running" without naming the
@@ -157,7 +160,8 @@ $$;
 -- (no separate lock pass), so concurrent batches never deadlock.
 -- Completed jobs of queues that keep history go to queue.history; each watched job gets its
 -- NOTIFY andal_done, as with complete.
--- Raises: 22004 null arrays; 22023 arrays of different lengths.
+-- Raises: 22004 null arrays; 22023 arrays of different lengths; 25006 in a read-only
+-- transaction.
 -- Cost: one statement deletes the jobs (one primary-key probe each), frees their gate slots,
 -- keeps their results and counts them in the statistics (one upsert per queue and category
 -- of the batch); one more builds the answer; each cache key takes one call.
@@ -192,6 +196,9 @@ declare
 begin
     if complete_many.job_ids is null or complete_many.tokens is null then
         raise exception 'job_ids and tokens must not be null' using errcode = '22004';
+    end if;
+    if current_setting('transaction_read_only') = 'on' then
+        perform queue._refuse_read_only('queue.complete_many');
     end if;
     if cardinality(complete_many.job_ids) <> cardinality(complete_many.tokens)
         or (complete_many.results is not null
