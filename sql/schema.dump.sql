@@ -285,7 +285,6 @@ CREATE FUNCTION cache._check_value(value jsonb, argument text DEFAULT 'value'::t
     AS $$
 declare
     v_limit int;
-    v_bytes bigint;
 begin
     if value is null then
         raise exception '% must not be null', argument using errcode = '22004',
@@ -297,16 +296,11 @@ begin
     end if;
     -- no settings row must not mean no limit: then the column's default (1 MiB)
     v_limit := coalesce((select c.max_value_bytes from cache.config as c), 1048576);
-    -- The limit is on what a reader receives: the JSON text, measured on every value (the
-    -- stored size is no bound on it: a jsonb number of a few bytes prints as up to 131,072
-    -- digits).
-    v_bytes := octet_length(value::text);
-    if v_bytes > v_limit then
-        raise exception '% is % bytes, over the cache''s limit of % bytes',
-            argument, v_bytes, v_limit
-            using errcode = '54000',
-            hint = 'Cache a smaller value, or raise cache.config.max_value_bytes.';
-    end if;
+    -- The limit is on what a reader receives: the JSON text, measured on every value at a
+    -- cost bounded by its stored size (queue._json_size), never by the text.
+    perform queue._check_json(value, argument, v_limit,
+        '%s is %s bytes, over the cache''s limit of %s bytes',
+        'Cache a smaller value, or raise cache.config.max_value_bytes.');
 end
 $$;
 
@@ -451,8 +445,8 @@ begin
         return;
     elsif policy = 'rewrite' and reason = 'completed' and result is not null
         and jsonb_typeof(result) <> 'null'
-        and octet_length(result::text)
-            <= coalesce((select c.max_value_bytes from cache.config as c), 1048576) then
+        and queue._json_fits(result,
+            coalesce((select c.max_value_bytes from cache.config as c), 1048576)) then
         perform cache._apply_or_defer(_job_done.key, 'put', result, reason);
     elsif policy in ('invalidate', 'rewrite') then
         perform cache._apply_or_defer(_job_done.key, 'invalidate', null, reason);
@@ -1536,6 +1530,8 @@ CREATE FUNCTION queue._bury(job_id bigint, reason text, last_error text, errors 
 declare
     v_queue text;
     v_watched boolean;
+    -- the time of the write, the clock claims use (never the transaction's start)
+    v_now timestamptz := clock_timestamp();
 begin
     with gone as (
         delete from queue.jobs as j where j.id = _bury.job_id
@@ -1545,10 +1541,10 @@ begin
     dead as (
         insert into queue.dead_letters as d (
             job_id, queue, category, priority, payload, attempt, max_attempts, enqueued_at,
-            dedup_key, reason, last_error, errors, cache_key
+            died_at, dedup_key, reason, last_error, errors, cache_key
         )
         select g.id, g.queue, g.category, g.priority, g.payload, g.attempt, g.max_attempts,
-            g.enqueued_at, g.dedup_key, _bury.reason, _bury.last_error, _bury.errors,
+            g.enqueued_at, v_now, g.dedup_key, _bury.reason, _bury.last_error, _bury.errors,
             g.cache_key
         from gone as g
     ),
@@ -1556,12 +1552,12 @@ begin
         -- the queue keeps history: the finished job goes there too
         insert into queue.history (
             job_id, queue, category, priority, state, payload, attempt, max_attempts,
-            enqueued_at, started_at, worker, errors, keep_until
+            enqueued_at, started_at, finished_at, worker, errors, keep_until
         )
         select g.id, g.queue, g.category, g.priority,
             case _bury.reason when 'cancelled' then 'cancelled' else 'dead' end, g.payload,
-            g.attempt, g.max_attempts, g.enqueued_at, g.claimed_at, g.worker, _bury.errors,
-            now() + q.history_retention
+            g.attempt, g.max_attempts, g.enqueued_at, g.claimed_at, v_now, g.worker,
+            _bury.errors, v_now + q.history_retention
         from gone as g
         join queue.queues as q on q.queue = g.queue and q.history_retention is not null
     )
@@ -1755,6 +1751,28 @@ begin
 end
 $$;
 
+CREATE FUNCTION queue._check_json(value jsonb, argument text, bound bigint, over text, hint text) RETURNS void
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    v_size record;
+begin
+    v_size := queue._json_size(value, bound);
+    if v_size.longest_number > queue._max_number_chars() then
+        raise exception '% holds a number of % characters of JSON text, over the limit of %',
+            argument, v_size.longest_number, queue._max_number_chars()
+            using errcode = '54000', hint = 'Send a number this long as a JSON string.';
+    end if;
+    if v_size.bytes > bound then
+        raise exception using message = format(over, argument,
+                case when v_size.exact then v_size.bytes::text
+                    else 'at least ' || v_size.bytes end, bound),
+            errcode = '54000', hint = hint;
+    end if;
+end
+$$;
+
 CREATE FUNCTION queue._check_name(value text, argument text, required boolean DEFAULT true, max_length integer DEFAULT 128) RETURNS void
     LANGUAGE plpgsql IMMUTABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -1778,8 +1796,6 @@ CREATE FUNCTION queue._check_payload(payload jsonb, argument text, payload_limit
     LANGUAGE plpgsql IMMUTABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-declare
-    v_bytes bigint;
 begin
     if payload is null then
         raise exception '% must not be null', argument using errcode = '22004';
@@ -1788,13 +1804,12 @@ begin
         raise exception '% must be a JSON object, not %', argument, jsonb_typeof(payload)
             using errcode = '22023';
     end if;
-    -- The limit is on what a claimer receives: the JSON text, measured on every payload.
-    -- The stored size says nothing about it (a jsonb number of a few bytes prints as up to
-    -- 131,072 digits), so it is no shortcut; printing a small payload costs microseconds.
-    v_bytes := octet_length(payload::text);
-    if v_bytes > payload_limit then
-        perform queue._payload_over(argument, v_bytes, payload_limit);
-    end if;
+    -- The limit is on what a claimer receives: the JSON text, measured on every payload at a
+    -- cost bounded by the stored size (queue._json_size), never by the text.
+    perform queue._check_json(payload, argument, payload_limit,
+        '%s is %s bytes, over the queue''s limit of %s bytes',
+        'Store large data elsewhere and pass a reference, '
+        'or raise the limit with queue.configure_queue(payload_limit => ...).');
 end
 $$;
 
@@ -1825,20 +1840,14 @@ CREATE FUNCTION queue._check_result(result jsonb, argument text) RETURNS jsonb
     LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-declare
-    v_limit int;
 begin
     if result is null then
         return null;
     end if;
-    v_limit := (queue._limits()).max_result_bytes;
-    if octet_length(result::text) > v_limit then
-        raise exception '% is % bytes, over the limit of % bytes for kept results', argument,
-            octet_length(result::text), v_limit
-            using errcode = '54000',
-            hint = 'Complete the job without a result (or fail it), or raise '
-            'queue.config.max_result_bytes.';
-    end if;
+    perform queue._check_json(result, argument, (queue._limits()).max_result_bytes,
+        '%s is %s bytes, over the limit of %s bytes for kept results',
+        'Complete the job without a result (or fail it), or raise '
+        'queue.config.max_result_bytes.');
     return result;
 end
 $$;
@@ -1847,20 +1856,24 @@ CREATE FUNCTION queue._check_trace_context(trace_context jsonb) RETURNS void
     LANGUAGE plpgsql IMMUTABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
+declare
+    v_bytes bigint;
 begin
     if jsonb_typeof(trace_context) <> 'object' then
         raise exception 'trace_context must be a JSON object, not %', jsonb_typeof(trace_context)
             using errcode = '22023';
     end if;
-    if octet_length(trace_context::text) > 4096 then
-        raise exception 'trace_context is % bytes, over the limit of 4096',
-            octet_length(trace_context::text)
-            using errcode = '22023';
-    end if;
+    -- the values' types first: a carrier of strings only prints as at most 6 times its
+    -- stored size (escapes), where numbers could print as gigabytes
     if exists (
         select from jsonb_each(trace_context) as e where jsonb_typeof(e.value) <> 'string'
     ) then
         raise exception 'trace_context values must be strings (a propagator''s carrier)'
+            using errcode = '22023';
+    end if;
+    v_bytes := octet_length(trace_context::text);
+    if v_bytes > 4096 then
+        raise exception 'trace_context is % bytes, over the limit of 4096', v_bytes
             using errcode = '22023';
     end if;
 end
@@ -1911,6 +1924,9 @@ declare
     v_now timestamptz := queue._lease_clock();
 begin
     -- Validation inline, in plain expressions (no query): this is the hot path.
+    if current_setting('transaction_read_only') = 'on' then
+        perform queue._refuse_read_only('queue.claim');
+    end if;
     if _claim.worker is null or length(_claim.worker) not between 1 and 128 then
         perform queue._check_name(_claim.worker, 'worker');
     end if;
@@ -2835,7 +2851,6 @@ CREATE FUNCTION queue._enqueue_lean(payload jsonb, queue text) RETURNS bigint
 declare
     v_cfg queue.queues;
     v_id bigint;
-    v_bytes bigint;
 begin
     if _enqueue_lean.queue is null or length(_enqueue_lean.queue) not between 1 and 128 then
         perform queue._check_name(_enqueue_lean.queue, 'queue');
@@ -2847,12 +2862,12 @@ begin
     if not found then
         v_cfg := queue._config(_enqueue_lean.queue);
     end if;
-    if jsonb_typeof(_enqueue_lean.payload) <> 'object' then
+    -- queue._json_size's first step, inline: a small object (stored in at most 1024 bytes)
+    -- printing as at most 1000 bytes within the limit passes; anything else is checked whole
+    if jsonb_typeof(_enqueue_lean.payload) <> 'object'
+        or pg_column_size(_enqueue_lean.payload) > 1024
+        or octet_length(_enqueue_lean.payload::text) > least(1000, v_cfg.payload_limit) then
         perform queue._check_payload(_enqueue_lean.payload, 'payload', v_cfg.payload_limit);
-    end if;
-    v_bytes := octet_length(_enqueue_lean.payload::text);  -- printed once, also when over
-    if v_bytes > v_cfg.payload_limit then
-        perform queue._payload_over('payload', v_bytes, v_cfg.payload_limit);
     end if;
     insert into queue.jobs as j (queue, payload, max_attempts, available_at, timeout)
     values (
@@ -2945,7 +2960,11 @@ begin
     from unnest(_enqueue_many.payloads, _enqueue_many.dedup_keys) with ordinality
         as e (payload, key, n)
     where e.payload is null or jsonb_typeof(e.payload) <> 'object'
-       or octet_length(e.payload::text) > v_cfg.payload_limit
+       -- queue._json_size's first step inline (a small payload printing as at most 1000
+       -- bytes within the limit passes); anything else is measured whole at bounded cost
+       or (pg_column_size(e.payload) > 1024
+           or octet_length(e.payload::text) > least(1000, v_cfg.payload_limit))
+       and not queue._json_fits(e.payload, v_cfg.payload_limit)
        or length(e.key) not between 1 and 512
     order by e.n
     limit 1;
@@ -3716,8 +3735,11 @@ begin
     if v_longest is null then
         return v_dropped;
     end if;
-    -- partitions at least partition_width wide, and never more than about 50 ahead
-    v_width := greatest(v_width, date_trunc('second', v_longest / 48));
+    -- partitions at least partition_width wide, and never more than about 50 ahead; as a
+    -- length of time (date_bin cannot bin by months: '5 years' / 48 is '1 mon 7 days 12:00',
+    -- and a width of months stored before configure_history refused them becomes 30 days)
+    v_width := greatest(make_interval(secs => extract(epoch from v_width)),
+        date_trunc('second', make_interval(secs => extract(epoch from v_longest) / 48)));
     select max((regexp_match(pg_get_expr(c.relpartbound, c.oid),
             'TO \(''([^'']+)''\)'))[1]::timestamptz)
     into v_lo
@@ -3752,6 +3774,93 @@ end
 $$;
 
 COMMENT ON FUNCTION queue._history_roll() IS 'Private: drop passed history partitions, create those needed ahead.';
+
+CREATE FUNCTION queue._json_fits(value jsonb, bound bigint) RETURNS boolean
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    v_size record;
+begin
+    v_size := queue._json_size(value, bound);
+    return v_size.bytes <= bound and v_size.longest_number <= queue._max_number_chars();
+end
+$$;
+
+CREATE FUNCTION queue._json_number_chars(value numeric) RETURNS bigint
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    v_abs numeric := abs(value);
+    v_digits bigint;
+begin
+    if v_abs < 1e15 then
+        v_digits := length(trunc(v_abs)::text);
+    else
+        -- 10^k <= abs < 10^(k + 1): the logarithm's floor, corrected by two comparisons
+        v_digits := least(floor(log(10, v_abs))::bigint, 131071);
+        if v_abs < ('1e' || v_digits)::numeric then
+            v_digits := v_digits - 1;
+        elsif v_digits < 131071 and v_abs >= ('1e' || (v_digits + 1))::numeric then
+            v_digits := v_digits + 1;
+        end if;
+        v_digits := v_digits + 1;
+    end if;
+    return (value < 0)::int + v_digits
+        + case when scale(value) > 0 then scale(value) + 1 else 0 end;
+end
+$$;
+
+CREATE FUNCTION queue._json_size(value jsonb, bound bigint, OUT bytes bigint, OUT exact boolean, OUT longest_number bigint) RETURNS record
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+declare
+    v_numbers jsonb;
+    v_count int;
+    v_chars bigint;
+begin
+    exact := true;
+    longest_number := 0;
+    if pg_column_size(value) <= 1024 then
+        bytes := octet_length(value::text);
+        if bytes <= 1000 then
+            return;
+        end if;
+    end if;
+    v_numbers := jsonb_path_query_array(value, 'strict $.** ? (@.type() == "number")');
+    v_count := jsonb_array_length(v_numbers);
+    if v_count <= 64 then
+        v_chars := octet_length(v_numbers::text) - 2 * greatest(v_count, 1);
+    end if;
+    if v_chars <= queue._max_number_chars() then
+        longest_number := v_chars;
+    else
+        select coalesce(max(c.chars), 0), coalesce(sum(c.chars), 0)
+        into longest_number, v_chars
+        from jsonb_array_elements(v_numbers) as p (number),
+            lateral (select p.number::numeric) as n (x),
+            lateral (select case when abs(n.x) < 1e15
+                then length(trunc(abs(n.x))::text) + (n.x < 0)::int
+                    + case when scale(n.x) > 0 then scale(n.x) + 1 else 0 end
+                else queue._json_number_chars(n.x) end) as c (chars);
+    end if;
+    if bytes is not null then
+        return;
+    end if;
+    if longest_number > queue._max_number_chars() or v_chars > bound then
+        bytes := v_chars;
+        exact := false;
+    elsif pg_column_compression(value) is null and 6 * pg_column_size(value) + v_chars <= bound
+        then
+        bytes := 6 * pg_column_size(value) + v_chars;
+        exact := false;
+    else
+        bytes := octet_length(value::text);
+    end if;
+end
+$_$;
 
 CREATE FUNCTION queue._latest_tick(cron text, every interval, tz text, anchor timestamp with time zone, since timestamp with time zone, at timestamp with time zone) RETURNS timestamp with time zone
     LANGUAGE plpgsql STABLE
@@ -3817,6 +3926,14 @@ begin
     if not found then
         v_detail := format('job %s is no longer live (completed, dead-lettered or cancelled)',
             job_id);
+    elsif v_job.status <> 'running' and v_job.errors -> -1 ? 'retry_in'
+        and (v_job.errors -> -1 ->> 'attempt')::int = v_job.attempt
+        and (v_job.errors -> -1 ->> 'at')::timestamptz
+            + (v_job.errors -> -1 ->> 'retry_in')::interval = v_job.available_at then
+        -- its newest error is queue.fail's (only fail records retry_in) for the attempt it
+        -- is at, and the job still waits for that retry: not claimed or released since
+        v_detail := format('job %s is pending again: its attempt %s failed (queue.fail) and '
+            'waits for its retry at %s', job_id, v_job.attempt, v_job.available_at);
     elsif v_job.status <> 'running' then
         v_detail := format('job %s is pending again (its lease expired or it was released)',
             job_id);
@@ -3889,6 +4006,22 @@ $$;
 
 COMMENT ON FUNCTION queue._lock_down() IS 'Revoke CONNECT and TEMPORARY from PUBLIC on this database; notifications without names.';
 
+CREATE FUNCTION queue._maintain_failed(step text, state text, message text) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+    raise warning 'queue.maintain: % failed (%): %', step, state, message
+        using hint = 'The other housekeeping steps ran; this one is tried again by the next '
+        'queue.maintain().';
+end
+$$;
+
+CREATE FUNCTION queue._max_number_chars() RETURNS integer
+    LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$ select 1000 $$;
+
 CREATE FUNCTION queue._next_tick(cron text, every interval, tz text, anchor timestamp with time zone, after timestamp with time zone) RETURNS timestamp with time zone
     LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -3928,19 +4061,6 @@ begin
     if coalesce(enabled, true) then
         perform queue._notify('andal_jobs', queue_name);
     end if;
-end
-$$;
-
-CREATE FUNCTION queue._payload_over(argument text, bytes bigint, payload_limit integer) RETURNS void
-    LANGUAGE plpgsql IMMUTABLE
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$
-begin
-    raise exception '% is % bytes, over the queue''s limit of % bytes',
-        argument, bytes, payload_limit
-        using errcode = '54000',
-        hint = 'Store large data elsewhere and pass a reference, '
-        'or raise the limit with queue.configure_queue(payload_limit => ...).';
 end
 $$;
 
@@ -4138,6 +4258,19 @@ begin
         run_ms = s.run_ms + excluded.run_ms,
         run_hist = array(select u.a + u.b from unnest(s.run_hist, excluded.run_hist) as u (a, b)),
         wait_hist = array(select u.a + u.b from unnest(s.wait_hist, excluded.wait_hist) as u (a, b));
+end
+$$;
+
+CREATE FUNCTION queue._refuse_read_only(call text) RETURNS void
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+    raise exception '% writes (it changes the jobs it is given): it cannot run in a read-only '
+        'transaction', call
+        using errcode = '25006',
+        hint = 'Call it in a read-write transaction on the primary: not in BEGIN READ ONLY, '
+        'not with default_transaction_read_only on, not on a standby.';
 end
 $$;
 
@@ -4623,6 +4756,9 @@ begin
     if complete.job_id is null or complete.token is null then
         raise exception 'job_id and token must not be null' using errcode = '22004';
     end if;
+    if current_setting('transaction_read_only') = 'on' then
+        perform queue._refuse_read_only('queue.complete');
+    end if;
     -- By primary key, never a scan of the running jobs (as complete_many): a token is set
     -- only while a job runs, so token and unexpired lease say "running" without naming the
     -- status, which would let the planner read jobs_lease_idx on stale statistics.
@@ -4685,13 +4821,12 @@ begin
     if v_history is not null then
         insert into queue.history (
             job_id, queue, category, priority, state, payload, attempt, max_attempts,
-            enqueued_at, started_at, worker, result, errors, keep_until
+            enqueued_at, started_at, finished_at, worker, result, errors, keep_until
         ) values (
             v_id, v_queue, v_category, v_job.priority, 'completed', v_job.payload,
             v_job.attempt, v_job.max_attempts, v_job.enqueued_at,
-            v_job.claimed_at, v_job.worker, queue._check_result(complete.result, 'result'),
-            v_job.errors,
-            now() + v_history
+            v_job.claimed_at, v_now, v_job.worker,
+            queue._check_result(complete.result, 'result'), v_job.errors, v_now + v_history
         );
     end if;
     delete from queue.watches as w where w.job_id = v_id;  -- queue.watch's row
@@ -4702,8 +4837,8 @@ begin
         perform queue._free_slots(array[v_id], array[v_queue]);
     end if;
     if v_keep then
-        insert into queue.results (job_id, queue, result)
-        values (v_id, v_queue, queue._check_result(complete.result, 'result'));
+        insert into queue.results (job_id, queue, result, completed_at)
+        values (v_id, v_queue, queue._check_result(complete.result, 'result'), v_now);
     end if;
     if v_cache_key is not null then
         perform cache._job_done(v_cache_key, coalesce(v_policy, 'invalidate'), complete.result,
@@ -4738,6 +4873,9 @@ declare
 begin
     if complete_many.job_ids is null or complete_many.tokens is null then
         raise exception 'job_ids and tokens must not be null' using errcode = '22004';
+    end if;
+    if current_setting('transaction_read_only') = 'on' then
+        perform queue._refuse_read_only('queue.complete_many');
     end if;
     if cardinality(complete_many.job_ids) <> cardinality(complete_many.tokens)
         or (complete_many.results is not null
@@ -4787,9 +4925,9 @@ begin
     kept as (
         -- the queues that keep results are read once (usually none), not once per job; in
         -- key order, so on an index
-        insert into queue.results (job_id, queue, result)
+        insert into queue.results (job_id, queue, result, completed_at)
         select g.id, g.queue,
-            queue._check_result(complete_many.results[g.n], format('results[%s]', g.n))
+            queue._check_result(complete_many.results[g.n], format('results[%s]', g.n)), v_now
         from gone as g
         where g.queue = any (array(
             select q.queue from queue.queues as q where q.keep_results order by q.queue))
@@ -4880,11 +5018,11 @@ begin
     if v_history is not null then
         insert into queue.history (
             job_id, queue, category, priority, state, payload, attempt, max_attempts,
-            enqueued_at, started_at, worker, result, errors, keep_until
+            enqueued_at, started_at, finished_at, worker, result, errors, keep_until
         )
         select h.job_id, h.queue, h.category, h.priority, 'completed', h.payload, h.attempt,
-            h.max_attempts, h.enqueued_at, h.started_at, h.worker, h.result, h.errors,
-            now() + queue._history_keep(h.queue)
+            h.max_attempts, h.enqueued_at, h.started_at, v_now, h.worker, h.result, h.errors,
+            v_now + queue._history_keep(h.queue)
         from jsonb_to_recordset(v_history) as h (
             job_id bigint, queue text, category text, priority int, payload jsonb,
             attempt int, max_attempts int, enqueued_at timestamptz, started_at timestamptz,
@@ -4957,6 +5095,13 @@ CREATE FUNCTION queue.configure_history(partition_width interval) RETURNS void
 #variable_conflict use_column
 begin
     perform queue._check_interval(configure_history.partition_width, 'partition_width', true);
+    if extract(month from configure_history.partition_width) <> 0
+        or extract(year from configure_history.partition_width) <> 0 then
+        raise exception 'partition_width must be a length of time without months or years '
+            '(got %)', configure_history.partition_width
+            using errcode = '22023',
+            hint = 'Give it in days, hours, minutes or seconds, such as ''30 days''.';
+    end if;
     if configure_history.partition_width < interval '1 second' then
         raise exception 'partition_width must be at least 1 second (got %)',
             configure_history.partition_width using errcode = '22023';
@@ -5243,7 +5388,7 @@ begin
             h.result, h.errors, h.keep_until
          from queue.history as h
          where h.job_id = job.job_id
-         order by h.finished_at desc
+         order by h.finished_seq desc nulls last, h.finished_at desc
          limit 1)
         union all
         select 3, d.job_id, case d.reason when 'cancelled' then 'cancelled' else 'dead' end,
@@ -5280,7 +5425,7 @@ begin
             select 1 as src, j.payload from queue.jobs as j where j.id = job_payload.job_id
             union all
             (select 2, h.payload from queue.history as h where h.job_id = job_payload.job_id
-             order by h.finished_at desc limit 1)
+             order by h.finished_seq desc nulls last, h.finished_at desc limit 1)
             union all
             select 3, d.payload from queue.dead_letters as d
             where d.job_id = job_payload.job_id
@@ -5351,7 +5496,9 @@ begin
            and not exists (select from queue.jobs as j where j.id = h.job_id)
            and not exists (
                select from queue.history as n
-               where n.job_id = h.job_id and n.finished_at > h.finished_at)
+               where n.job_id = h.job_id
+                 and (coalesce(n.finished_seq, 0), n.finished_at)
+                     > (coalesce(h.finished_seq, 0), h.finished_at))
          order by h.job_id desc
          limit jobs_by.lim)
         union all
@@ -5397,7 +5544,7 @@ CREATE TABLE queue.dead_letters (
     attempt integer NOT NULL,
     max_attempts integer NOT NULL,
     enqueued_at timestamp with time zone NOT NULL,
-    died_at timestamp with time zone DEFAULT now() NOT NULL,
+    died_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
     dedup_key text,
     reason text NOT NULL,
     last_error text,
@@ -5430,25 +5577,49 @@ CREATE FUNCTION queue.maintain() RETURNS integer
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 declare
-    v_reaped int;
+    v_reaped int := 0;
 begin
-    v_reaped := queue._reap(1000);
-    perform queue._fire_due(null, 1000);
-    perform queue._run_tasks();
-    perform cache._apply_deferred(1000);  -- jobs' cache writes that met a producer's
-    -- queue.watch's records of jobs that ended while the watch was uncommitted
-    delete from queue.watches as w
-    where not exists (select from queue.jobs as j where j.id = w.job_id);
-    if not exists (select from queue.wal_samples as w
-                   where w.sampled_at > now() - interval '1 minute') then
-        insert into queue.wal_samples (wal_lsn) values (pg_current_wal_lsn())
-        on conflict do nothing;
-        delete from queue.lock_stats as s where s.minute < now() - interval '1 day';
-        delete from queue.stat_minutes as s where s.minute < now() - interval '1 day';
-        delete from queue.wal_samples as w where w.sampled_at < now() - interval '1 day';
-        perform queue._forget_unused();
-    end if;
-    perform queue._history_roll();
+    begin
+        v_reaped := queue._reap(1000);
+    exception when others then
+        perform queue._maintain_failed('the take-back of expired leases', sqlstate, sqlerrm);
+    end;
+    begin
+        perform queue._fire_due(null, 1000);
+    exception when others then
+        perform queue._maintain_failed('firing due schedules', sqlstate, sqlerrm);
+    end;
+    begin
+        perform queue._run_tasks();
+    exception when others then
+        perform queue._maintain_failed('andal''s own schedules', sqlstate, sqlerrm);
+    end;
+    begin
+        perform cache._apply_deferred(1000);  -- jobs' cache writes that met a producer's
+        -- queue.watch's records of jobs that ended while the watch was uncommitted
+        delete from queue.watches as w
+        where not exists (select from queue.jobs as j where j.id = w.job_id);
+    exception when others then
+        perform queue._maintain_failed('deferred cache writes and watches', sqlstate, sqlerrm);
+    end;
+    begin
+        if not exists (select from queue.wal_samples as w
+                       where w.sampled_at > now() - interval '1 minute') then
+            insert into queue.wal_samples (wal_lsn) values (pg_current_wal_lsn())
+            on conflict do nothing;
+            delete from queue.lock_stats as s where s.minute < now() - interval '1 day';
+            delete from queue.stat_minutes as s where s.minute < now() - interval '1 day';
+            delete from queue.wal_samples as w where w.sampled_at < now() - interval '1 day';
+            perform queue._forget_unused();
+        end if;
+    exception when others then
+        perform queue._maintain_failed('pruning counters and unused names', sqlstate, sqlerrm);
+    end;
+    begin
+        perform queue._history_roll();
+    exception when others then
+        perform queue._maintain_failed('rolling the history partitions', sqlstate, sqlerrm);
+    end;
     return v_reaped;
 end
 $$;
@@ -6825,6 +6996,13 @@ CREATE TABLE queue.config (
     CONSTRAINT config_single CHECK (id)
 );
 
+CREATE SEQUENCE queue.history_finished_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
 CREATE TABLE queue.history (
     job_id bigint NOT NULL,
     queue text NOT NULL,
@@ -6836,11 +7014,12 @@ CREATE TABLE queue.history (
     max_attempts integer NOT NULL,
     enqueued_at timestamp with time zone NOT NULL,
     started_at timestamp with time zone,
-    finished_at timestamp with time zone DEFAULT now() NOT NULL,
+    finished_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
     worker text,
     result jsonb,
     errors jsonb DEFAULT '[]'::jsonb NOT NULL,
     keep_until timestamp with time zone NOT NULL,
+    finished_seq bigint DEFAULT nextval('queue.history_finished_seq'::regclass),
     CONSTRAINT history_state_check CHECK ((state = ANY (ARRAY['completed'::text, 'dead'::text, 'cancelled'::text])))
 )
 PARTITION BY RANGE (keep_until);
@@ -6856,11 +7035,12 @@ CREATE TABLE queue.history_default (
     max_attempts integer NOT NULL,
     enqueued_at timestamp with time zone NOT NULL,
     started_at timestamp with time zone,
-    finished_at timestamp with time zone DEFAULT now() NOT NULL,
+    finished_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
     worker text,
     result jsonb,
     errors jsonb DEFAULT '[]'::jsonb NOT NULL,
     keep_until timestamp with time zone NOT NULL,
+    finished_seq bigint DEFAULT nextval('queue.history_finished_seq'::regclass),
     CONSTRAINT history_state_check CHECK ((state = ANY (ARRAY['completed'::text, 'dead'::text, 'cancelled'::text])))
 );
 
@@ -6960,7 +7140,7 @@ CREATE TABLE queue.results (
     job_id bigint NOT NULL,
     queue text NOT NULL,
     result jsonb,
-    completed_at timestamp with time zone DEFAULT now() NOT NULL
+    completed_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL
 );
 
 CREATE TABLE queue.schedule_ticks (
@@ -7352,6 +7532,8 @@ REVOKE ALL ON FUNCTION queue._check_fence(job_id bigint, token uuid) FROM PUBLIC
 
 REVOKE ALL ON FUNCTION queue._check_interval(value interval, argument text, strict_positive boolean, required boolean, bound text) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION queue._check_json(value jsonb, argument text, bound bigint, over text, hint text) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION queue._check_name(value text, argument text, required boolean, max_length integer) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._check_payload(payload jsonb, argument text, payload_limit integer) FROM PUBLIC;
@@ -7422,6 +7604,12 @@ REVOKE ALL ON FUNCTION queue._history_keep(queue_name text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._history_roll() FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION queue._json_fits(value jsonb, bound bigint) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._json_number_chars(value numeric) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._json_size(value jsonb, bound bigint, OUT bytes bigint, OUT exact boolean, OUT longest_number bigint) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION queue._latest_tick(cron text, every interval, tz text, anchor timestamp with time zone, since timestamp with time zone, at timestamp with time zone) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._lease_clock() FROM PUBLIC;
@@ -7436,13 +7624,15 @@ REVOKE ALL ON FUNCTION queue._live_state(status text, available_at timestamp wit
 
 REVOKE ALL ON FUNCTION queue._lock_down() FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION queue._maintain_failed(step text, state text, message text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._max_number_chars() FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION queue._next_tick(cron text, every interval, tz text, anchor timestamp with time zone, after timestamp with time zone) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._notify(channel text, payload text, anonymous text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._notify_ready(queue_name text, enabled boolean) FROM PUBLIC;
-
-REVOKE ALL ON FUNCTION queue._payload_over(argument text, bytes bigint, payload_limit integer) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._pending_queues() FROM PUBLIC;
 
@@ -7455,6 +7645,8 @@ REVOKE ALL ON FUNCTION queue._rate_record(category_ids bigint[], taken integer[]
 REVOKE ALL ON FUNCTION queue._reap(lim integer, queues text[]) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._record(queue_name text, category_name text, completed integer, retried integer, dead integer, run_ms double precision[], wait_ms double precision[]) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._refuse_read_only(call text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._retention(lim integer) FROM PUBLIC;
 

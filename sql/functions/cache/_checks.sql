@@ -19,8 +19,9 @@ end
 $$;
 
 -- _check_value: a value to cache is a JSON value other than null, no larger than
--- cache.config.max_value_bytes of JSON text. Raises 22004 (SQL null), 22023 (JSON null),
--- 54000 (too large).
+-- cache.config.max_value_bytes of JSON text, with no number longer than
+-- queue._max_number_chars(). Raises 22004 (SQL null), 22023 (JSON null), 54000 (too large,
+-- or a number too long).
 create or replace function cache._check_value(value jsonb, argument text default 'value')
 returns void
 language plpgsql stable
@@ -28,7 +29,6 @@ set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_limit int;
-    v_bytes bigint;
 begin
     if value is null then
         raise exception '% must not be null', argument using errcode = '22004',
@@ -40,16 +40,11 @@ begin
     end if;
     -- no settings row must not mean no limit: then the column's default (1 MiB)
     v_limit := coalesce((select c.max_value_bytes from cache.config as c), 1048576);
-    -- The limit is on what a reader receives: the JSON text, measured on every value (the
-    -- stored size is no bound on it: a jsonb number of a few bytes prints as up to 131,072
-    -- digits).
-    v_bytes := octet_length(value::text);
-    if v_bytes > v_limit then
-        raise exception '% is % bytes, over the cache''s limit of % bytes',
-            argument, v_bytes, v_limit
-            using errcode = '54000',
-            hint = 'Cache a smaller value, or raise cache.config.max_value_bytes.';
-    end if;
+    -- The limit is on what a reader receives: the JSON text, measured on every value at a
+    -- cost bounded by its stored size (queue._json_size), never by the text.
+    perform queue._check_json(value, argument, v_limit,
+        '%s is %s bytes, over the cache''s limit of %s bytes',
+        'Cache a smaller value, or raise cache.config.max_value_bytes.');
 end
 $$;
 

@@ -5,7 +5,8 @@
 --   'invalidate' - invalidate the key;
 --   'rewrite'    - on completion with a non-null result, store the result as the key's new
 --                  value; on any other state change (or without a result, or with one over
---                  cache.config.max_value_bytes: the job still completes) invalidate;
+--                  cache.config.max_value_bytes or with a number too long for
+--                  cache.put: the job still completes) invalidate;
 --   'none'       - leave the cache alone.
 -- A key a producer is writing in a transaction still open (cache._hold_key) is not waited
 -- for: the write is recorded in cache.deferred_writes and queue.maintain applies it once
@@ -24,8 +25,8 @@ begin
         return;
     elsif policy = 'rewrite' and reason = 'completed' and result is not null
         and jsonb_typeof(result) <> 'null'
-        and octet_length(result::text)
-            <= coalesce((select c.max_value_bytes from cache.config as c), 1048576) then
+        and queue._json_fits(result,
+            coalesce((select c.max_value_bytes from cache.config as c), 1048576)) then
         perform cache._apply_or_defer(_job_done.key, 'put', result, reason);
     elsif policy in ('invalidate', 'rewrite') then
         perform cache._apply_or_defer(_job_done.key, 'invalidate', null, reason);

@@ -25,15 +25,160 @@ begin
 end
 $$;
 
+-- _json_number_chars: the length of a JSON number's text as jsonb prints it (every digit,
+-- never an exponent), computed without printing it: a number of a few stored bytes prints as
+-- up to 147,455 characters (1e131071, 0e-16383).
+create or replace function queue._json_number_chars(value numeric) returns bigint
+language plpgsql immutable
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_abs numeric := abs(value);
+    v_digits bigint;
+begin
+    if v_abs < 1e15 then
+        v_digits := length(trunc(v_abs)::text);
+    else
+        -- 10^k <= abs < 10^(k + 1): the logarithm's floor, corrected by two comparisons
+        v_digits := least(floor(log(10, v_abs))::bigint, 131071);
+        if v_abs < ('1e' || v_digits)::numeric then
+            v_digits := v_digits - 1;
+        elsif v_digits < 131071 and v_abs >= ('1e' || (v_digits + 1))::numeric then
+            v_digits := v_digits + 1;
+        end if;
+        v_digits := v_digits + 1;
+    end if;
+    return (value < 0)::int + v_digits
+        + case when scale(value) > 0 then scale(value) + 1 else 0 end;
+end
+$$;
+
+-- _json_size: how many bytes of JSON text `value` prints as, at a cost bounded by its stored
+-- size and `bound`, never by the text (a few kilobytes of jsonb numbers print as gigabytes).
+-- bytes is exact when exact, else a bound: over `bound`, the text is at least that long (the
+-- text of its numbers alone); within it, at most that long; longest_number is the text length of the longest number, or a bound on it of at
+-- most queue._max_number_chars(). Steps, each cheap when it is taken:
+-- * at most 1024 stored bytes: printed (at most about 64 numbers: 9 MB of text at worst);
+--   text of at most 1000 bytes holds no number longer than that;
+-- * else its numbers, gathered (jsonb_path_query_array); at most 64 of them are printed
+--   together (9 MB at worst), and when their text is at most 1000 bytes no number is longer;
+--   otherwise each is measured without printing (queue._json_number_chars);
+-- * once the numbers fit, the value's text is at most 6 times its stored size (escapes,
+--   punctuation) plus theirs: within `bound` the value is not printed at all, else printed.
+create or replace function queue._json_size(
+    value jsonb, bound bigint, out bytes bigint, out exact boolean, out longest_number bigint
+)
+language plpgsql immutable
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_numbers jsonb;
+    v_count int;
+    v_chars bigint;
+begin
+    exact := true;
+    longest_number := 0;
+    if pg_column_size(value) <= 1024 then
+        bytes := octet_length(value::text);
+        if bytes <= 1000 then
+            return;
+        end if;
+    end if;
+    v_numbers := jsonb_path_query_array(value, 'strict $.** ? (@.type() == "number")');
+    v_count := jsonb_array_length(v_numbers);
+    if v_count <= 64 then
+        v_chars := octet_length(v_numbers::text) - 2 * greatest(v_count, 1);
+    end if;
+    if v_chars <= queue._max_number_chars() then
+        longest_number := v_chars;
+    else
+        select coalesce(max(c.chars), 0), coalesce(sum(c.chars), 0)
+        into longest_number, v_chars
+        from jsonb_array_elements(v_numbers) as p (number),
+            lateral (select p.number::numeric) as n (x),
+            lateral (select case when abs(n.x) < 1e15
+                then length(trunc(abs(n.x))::text) + (n.x < 0)::int
+                    + case when scale(n.x) > 0 then scale(n.x) + 1 else 0 end
+                else queue._json_number_chars(n.x) end) as c (chars);
+    end if;
+    if bytes is not null then
+        return;
+    end if;
+    if longest_number > queue._max_number_chars() or v_chars > bound then
+        bytes := v_chars;
+        exact := false;
+    elsif pg_column_compression(value) is null and 6 * pg_column_size(value) + v_chars <= bound
+        then
+        bytes := 6 * pg_column_size(value) + v_chars;
+        exact := false;
+    else
+        bytes := octet_length(value::text);
+    end if;
+end
+$$;
+
+-- _max_number_chars: the longest JSON number andal stores, in characters of text (1000).
+-- Longer numbers are refused in payloads, results, trace contexts and cached values: past it
+-- a few bytes of request become kilobytes for every reader (1e999 prints 1000 digits), and
+-- common readers cannot parse them anyway (Python refuses integers of more than 4300 digits,
+-- JavaScript has none past 1.8e308). A number that long travels as a string.
+create or replace function queue._max_number_chars() returns int
+language sql immutable
+set search_path = pg_catalog, pg_temp
+as $$ select 1000 $$;
+
+-- _json_fits: whether `value` passes queue._check_json with `bound` (for a caller that picks
+-- the first failing element of many, or does something else than refuse).
+create or replace function queue._json_fits(value jsonb, bound bigint) returns boolean
+language plpgsql immutable
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_size record;
+begin
+    v_size := queue._json_size(value, bound);
+    return v_size.bytes <= bound and v_size.longest_number <= queue._max_number_chars();
+end
+$$;
+
+-- _check_json: `value`'s JSON text is at most `bound` bytes and holds no number longer than
+-- queue._max_number_chars(), measured by queue._json_size (bounded cost). Raises 54000: a
+-- long number, or over the bound with message = format(over, argument, bytes, bound) (bytes
+-- 'at least N' when the text was not printed) and hint `hint`.
+create or replace function queue._check_json(
+    value jsonb, argument text, bound bigint, over text, hint text
+) returns void
+language plpgsql immutable
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_size record;
+begin
+    v_size := queue._json_size(value, bound);
+    if v_size.longest_number > queue._max_number_chars() then
+        raise exception '% holds a number of % characters of JSON text, over the limit of %',
+            argument, v_size.longest_number, queue._max_number_chars()
+            using errcode = '54000', hint = 'Send a number this long as a JSON string.';
+    end if;
+    if v_size.bytes > bound then
+        raise exception using message = format(over, argument,
+                case when v_size.exact then v_size.bytes::text
+                    else 'at least ' || v_size.bytes end, bound),
+            errcode = '54000', hint = hint;
+    end if;
+end
+$$;
+
+drop function if exists queue._payload_over(text, bigint, int);
+
 -- _check_payload: a job payload is a non-null JSON object no larger than the queue's limit.
--- Raises 22004 (null), 22023 (not an object), 54000 (over payload_limit bytes of JSON text).
+-- Raises 22004 (null), 22023 (not an object), 54000 (over payload_limit bytes of JSON text,
+-- or a number longer than queue._max_number_chars()).
 create or replace function queue._check_payload(payload jsonb, argument text, payload_limit int)
 returns void
 language plpgsql immutable
 set search_path = pg_catalog, pg_temp
 as $$
-declare
-    v_bytes bigint;
 begin
     if payload is null then
         raise exception '% must not be null', argument using errcode = '22004';
@@ -42,30 +187,12 @@ begin
         raise exception '% must be a JSON object, not %', argument, jsonb_typeof(payload)
             using errcode = '22023';
     end if;
-    -- The limit is on what a claimer receives: the JSON text, measured on every payload.
-    -- The stored size says nothing about it (a jsonb number of a few bytes prints as up to
-    -- 131,072 digits), so it is no shortcut; printing a small payload costs microseconds.
-    v_bytes := octet_length(payload::text);
-    if v_bytes > payload_limit then
-        perform queue._payload_over(argument, v_bytes, payload_limit);
-    end if;
-end
-$$;
-
--- _payload_over: the error of a payload of `bytes` bytes of JSON text, over `payload_limit`
--- (54000). Callers that measured the text already raise it with their figure: printing a
--- payload is the costly part of the check (a few bytes of jsonb can print as megabytes).
-create or replace function queue._payload_over(argument text, bytes bigint, payload_limit int)
-returns void
-language plpgsql immutable
-set search_path = pg_catalog, pg_temp
-as $$
-begin
-    raise exception '% is % bytes, over the queue''s limit of % bytes',
-        argument, bytes, payload_limit
-        using errcode = '54000',
-        hint = 'Store large data elsewhere and pass a reference, '
-        'or raise the limit with queue.configure_queue(payload_limit => ...).';
+    -- The limit is on what a claimer receives: the JSON text, measured on every payload at a
+    -- cost bounded by the stored size (queue._json_size), never by the text.
+    perform queue._check_json(payload, argument, payload_limit,
+        '%s is %s bytes, over the queue''s limit of %s bytes',
+        'Store large data elsewhere and pass a reference, '
+        'or raise the limit with queue.configure_queue(payload_limit => ...).');
 end
 $$;
 
@@ -184,27 +311,39 @@ begin
 end
 $$;
 
--- _check_result: a result to keep is at most queue.config.max_result_bytes of JSON text;
--- returns it. Raises 54000.
+-- _check_result: a result to keep is at most queue.config.max_result_bytes of JSON text and
+-- holds no number longer than queue._max_number_chars(); returns it. Raises 54000.
 create or replace function queue._check_result(result jsonb, argument text) returns jsonb
 language plpgsql stable
 set search_path = pg_catalog, pg_temp
 as $$
-declare
-    v_limit int;
 begin
     if result is null then
         return null;
     end if;
-    v_limit := (queue._limits()).max_result_bytes;
-    if octet_length(result::text) > v_limit then
-        raise exception '% is % bytes, over the limit of % bytes for kept results', argument,
-            octet_length(result::text), v_limit
-            using errcode = '54000',
-            hint = 'Complete the job without a result (or fail it), or raise '
-            'queue.config.max_result_bytes.';
-    end if;
+    perform queue._check_json(result, argument, (queue._limits()).max_result_bytes,
+        '%s is %s bytes, over the limit of %s bytes for kept results',
+        'Complete the job without a result (or fail it), or raise '
+        'queue.config.max_result_bytes.');
     return result;
+end
+$$;
+
+-- _refuse_read_only: the error of a call that writes (claim, complete) made in a read-only
+-- transaction (BEGIN READ ONLY, default_transaction_read_only, a standby): 25006, as
+-- PostgreSQL's own, but naming the call and what to do. Callers test
+-- current_setting('transaction_read_only') inline (one expression on the hot path) and call
+-- this only to raise.
+create or replace function queue._refuse_read_only(call text) returns void
+language plpgsql stable
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    raise exception '% writes (it changes the jobs it is given): it cannot run in a read-only '
+        'transaction', call
+        using errcode = '25006',
+        hint = 'Call it in a read-write transaction on the primary: not in BEGIN READ ONLY, '
+        'not with default_transaction_read_only on, not on a standby.';
 end
 $$;
 
@@ -217,9 +356,14 @@ as $$ select coalesce(nullif(current_setting('role'), 'none'), session_user)::na
 
 revoke all on function queue._check_name(text, text, boolean, int) from public;
 revoke all on function queue._check_payload(jsonb, text, int) from public;
-revoke all on function queue._payload_over(text, bigint, int) from public;
+revoke all on function queue._json_number_chars(numeric) from public;
+revoke all on function queue._json_size(jsonb, bigint) from public;
+revoke all on function queue._max_number_chars() from public;
+revoke all on function queue._json_fits(jsonb, bigint) from public;
+revoke all on function queue._check_json(jsonb, text, bigint, text, text) from public;
 revoke all on function queue._limits() from public;
 revoke all on function queue._check_interval(interval, text, boolean, boolean, text) from public;
 revoke all on function queue._check_priority(int) from public;
 revoke all on function queue._check_result(jsonb, text) from public;
 revoke all on function queue._caller() from public;
+revoke all on function queue._refuse_read_only(text) from public;

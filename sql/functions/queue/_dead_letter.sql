@@ -4,7 +4,8 @@
 -- history with this attempt's entry), and to queue.history when its queue keeps one; tell
 -- operators on channel andal_ops and, when the job is watched
 -- (queue.watch), its watchers on andal_done. The caller holds the row lock, and settles the
--- job's slot, statistics and cache afterwards (queue._settle). Takes the id,
+-- job's slot, statistics and cache afterwards (queue._settle). Its times (died_at,
+-- finished_at, and keep_until from it) are the clock's at the write. Takes the id,
 -- not the row: no function signature depends on queue.jobs's row type, so
 -- queue.set_shards can replace the table.
 drop function if exists queue._bury(queue.jobs, text, text);
@@ -17,6 +18,8 @@ as $$
 declare
     v_queue text;
     v_watched boolean;
+    -- the time of the write, the clock claims use (never the transaction's start)
+    v_now timestamptz := clock_timestamp();
 begin
     with gone as (
         delete from queue.jobs as j where j.id = _bury.job_id
@@ -26,10 +29,10 @@ begin
     dead as (
         insert into queue.dead_letters as d (
             job_id, queue, category, priority, payload, attempt, max_attempts, enqueued_at,
-            dedup_key, reason, last_error, errors, cache_key
+            died_at, dedup_key, reason, last_error, errors, cache_key
         )
         select g.id, g.queue, g.category, g.priority, g.payload, g.attempt, g.max_attempts,
-            g.enqueued_at, g.dedup_key, _bury.reason, _bury.last_error, _bury.errors,
+            g.enqueued_at, v_now, g.dedup_key, _bury.reason, _bury.last_error, _bury.errors,
             g.cache_key
         from gone as g
     ),
@@ -37,12 +40,12 @@ begin
         -- the queue keeps history: the finished job goes there too
         insert into queue.history (
             job_id, queue, category, priority, state, payload, attempt, max_attempts,
-            enqueued_at, started_at, worker, errors, keep_until
+            enqueued_at, started_at, finished_at, worker, errors, keep_until
         )
         select g.id, g.queue, g.category, g.priority,
             case _bury.reason when 'cancelled' then 'cancelled' else 'dead' end, g.payload,
-            g.attempt, g.max_attempts, g.enqueued_at, g.claimed_at, g.worker, _bury.errors,
-            now() + q.history_retention
+            g.attempt, g.max_attempts, g.enqueued_at, g.claimed_at, v_now, g.worker,
+            _bury.errors, v_now + q.history_retention
         from gone as g
         join queue.queues as q on q.queue = g.queue and q.history_retention is not null
     )

@@ -49,6 +49,14 @@ begin
     if not found then
         v_detail := format('job %s is no longer live (completed, dead-lettered or cancelled)',
             job_id);
+    elsif v_job.status <> 'running' and v_job.errors -> -1 ? 'retry_in'
+        and (v_job.errors -> -1 ->> 'attempt')::int = v_job.attempt
+        and (v_job.errors -> -1 ->> 'at')::timestamptz
+            + (v_job.errors -> -1 ->> 'retry_in')::interval = v_job.available_at then
+        -- its newest error is queue.fail's (only fail records retry_in) for the attempt it
+        -- is at, and the job still waits for that retry: not claimed or released since
+        v_detail := format('job %s is pending again: its attempt %s failed (queue.fail) and '
+            'waits for its retry at %s', job_id, v_job.attempt, v_job.available_at);
     elsif v_job.status <> 'running' then
         v_detail := format('job %s is pending again (its lease expired or it was released)',
             job_id);

@@ -44,7 +44,7 @@
 -- the other), plus one for the lock statistics.
 -- Raises: 22004 null worker; 22023 bad worker name, batch outside 1..1000, a lease not
 -- positive or past queue.config.max_lease, null or empty queue names; 55000 when called at
--- another isolation level.
+-- another isolation level; 25006 in a read-only transaction (queue._refuse_read_only).
 -- Plans: the SET clause makes each statement of claim run its generic plan, made once per
 -- session (plan_cache_mode = force_generic_plan). Re-planning on every call was a fifth of a
 -- claim's CPU, and PL/pgSQL's own choice never settles on the generic plan, whose cost it
@@ -123,6 +123,9 @@ declare
     v_now timestamptz := queue._lease_clock();
 begin
     -- Validation inline, in plain expressions (no query): this is the hot path.
+    if current_setting('transaction_read_only') = 'on' then
+        perform queue._refuse_read_only('queue.claim');
+    end if;
     if _claim.worker is null or length(_claim.worker) not between 1 and 128 then
         perform queue._check_name(_claim.worker, 'worker');
     end if;

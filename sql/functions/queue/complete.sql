@@ -9,8 +9,8 @@
 -- complete_many keep their set-based form (statistics counted in the statement that deletes
 -- the jobs) but take their pieces from the one source of each rule: queue._hist_bounds,
 -- queue._free_slots, queue._notify, queue._lease_clock.
--- Raises: 22004 null job_id or token; 54000 a result to keep (results or history) over
--- queue.config.max_result_bytes (complete it without a result, or fail it); AN001 (lease
+-- Raises: 22004 null job_id or token; 25006 in a read-only transaction; 54000 a result to
+-- keep (results or history) over queue.config.max_result_bytes (complete it without a result, or fail it); AN001 (lease
 -- lost) when the token is not the job's current, unexpired lease, or an abort of the job was
 -- requested (queue.cancel: the abort wins; end the attempt with queue.fail) — nothing is
 -- changed then.
@@ -40,6 +40,9 @@ declare
 begin
     if complete.job_id is null or complete.token is null then
         raise exception 'job_id and token must not be null' using errcode = '22004';
+    end if;
+    if current_setting('transaction_read_only') = 'on' then
+        perform queue._refuse_read_only('queue.complete');
     end if;
     -- By primary key, never a scan of the running jobs (as complete_many): a token is set
     -- only while a job runs, so token and unexpired lease say "running" without naming the
@@ -103,13 +106,12 @@ begin
     if v_history is not null then
         insert into queue.history (
             job_id, queue, category, priority, state, payload, attempt, max_attempts,
-            enqueued_at, started_at, worker, result, errors, keep_until
+            enqueued_at, started_at, finished_at, worker, result, errors, keep_until
         ) values (
             v_id, v_queue, v_category, v_job.priority, 'completed', v_job.payload,
             v_job.attempt, v_job.max_attempts, v_job.enqueued_at,
-            v_job.claimed_at, v_job.worker, queue._check_result(complete.result, 'result'),
-            v_job.errors,
-            now() + v_history
+            v_job.claimed_at, v_now, v_job.worker,
+            queue._check_result(complete.result, 'result'), v_job.errors, v_now + v_history
         );
     end if;
     delete from queue.watches as w where w.job_id = v_id;  -- queue.watch's row
@@ -120,8 +122,8 @@ begin
         perform queue._free_slots(array[v_id], array[v_queue]);
     end if;
     if v_keep then
-        insert into queue.results (job_id, queue, result)
-        values (v_id, v_queue, queue._check_result(complete.result, 'result'));
+        insert into queue.results (job_id, queue, result, completed_at)
+        values (v_id, v_queue, queue._check_result(complete.result, 'result'), v_now);
     end if;
     if v_cache_key is not null then
         perform cache._job_done(v_cache_key, coalesce(v_policy, 'invalidate'), complete.result,
@@ -159,7 +161,8 @@ $$;
 -- (no separate lock pass), so concurrent batches never deadlock.
 -- Completed jobs of queues that keep history go to queue.history; each watched job gets its
 -- NOTIFY andal_done, as with complete.
--- Raises: 22004 null arrays; 22023 arrays of different lengths.
+-- Raises: 22004 null arrays; 22023 arrays of different lengths; 25006 in a read-only
+-- transaction.
 -- Cost: one statement deletes the jobs (one primary-key probe each), frees their gate slots,
 -- keeps their results and counts them in the statistics (one upsert per queue and category
 -- of the batch); one more builds the answer; each cache key takes one call.
@@ -194,6 +197,9 @@ declare
 begin
     if complete_many.job_ids is null or complete_many.tokens is null then
         raise exception 'job_ids and tokens must not be null' using errcode = '22004';
+    end if;
+    if current_setting('transaction_read_only') = 'on' then
+        perform queue._refuse_read_only('queue.complete_many');
     end if;
     if cardinality(complete_many.job_ids) <> cardinality(complete_many.tokens)
         or (complete_many.results is not null
@@ -243,9 +249,9 @@ begin
     kept as (
         -- the queues that keep results are read once (usually none), not once per job; in
         -- key order, so on an index
-        insert into queue.results (job_id, queue, result)
+        insert into queue.results (job_id, queue, result, completed_at)
         select g.id, g.queue,
-            queue._check_result(complete_many.results[g.n], format('results[%s]', g.n))
+            queue._check_result(complete_many.results[g.n], format('results[%s]', g.n)), v_now
         from gone as g
         where g.queue = any (array(
             select q.queue from queue.queues as q where q.keep_results order by q.queue))
@@ -336,11 +342,11 @@ begin
     if v_history is not null then
         insert into queue.history (
             job_id, queue, category, priority, state, payload, attempt, max_attempts,
-            enqueued_at, started_at, worker, result, errors, keep_until
+            enqueued_at, started_at, finished_at, worker, result, errors, keep_until
         )
         select h.job_id, h.queue, h.category, h.priority, 'completed', h.payload, h.attempt,
-            h.max_attempts, h.enqueued_at, h.started_at, h.worker, h.result, h.errors,
-            now() + queue._history_keep(h.queue)
+            h.max_attempts, h.enqueued_at, h.started_at, v_now, h.worker, h.result, h.errors,
+            v_now + queue._history_keep(h.queue)
         from jsonb_to_recordset(v_history) as h (
             job_id bigint, queue text, category text, priority int, payload jsonb,
             attempt int, max_attempts int, enqueued_at timestamptz, started_at timestamptz,

@@ -145,7 +145,6 @@ as $$
 declare
     v_cfg queue.queues;
     v_id bigint;
-    v_bytes bigint;
 begin
     if _enqueue_lean.queue is null or length(_enqueue_lean.queue) not between 1 and 128 then
         perform queue._check_name(_enqueue_lean.queue, 'queue');
@@ -157,12 +156,12 @@ begin
     if not found then
         v_cfg := queue._config(_enqueue_lean.queue);
     end if;
-    if jsonb_typeof(_enqueue_lean.payload) <> 'object' then
+    -- queue._json_size's first step, inline: a small object (stored in at most 1024 bytes)
+    -- printing as at most 1000 bytes within the limit passes; anything else is checked whole
+    if jsonb_typeof(_enqueue_lean.payload) <> 'object'
+        or pg_column_size(_enqueue_lean.payload) > 1024
+        or octet_length(_enqueue_lean.payload::text) > least(1000, v_cfg.payload_limit) then
         perform queue._check_payload(_enqueue_lean.payload, 'payload', v_cfg.payload_limit);
-    end if;
-    v_bytes := octet_length(_enqueue_lean.payload::text);  -- printed once, also when over
-    if v_bytes > v_cfg.payload_limit then
-        perform queue._payload_over('payload', v_bytes, v_cfg.payload_limit);
     end if;
     insert into queue.jobs as j (queue, payload, max_attempts, available_at, timeout)
     values (

@@ -103,7 +103,11 @@ begin
     from unnest(_enqueue_many.payloads, _enqueue_many.dedup_keys) with ordinality
         as e (payload, key, n)
     where e.payload is null or jsonb_typeof(e.payload) <> 'object'
-       or octet_length(e.payload::text) > v_cfg.payload_limit
+       -- queue._json_size's first step inline (a small payload printing as at most 1000
+       -- bytes within the limit passes); anything else is measured whole at bounded cost
+       or (pg_column_size(e.payload) > 1024
+           or octet_length(e.payload::text) > least(1000, v_cfg.payload_limit))
+       and not queue._json_fits(e.payload, v_cfg.payload_limit)
        or length(e.key) not between 1 and 512
     order by e.n
     limit 1;

@@ -79,8 +79,11 @@ begin
     if v_longest is null then
         return v_dropped;
     end if;
-    -- partitions at least partition_width wide, and never more than about 50 ahead
-    v_width := greatest(v_width, date_trunc('second', v_longest / 48));
+    -- partitions at least partition_width wide, and never more than about 50 ahead; as a
+    -- length of time (date_bin cannot bin by months: '5 years' / 48 is '1 mon 7 days 12:00',
+    -- and a width of months stored before configure_history refused them becomes 30 days)
+    v_width := greatest(make_interval(secs => extract(epoch from v_width)),
+        date_trunc('second', make_interval(secs => extract(epoch from v_longest) / 48)));
     select max((regexp_match(pg_get_expr(c.relpartbound, c.oid),
             'TO \(''([^'']+)''\)'))[1]::timestamptz)
     into v_lo
@@ -139,7 +142,9 @@ $$;
 -- queue.configure_history: how wide new history partitions are (at least one second; they are
 -- made wider when the longest retention would need more than about 50). A row is kept
 -- between its retention and its retention plus one width. Existing partitions keep theirs.
--- Raises: 22004 null; 22023 width under one second.
+-- The width is a length of time: months and years are refused (their length varies, and
+-- partitions are laid out on fixed boundaries): '30 days', not '1 mon'.
+-- Raises: 22004 null; 22023 width under one second, over 1000 years, or with months.
 create or replace function queue.configure_history(partition_width interval) returns void
 language plpgsql
 security definer
@@ -148,6 +153,13 @@ as $$
 #variable_conflict use_column
 begin
     perform queue._check_interval(configure_history.partition_width, 'partition_width', true);
+    if extract(month from configure_history.partition_width) <> 0
+        or extract(year from configure_history.partition_width) <> 0 then
+        raise exception 'partition_width must be a length of time without months or years '
+            '(got %)', configure_history.partition_width
+            using errcode = '22023',
+            hint = 'Give it in days, hours, minutes or seconds, such as ''30 days''.';
+    end if;
     if configure_history.partition_width < interval '1 second' then
         raise exception 'partition_width must be at least 1 second (got %)',
             configure_history.partition_width using errcode = '22023';

@@ -3,7 +3,8 @@
 --
 -- Where a job's facts come from, in this order (the first source that has the id answers):
 --   1. queue.jobs: a live job (scheduled, pending, failed awaiting retry, running);
---   2. queue.history: a finished job of a queue that keeps history (its newest row);
+--   2. queue.history: a finished job of a queue that keeps history (its newest row: the
+--      highest finished_seq, rows without one older than any with one, then finished_at);
 --   3. queue.dead_letters: a dead or cancelled job (kept until purge_dead);
 --   4. queue.results: a completed job of a queue with keep_results (result and time only).
 -- A job found in none of them is one andal does not remember: it never existed, or it
@@ -73,7 +74,7 @@ begin
             h.result, h.errors, h.keep_until
          from queue.history as h
          where h.job_id = job.job_id
-         order by h.finished_at desc
+         order by h.finished_seq desc nulls last, h.finished_at desc
          limit 1)
         union all
         select 3, d.job_id, case d.reason when 'cancelled' then 'cancelled' else 'dead' end,
@@ -113,7 +114,7 @@ begin
             select 1 as src, j.payload from queue.jobs as j where j.id = job_payload.job_id
             union all
             (select 2, h.payload from queue.history as h where h.job_id = job_payload.job_id
-             order by h.finished_at desc limit 1)
+             order by h.finished_seq desc nulls last, h.finished_at desc limit 1)
             union all
             select 3, d.payload from queue.dead_letters as d
             where d.job_id = job_payload.job_id

@@ -71,7 +71,9 @@ begin
            and not exists (select from queue.jobs as j where j.id = h.job_id)
            and not exists (
                select from queue.history as n
-               where n.job_id = h.job_id and n.finished_at > h.finished_at)
+               where n.job_id = h.job_id
+                 and (coalesce(n.finished_seq, 0), n.finished_at)
+                     > (coalesce(h.finished_seq, 0), h.finished_at))
          order by h.job_id desc
          limit jobs_by.lim)
         union all
