@@ -216,10 +216,11 @@ class _Dry:
     while claims stay empty (so an idle worker polls every ``poll`` seconds); a claim that
     finds work or a NOTIFY hint ends the pause. ``hints`` counts the hints: an empty claim
     sent before the last hint arrived (its snapshot may predate the new job) starts no
-    pause."""
+    pause. ``empties`` counts the empty claims that started one (the listener sleeps after a
+    new one, see ``listen.Listener``)."""
 
     def __init__(self, poll: float) -> None:
-        self.poll, self.step, self.until, self.hints = poll, 0.0, 0.0, 0
+        self.poll, self.step, self.until, self.hints, self.empties = poll, 0.0, 0.0, 0, 0
 
     def ready(self, now: float) -> bool:
         return now >= self.until
@@ -229,6 +230,7 @@ class _Dry:
             return
         self.step = min(self.step * 2 or 0.01, self.poll)
         self.until = time.monotonic() + self.step
+        self.empties += 1
 
     def found(self) -> None:
         self.step = self.until = 0.0
