@@ -23,8 +23,11 @@ which reads the request (``abort_target``; the notification is a hint, never the
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import os
+import select
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -54,9 +57,9 @@ def listen_via(listen: bool, pooler: str | None, listen_dsn: str | None) -> str:
 #: the last claim of each kind came back empty).
 Dryness = Callable[[], tuple[int, bool]]
 
-#: How often the listener looks whether the claims went dry while it is awake, and while it
-#: sleeps (a notification ends either wait at once).
-_AWAKE_CHECK, _ASLEEP_CHECK = 0.02, 0.25
+#: How long the listener waits for a notification or a poke before it looks at the stop flag
+#: and at its database's claims again.
+_CHECK = 0.25
 
 
 class Listener:
@@ -88,6 +91,16 @@ class Listener:
         self.abort = abort
         self.dryness = dryness if queues else None
         self.queues = list(queues or [])
+        #: ``poke()`` writes here: the claims came back empty, look now (not at the next check)
+        self._pokes: tuple[int, int] | None = os.pipe()
+        self._pokes_lock = threading.Lock()
+        os.set_blocking(self._pokes[1], False)
+
+    def poke(self) -> None:
+        """A claim of this database came back empty: the listener looks whether to sleep."""
+        with self._pokes_lock, contextlib.suppress(BlockingIOError):  # full: one is pending
+            if self._pokes is not None:
+                os.write(self._pokes[1], b".")
 
     def run(self) -> None:
         backoff = _Backoff(first=0.1, cap=5.0)
@@ -111,6 +124,10 @@ class Listener:
             except Exception:
                 self.on_error("listener")
                 self.stop.wait(backoff.next())
+        with self._pokes_lock:
+            pokes, self._pokes = self._pokes, None
+        for fd in pokes or ():
+            os.close(fd)
 
     def listen(self, conn: psycopg.Connection[Any]) -> None:
         """Hand on the notifications of ``conn`` until ``stop``; sleep (``queue.idle``) after
@@ -119,8 +136,17 @@ class Listener:
         sleeps = self.dryness is not None
         while not self.stop.is_set():
             hinted = False
-            wait = _ASLEEP_CHECK if sleeping or not sleeps else _AWAKE_CHECK
-            for note in conn.notifies(timeout=wait, stop_after=1):
+            if not sleeps:
+                waiting = list(conn.notifies(timeout=_CHECK, stop_after=1))
+            else:
+                waiting = list(conn.notifies(timeout=0))  # arrived meanwhile (or read already)
+                if not waiting:
+                    pokes = self._pokes[0] if self._pokes is not None else conn.fileno()
+                    ready, _, _ = select.select([conn.fileno(), pokes], [], [], _CHECK)
+                    if pokes in ready and pokes != conn.fileno():
+                        os.read(pokes, 4096)
+                    waiting = list(conn.notifies(timeout=0))
+            for note in waiting:
                 if note.channel == sql.ABORT_CHANNEL and self.abort is not None:
                     self.abort(note.payload)
                     continue
