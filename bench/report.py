@@ -18,7 +18,10 @@ SYSTEM_ORDER = [
     "procrastinate",
     "pgqueuer",
     "raw",
+    "raw+notify",
     "andal",
+    "andal-busy",
+    "andal-notify",
     "redis",
     "raw-kv",
 ]
@@ -43,6 +46,8 @@ TITLES = {
     "W7": "W7 category gating (jobs/s)",
     "W8": "W8 scale: shards × databases, and cost over a long run (SQL level)",
     "COST": "Cost per job (1 worker, measured through a counting proxy)",
+    "PRODUCERS": "Many producers: enqueue, one job per transaction (jobs/s, pgbench clients)",
+    "WORKERS": "Many workers: claim + complete, one job per claim (jobs/s, pgbench clients)",
 }
 
 
@@ -409,6 +414,39 @@ def plots(data: dict[str, Any], outdir: Path) -> list[str]:
         plt.close(fig)
         made.append(str(path))
     made += _w8_plots(recs, outdir, plt)
+    made += _clients_plots(recs, outdir, plt)
+    return made
+
+
+def _clients_plots(recs: list[dict[str, Any]], outdir: Path, plt: Any) -> list[str]:
+    """jobs/s against the number of clients, one line per system: the many-producers and the
+    many-workers workloads."""
+    made = []
+    for w, name in (("PRODUCERS", "producers_scale.png"), ("WORKERS", "workers_scale.png")):
+        rows = [r for r in recs if r["workload"] == w and r.get("clients")]
+        if not rows:
+            continue
+        fig, ax = plt.subplots(figsize=(7, 4.5))
+        for system in _sort_systems({r["system"] for r in rows}):
+            pts = sorted((r["clients"], r) for r in rows if r["system"] == system)
+            xs = [c for c, _ in pts]
+            ys = [r["median"] for _, r in pts]
+            lo = [r["median"] - r["min"] for _, r in pts]
+            hi = [r["max"] - r["median"] for _, r in pts]
+            err = [lo, hi]
+            ax.errorbar(xs, ys, yerr=err, marker="o", capsize=3, label=system,
+                        color=COLORS.get(system))  # fmt: skip
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("clients (pgbench)")
+        ax.set_ylabel("jobs/s")
+        ax.set_title(TITLES[w])
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        path = outdir / name
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        made.append(str(path))
     return made
 
 

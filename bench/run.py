@@ -1,7 +1,8 @@
 """Run the benchmark: ``python -m bench.run [--quick] [--only W1,W3] [--reps N]``.
 
-The full run is W1–W7 and the cost probes (under 30 minutes here). The scale workload W8
-(shards and databases, and a growth run to 1M jobs) would take it past that; it runs when named:
+The full run is W1–W7, the cost probes, and the many-producers and many-workers workloads
+(PRODUCERS, WORKERS). The scale workload W8 (shards and databases, and a growth run to 1M
+jobs) would take it past that; it runs when named:
 ``--only W8`` (``make bench-scale``: ``--only W8 --scale-jobs 10000000``, up to 10M jobs);
 ``--quick`` runs every workload, W8 included.
 
@@ -35,6 +36,8 @@ WORKLOADS = {
     "W6": "bench.w6_cache",
     "W7": "bench.w7_gating",
     "COST": "bench.cost",
+    "PRODUCERS": "bench.many_producers",
+    "WORKERS": "bench.many_workers",
     "W8": "bench.w8_scale",
 }
 #: Workloads a full run leaves out unless named in --only (a quick run has them all).

@@ -126,6 +126,51 @@ def enqueue_script(system: str, per_tx: int) -> str:
     }[(system, per_tx)]
 
 
+#: The many-producers workload's scripts: one job per transaction, the SQL each system sends.
+RAW_NOTIFY_ENQUEUE_1 = (
+    "insert into bench_jobs (payload) values ('{\"n\": 1}');\nselect pg_notify('bench_jobs', '');\n"
+)
+
+
+def producer_script(system: str) -> str:
+    """The one-job enqueue of ``system`` as a pgbench script: raw insert, raw insert with
+    ``pg_notify`` in the same transaction, andal's ``queue.enqueue``, and the statement that
+    procrastinate's ``defer`` and pgqueuer's ``Queries.enqueue`` send (from the installed
+    packages; their insert triggers notify)."""
+    if system in ("raw", "andal"):
+        return enqueue_script(system, 1)
+    if system == "raw+notify":
+        return "begin;\n" + RAW_NOTIFY_ENQUEUE_1 + "commit;\n"
+    if system == "procrastinate":
+        from procrastinate.sql import queries
+
+        job = f"array[row('{QUEUE}', 'noop', 0, null, null, '{{\"n\": 1}}'::jsonb, null)]"
+        return _one_line(queries["defer_jobs"].replace("%(jobs)s", job))
+    if system == "pgqueuer":
+        from pgqueuer.adapters.persistence.qb import QueryQueueBuilder
+
+        sql = QueryQueueBuilder().build_enqueue_query("raise")
+        for arg, value in (
+            ("$1::int[]", "'{0}'::int[]"),
+            ("$2::text[]", f"'{{{QUEUE}}}'::text[]"),
+            ("$3::bytea[]", "array[convert_to('{\"n\": 1}', 'UTF8')]::bytea[]"),
+            ("$4::interval[]", "'{0}'::interval[]"),
+            ("$5::text[]", "array[null]::text[]"),
+            ("$6::jsonb[]", "array['null'::jsonb]::jsonb[]"),
+        ):
+            if arg not in sql:
+                raise RuntimeError(f"pgqueuer's enqueue statement changed: no {arg}")
+            sql = sql.replace(arg, value)
+        return _one_line(sql)
+    raise ValueError(system)
+
+
+def _one_line(sql: str) -> str:
+    """A statement as one pgbench command: comments dropped, lines joined, one semicolon."""
+    lines = [line.split("--", 1)[0].strip() for line in sql.splitlines()]
+    return " ".join(line for line in lines if line).rstrip(";") + ";\n"
+
+
 def pgbench_drain_script(system: str, batch: int) -> str:
     if system == "raw":
         return RAW_DRAIN_1 if batch == 1 else RAW_DRAIN_N

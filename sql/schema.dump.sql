@@ -2875,7 +2875,7 @@ begin
     )
     returning j.id into v_id;
     if v_cfg.notify then
-        perform queue._notify('andal_jobs', _enqueue_lean.queue);
+        perform queue._notify_ready(_enqueue_lean.queue, true);
     end if;
     return v_id;
 end
@@ -3031,7 +3031,7 @@ begin
     end if;
 
     if v_inserted and v_cfg.notify and v_delay <= interval '0' then
-        perform queue._notify('andal_jobs', _enqueue_many.queue);
+        perform queue._notify_ready(_enqueue_many.queue, true);
     end if;
 end
 $$;
@@ -3631,6 +3631,31 @@ $$;
 
 COMMENT ON FUNCTION queue._heartbeat_one(job_id bigint, token uuid, extend interval) IS 'Private: extend one lease (not of a job whose abort was requested); report an abort.';
 
+CREATE FUNCTION queue._hint_key(queue_name text) RETURNS integer
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+    if queue_name is null then
+        return 0;
+    end if;
+    return coalesce(nullif(hashtext(queue_name), 0), 1);
+end
+$$;
+
+CREATE FUNCTION queue._hint_wanted(queue_name text) RETURNS boolean
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    v_sleeping boolean;
+begin
+    select bool_or(s.sleeping) into v_sleeping from queue.sleepers as s
+    where s.key = any (array[queue._hint_key(queue_name), 0]);
+    return coalesce(v_sleeping, true);
+end
+$$;
+
 CREATE FUNCTION queue._hist_bounds() RETURNS double precision[]
     LANGUAGE sql IMMUTABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -4058,7 +4083,7 @@ begin
     if enabled is null then
         select q.notify into enabled from queue.queues as q where q.queue = queue_name;
     end if;
-    if coalesce(enabled, true) then
+    if coalesce(enabled, true) and queue._hint_wanted(queue_name) then
         perform queue._notify('andal_jobs', queue_name);
     end if;
 end
@@ -4539,6 +4564,25 @@ begin
 end
 $$;
 
+CREATE FUNCTION queue._sleep(keys integer[]) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+    if keys is null then
+        update queue.sleepers as s set sleeping = false
+        where s.pid = pg_backend_pid() and s.sleeping;
+        return;
+    end if;
+    delete from queue.sleepers as s
+    where (s.pid = pg_backend_pid() and s.key <> all (_sleep.keys))
+        or not exists (select from pg_stat_activity as a where a.pid = s.pid);
+    insert into queue.sleepers as s (key, pid, sleeping)
+    select distinct k.key, pg_backend_pid(), true from unnest(_sleep.keys) as k (key)
+    on conflict (key, pid) do update set sleeping = true where not s.sleeping;
+end
+$$;
+
 CREATE FUNCTION queue._stats_rollup() RETURNS bigint
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -4648,6 +4692,17 @@ end
 $$;
 
 COMMENT ON FUNCTION queue._unpaused_queues(queues text[], batch integer) IS 'Private: the queues a claim may take jobs from while some queue is paused.';
+
+CREATE FUNCTION queue.busy() RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+    perform queue._sleep(null);
+end
+$$;
+
+COMMENT ON FUNCTION queue.busy() IS 'Say that this session no longer sleeps: producers stop hinting for it while it works.';
 
 CREATE FUNCTION queue.cancel(job_id bigint) RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER
@@ -5356,6 +5411,30 @@ end
 $$;
 
 COMMENT ON FUNCTION queue.heartbeat_many(job_ids bigint[], tokens uuid[], report_abort boolean, extend interval) IS 'Extend several leases and report requested aborts; null where the lease was lost.';
+
+CREATE FUNCTION queue.idle(queues text[]) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    v_queue text;
+begin
+    if idle.queues is not null then
+        if cardinality(idle.queues) = 0 then
+            raise exception 'queues must not be empty (null means every queue)'
+                using errcode = '22023';
+        end if;
+        foreach v_queue in array idle.queues loop
+            perform queue._check_name(v_queue, 'queue');
+        end loop;
+    end if;
+    perform queue._sleep(coalesce(
+        (select array_agg(queue._hint_key(q.queue)) from unnest(idle.queues) as q (queue)),
+        array[queue._hint_key(null)]));
+end
+$$;
+
+COMMENT ON FUNCTION queue.idle(queues text[]) IS 'Say that this (listening) session sleeps on queues: their changes hint it until queue.busy.';
 
 CREATE FUNCTION queue.job(job_id bigint) RETURNS SETOF queue.job_info
     LANGUAGE plpgsql STABLE SECURITY DEFINER ROWS 1
@@ -7184,6 +7263,12 @@ CREATE TABLE queue.schema_migrations (
     applied_at timestamp with time zone DEFAULT now() NOT NULL
 );
 
+CREATE UNLOGGED TABLE queue.sleepers (
+    key integer NOT NULL,
+    pid integer NOT NULL,
+    sleeping boolean NOT NULL
+);
+
 CREATE TABLE queue.stat_minutes (
     minute timestamp with time zone NOT NULL,
     backend integer NOT NULL,
@@ -7313,6 +7398,9 @@ ALTER TABLE ONLY queue.schedules
 
 ALTER TABLE ONLY queue.schema_migrations
     ADD CONSTRAINT schema_migrations_pkey PRIMARY KEY (version);
+
+ALTER TABLE ONLY queue.sleepers
+    ADD CONSTRAINT sleepers_pkey PRIMARY KEY (key, pid);
 
 ALTER TABLE ONLY queue.stat_minutes
     ADD CONSTRAINT stat_minutes_pkey PRIMARY KEY (minute, backend, queue, category);
@@ -7596,6 +7684,10 @@ REVOKE ALL ON FUNCTION queue._heartbeat(job_ids bigint[], tokens uuid[], extend 
 
 REVOKE ALL ON FUNCTION queue._heartbeat_one(job_id bigint, token uuid, extend interval) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION queue._hint_key(queue_name text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._hint_wanted(queue_name text) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION queue._hist_bounds() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._hist_quantile(hist bigint[], q double precision) FROM PUBLIC;
@@ -7658,9 +7750,15 @@ REVOKE ALL ON FUNCTION queue._scan(queues text[], lim integer, exclude_categorie
 
 REVOKE ALL ON FUNCTION queue._settle(job_id bigint, queue_name text, category_name text, outcome text, claimed_at timestamp with time zone, available_at timestamp with time zone, cache_key text, result jsonb, ready_at timestamp with time zone) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION queue._sleep(keys integer[]) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION queue._stats_rollup() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._unpaused_queues(queues text[], batch integer) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue.busy() FROM PUBLIC;
+GRANT ALL ON FUNCTION queue.busy() TO andal_worker;
+GRANT ALL ON FUNCTION queue.busy() TO andal_admin;
 
 REVOKE ALL ON FUNCTION queue.cancel(job_id bigint) FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.cancel(job_id bigint) TO andal_admin;
@@ -7746,6 +7844,10 @@ GRANT ALL ON FUNCTION queue.heartbeat_many(job_ids bigint[], tokens uuid[], exte
 REVOKE ALL ON FUNCTION queue.heartbeat_many(job_ids bigint[], tokens uuid[], report_abort boolean, extend interval) FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.heartbeat_many(job_ids bigint[], tokens uuid[], report_abort boolean, extend interval) TO andal_worker;
 GRANT ALL ON FUNCTION queue.heartbeat_many(job_ids bigint[], tokens uuid[], report_abort boolean, extend interval) TO andal_admin;
+
+REVOKE ALL ON FUNCTION queue.idle(queues text[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION queue.idle(queues text[]) TO andal_worker;
+GRANT ALL ON FUNCTION queue.idle(queues text[]) TO andal_admin;
 
 REVOKE ALL ON FUNCTION queue.job(job_id bigint) FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.job(job_id bigint) TO andal_producer;

@@ -232,6 +232,9 @@ CHANNEL = "andal_jobs"
 #: re-reads the request with a heartbeat).
 LISTEN_ABORT = "listen andal_abort"
 ABORT_CHANNEL = "andal_abort"
+#: The listener's session sleeps on its queues (producers hint it until ``BUSY``), and wakes.
+IDLE = "select queue.idle(queues => %(queues)s::text[])"
+BUSY = "select queue.busy()"
 
 # -- operators ------------------------------------------------------------------------------
 
@@ -381,6 +384,8 @@ __all__ = [
     "INSTALLED",
     "LISTEN",
     "LISTEN_ABORT",
+    "IDLE",
+    "BUSY",
     "LIST_DEAD",
     "MAINTAIN",
     "PURGE_DEAD",

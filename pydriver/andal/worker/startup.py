@@ -23,10 +23,10 @@ from .databases import Source, check_installed, is_connection_error
 from .execute import Executor
 from .heartbeat import Heartbeat
 from .limits import Limits
-from .listen import VIA_POLLING, Listener, abort_target, listen_via, lost_event
+from .listen import VIA_POLLING, Dryness, Listener, abort_target, listen_via, lost_event
 from .maintenance import Maintenance
 from .registration import Registration
-from .state import _Lane, _Run, one_line
+from .state import _Dry, _Lane, _Run, one_line
 from .transact import Transactions, TxGroup
 
 if TYPE_CHECKING:
@@ -298,7 +298,25 @@ class Startup:
         report_lost = lost_event(o.name, src.label)
         name = f"andal {o.name} listen"
         on_abort = abort if beats is not None else None
-        return Listener(dsn, name, hint, lost, r.helpers_stop, r.internal_error, on_abort)
+        dries = [src.leased_dry] if self.leased_queues else []
+        dries += [src.probes[g.is_async].dry for g in self.tx_groups]
+        listener = Listener(
+            dsn, name, hint, lost, r.helpers_stop, r.internal_error, on_abort,
+            self.dryness(dries), sorted(self.queue_set),
+        )  # fmt: skip
+        for d in dries:
+            d.on_empty = listener.poke
+        return listener
+
+    @staticmethod
+    def dryness(dries: list[_Dry]) -> Dryness:
+        """Whether every claim of a database (``dries``: leased, and each transactional
+        group's probe) last came back empty, and how many empty claims there were."""
+
+        def dryness() -> tuple[int, bool]:
+            return sum(d.empties for d in dries), all(d.step > 0 for d in dries)
+
+        return dryness
 
     def vacuum_dsn(self, src: Source) -> str | None:
         """Where the vacuum connects: its advisory lock is a session's, which a transaction-

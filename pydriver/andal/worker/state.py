@@ -10,7 +10,7 @@ import socket
 import time
 import traceback
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
@@ -216,10 +216,12 @@ class _Dry:
     while claims stay empty (so an idle worker polls every ``poll`` seconds); a claim that
     finds work or a NOTIFY hint ends the pause. ``hints`` counts the hints: an empty claim
     sent before the last hint arrived (its snapshot may predate the new job) starts no
-    pause."""
+    pause. ``empties`` counts the empty claims that started one, and ``on_empty`` is called
+    after each (the listener sleeps after a new one, see ``listen.Listener``)."""
 
     def __init__(self, poll: float) -> None:
-        self.poll, self.step, self.until, self.hints = poll, 0.0, 0.0, 0
+        self.poll, self.step, self.until, self.hints, self.empties = poll, 0.0, 0.0, 0, 0
+        self.on_empty: Callable[[], None] | None = None
 
     def ready(self, now: float) -> bool:
         return now >= self.until
@@ -229,6 +231,9 @@ class _Dry:
             return
         self.step = min(self.step * 2 or 0.01, self.poll)
         self.until = time.monotonic() + self.step
+        self.empties += 1
+        if self.on_empty is not None:
+            self.on_empty()
 
     def found(self) -> None:
         self.step = self.until = 0.0

@@ -8,6 +8,18 @@
 -- ({"job_id", "worker"}) when an abort of a running job is requested. PostgreSQL delivers
 -- equal notifications of one transaction once, so a statement that makes many jobs of one
 -- queue claimable sends one hint. Listeners treat every notification as a hint to re-read.
+--
+-- The hint on andal_jobs is sent only when it can wake someone (a NOTIFY makes its
+-- transaction take a cluster-wide lock at commit, held through the WAL flush: every
+-- notifying transaction commits alone, so notifying on every enqueue lost group commit).
+-- A listening session says when it sleeps: queue.idle(queues) before it waits, queue.busy()
+-- when it wakes (rows of queue.sleepers). A queue's hint is sent when a session sleeps on
+-- it (or on every queue), or when no session of the queue uses queue.idle at all (a client
+-- that only LISTENs keeps the hint on every change, as before). So a burst of producers
+-- while the queue's workers are busy sends none, and a sleeping worker gets about one
+-- (until its queue.busy commits). A producer reads queue.sleepers when it makes the job
+-- claimable, not at its commit: a job whose transaction was open while the last worker went
+-- to sleep (queue.idle, then its re-check claim) is found by that worker's next poll.
 
 -- _notify: pg_notify(channel, payload), or with `anonymous` instead of the payload on a
 -- locked-down install (andal.notify_names = off, see queue._lock_down): no names then.
@@ -35,11 +47,65 @@ begin
     if enabled is null then
         select q.notify into enabled from queue.queues as q where q.queue = queue_name;
     end if;
-    if coalesce(enabled, true) then
+    if coalesce(enabled, true) and queue._hint_wanted(queue_name) then
         perform queue._notify('andal_jobs', queue_name);
     end if;
 end
 $$;
 
+-- _hint_key: the key of a queue in queue.sleepers (0 is "every queue", never a queue's).
+create or replace function queue._hint_key(queue_name text) returns int
+language plpgsql immutable
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    if queue_name is null then
+        return 0;
+    end if;
+    return coalesce(nullif(hashtext(queue_name), 0), 1);
+end
+$$;
+
+-- _hint_wanted: whether the hint of queue_name can wake someone: a session sleeps on the
+-- queue or on every queue, or no session of the queue uses queue.idle (a listener that never
+-- calls it is hinted on every change). A key shared by two queues only hints more.
+create or replace function queue._hint_wanted(queue_name text) returns boolean
+language plpgsql stable
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_sleeping boolean;
+begin
+    select bool_or(s.sleeping) into v_sleeping from queue.sleepers as s
+    where s.key = any (array[queue._hint_key(queue_name), 0]);
+    return coalesce(v_sleeping, true);
+end
+$$;
+
+-- _sleep: this session's rows of queue.sleepers, for queue.idle and queue.busy. keys null
+-- (busy): its rows stop sleeping. Else (idle on keys): its rows of other keys and the rows of
+-- ended sessions go, and it sleeps on each key.
+create or replace function queue._sleep(keys int []) returns void
+language plpgsql
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    if keys is null then
+        update queue.sleepers as s set sleeping = false
+        where s.pid = pg_backend_pid() and s.sleeping;
+        return;
+    end if;
+    delete from queue.sleepers as s
+    where (s.pid = pg_backend_pid() and s.key <> all (_sleep.keys))
+        or not exists (select from pg_stat_activity as a where a.pid = s.pid);
+    insert into queue.sleepers as s (key, pid, sleeping)
+    select distinct k.key, pg_backend_pid(), true from unnest(_sleep.keys) as k (key)
+    on conflict (key, pid) do update set sleeping = true where not s.sleeping;
+end
+$$;
+
 revoke all on function queue._notify(text, text, text) from public;
 revoke all on function queue._notify_ready(text, boolean) from public;
+revoke all on function queue._hint_key(text) from public;
+revoke all on function queue._hint_wanted(text) from public;
+revoke all on function queue._sleep(int []) from public;

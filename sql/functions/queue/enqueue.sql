@@ -132,10 +132,10 @@ $$;
 -- priority 0 and a delay whose effect is exactly none (the 9-argument form decides; every
 -- other call takes queue._enqueue). Its checks are plain expressions (the check helpers run
 -- only to raise their own error), the policy is read here (queue._config only creates a
--- missing row) and the hint goes straight to queue._notify: three PL/pgSQL frames and three
--- statements per call where queue._enqueue takes five frames. Same rules, same errors in
--- the same order as queue._enqueue. enable_seqscan = off keeps the policy read on the
--- primary key whatever the statistics say, as in queue._config.
+-- missing row) and passed to the hint (queue._notify_ready): fewer PL/pgSQL frames and
+-- statements per call than queue._enqueue. Same rules, same errors in the same order as
+-- queue._enqueue. enable_seqscan = off keeps the policy read on the primary key whatever the
+-- statistics say, as in queue._config.
 create or replace function queue._enqueue_lean(payload jsonb, queue text) returns bigint
 language plpgsql
 set search_path = pg_catalog, pg_temp
@@ -169,7 +169,7 @@ begin
     )
     returning j.id into v_id;
     if v_cfg.notify then
-        perform queue._notify('andal_jobs', _enqueue_lean.queue);
+        perform queue._notify_ready(_enqueue_lean.queue, true);
     end if;
     return v_id;
 end

@@ -174,7 +174,7 @@ begin
     end if;
 
     if v_inserted and v_cfg.notify and v_delay <= interval '0' then
-        perform queue._notify('andal_jobs', _enqueue_many.queue);
+        perform queue._notify_ready(_enqueue_many.queue, true);
     end if;
 end
 $$;

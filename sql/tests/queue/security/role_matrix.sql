@@ -70,6 +70,8 @@ insert into matrix values
     ('queue.resume(text)', false, false, true),
     ('queue.heartbeat(bigint,uuid,boolean,interval)', false, true, true),
     ('queue.heartbeat_many(bigint[],uuid[],boolean,interval)', false, true, true),
+    ('queue.idle(text[])', false, true, true),
+    ('queue.busy()', false, true, true),
     ('queue.set_history(text,interval)', false, false, true),
     ('queue.configure_history(interval)', false, false, true),
     ('queue.watch(bigint)', true, true, true);
