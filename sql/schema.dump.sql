@@ -1532,11 +1532,14 @@ declare
     v_watched boolean;
     -- the time of the write, the clock claims use (never the transaction's start)
     v_now timestamptz := clock_timestamp();
+    v_workflow boolean;
+    v_has_parents boolean;
 begin
     with gone as (
         delete from queue.jobs as j where j.id = _bury.job_id
         returning j.id, j.queue, j.category, j.priority, j.payload, j.attempt, j.max_attempts,
-            j.enqueued_at, j.dedup_key, j.cache_key, j.claimed_at, j.worker, j.watched
+            j.enqueued_at, j.dedup_key, j.cache_key, j.claimed_at, j.worker, j.watched,
+            j.workflow, j.has_parents
     ),
     dead as (
         insert into queue.dead_letters as d (
@@ -1555,13 +1558,16 @@ begin
             enqueued_at, started_at, finished_at, worker, errors, keep_until
         )
         select g.id, g.queue, g.category, g.priority,
-            case _bury.reason when 'cancelled' then 'cancelled' else 'dead' end, g.payload,
+            case when _bury.reason in ('cancelled', 'parent_failed') then 'cancelled'
+                else 'dead' end, g.payload,
             g.attempt, g.max_attempts, g.enqueued_at, g.claimed_at, v_now, g.worker,
             _bury.errors, v_now + q.history_retention
         from gone as g
         join queue.queues as q on q.queue = g.queue and q.history_retention is not null
     )
-    select g.queue, g.watched into v_queue, v_watched from gone as g;
+    select g.queue, g.watched, g.workflow, g.has_parents
+    into v_queue, v_watched, v_workflow, v_has_parents
+    from gone as g;
     perform queue._notify('andal_ops',
         json_build_object('event', 'dead', 'job_id', _bury.job_id, 'queue', v_queue,
             'reason', _bury.reason)::text,
@@ -1569,6 +1575,10 @@ begin
     delete from queue.watches as w where w.job_id = _bury.job_id;  -- queue.watch's row
     if v_watched or found then
         perform queue._notify('andal_done', _bury.job_id::text);
+    end if;
+    if v_workflow or v_has_parents then  -- children or parents (queue._workflow_ended)
+        perform queue._workflow_ended(case when v_workflow then array[_bury.job_id] end,
+            case when v_has_parents then array[_bury.job_id] end, _bury.reason);
     end if;
 end
 $$;
@@ -4006,6 +4016,7 @@ CREATE FUNCTION queue._live_state(status text, available_at timestamp with time 
     AS $$
     select case
         when status = 'running' then 'running'
+        when status = 'waiting' then 'waiting'
         when available_at <= now() then 'pending'
         when attempt > 0 then 'failed'
         else 'scheduled'
@@ -4693,6 +4704,309 @@ $$;
 
 COMMENT ON FUNCTION queue._unpaused_queues(queues text[], batch integer) IS 'Private: the queues a claim may take jobs from while some queue is paused.';
 
+CREATE FUNCTION queue._workflow_cancel(child_id bigint, parent_id bigint) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    v_job record;
+begin
+    select j.id, j.queue, j.category, j.cache_key, j.errors into v_job
+    from queue.jobs as j where j.id = child_id and j.status = 'waiting' for update;
+    if v_job.id is null then
+        return;
+    end if;
+    perform queue._bury(v_job.id, 'parent_failed',
+        format('parent job %s ended dead or cancelled', parent_id), v_job.errors);
+    perform queue._settle(v_job.id, v_job.queue, v_job.category, 'cancelled', null, null,
+        v_job.cache_key);
+end
+$$;
+
+CREATE FUNCTION queue._workflow_check(after bigint[], on_parent_failure text) RETURNS bigint[]
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    v_ids bigint[];
+    v_last bigint;
+    v_called boolean;
+    v_bad bigint;
+begin
+    if on_parent_failure is null or on_parent_failure not in ('cancel', 'run') then
+        raise exception 'on_parent_failure must be ''cancel'' or ''run'' (got %)',
+            coalesce(on_parent_failure, 'null') using errcode = '22023';
+    end if;
+    if array_ndims(after) > 1 then
+        raise exception 'after must be a one-dimensional array of job ids'
+            using errcode = '22023';
+    end if;
+    if array_position(after, null) is not null then
+        raise exception 'after must not contain null' using errcode = '22004';
+    end if;
+    v_ids := array(select distinct u.id from unnest(after) as u (id) order by u.id);
+    if cardinality(v_ids) > 100000 then
+        raise exception 'after names % jobs, over the limit of 100000', cardinality(v_ids)
+            using errcode = '22023';
+    end if;
+    execute format('select last_value, is_called from %s',
+        pg_get_serial_sequence('queue.jobs', 'id')) into v_last, v_called;
+    if not v_called then
+        v_last := v_last - 1;
+    end if;
+    select u.id into v_bad from unnest(v_ids) as u (id)
+    where u.id < 1 or u.id > v_last order by u.id limit 1;
+    if v_bad is not null then
+        raise exception 'after names job %, which andal never issued', v_bad
+            using errcode = '22023',
+            hint = 'Name jobs created before this one (their ids, as enqueue returned them).';
+    end if;
+    return v_ids;
+end
+$$;
+
+CREATE FUNCTION queue._workflow_count_down(ids bigint[], queues text[], ns integer[]) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    v_queues text[];
+begin
+    perform from queue.jobs as j
+    where j.id = any (ids) and j.status = 'waiting'
+    order by j.id for no key update;
+    with released as (
+        update queue.jobs as j
+        set waiting_on = j.waiting_on - w.n,
+            status = case when j.waiting_on <= w.n then 'pending' else j.status end,
+            available_at = case when j.waiting_on <= w.n
+                then greatest(j.available_at, now()) else j.available_at end
+        from unnest(ids, queues, ns) as w (id, queue, n)
+        where j.id = w.id and (w.queue is null or j.queue = w.queue) and j.status = 'waiting'
+        returning j.queue, j.status, j.available_at
+    )
+    select array_agg(distinct r.queue) filter (where r.status = 'pending'
+        and r.available_at <= now()) into v_queues from released as r;
+    for v_i in 1 .. coalesce(cardinality(v_queues), 0) loop
+        perform queue._notify_ready(v_queues[v_i]);
+    end loop;
+end
+$$;
+
+CREATE FUNCTION queue._workflow_ended(parents bigint[], children bigint[], reason text, results jsonb[] DEFAULT NULL::jsonb[], only_children bigint[] DEFAULT NULL::bigint[]) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    v_failed boolean := reason <> 'completed';
+    v_gone bigint[];
+    v_closed record;
+begin
+    if children is not null and reason <> 'parent_failed' then
+        with gone as (
+            delete from queue.job_edges as e where e.child_id = any (children)
+            returning e.parent_id
+        )
+        select array_agg(distinct g.parent_id) into v_gone from gone as g;
+        if v_gone is not null then
+            delete from queue.workflow_results as r
+            where r.job_id = any (v_gone)
+              and not exists (select from queue.job_edges as e where e.parent_id = r.job_id);
+        end if;
+    end if;
+    if parents is null then
+        return;
+    end if;
+    -- the end of each parent is kept for its children: a result, or a failure (a completion
+    -- without a result keeps nothing: queue.parent_results tells it from its absence)
+    if v_failed or cardinality(array_remove(results, null)) > 0 then
+        perform queue._workflow_keep(parents, reason, results);
+    end if;
+    -- per child: how many of its parents ended (an only child from the parent's row, a
+    -- completion's; the others from the edges), whether to cancel it
+    with closed as (
+        select u.child as child_id, null::text as child_queue, 'run' as on_parent_failure,
+            u.id as parent_id
+        from unnest(parents, only_children) as u (id, child)
+        where u.child is not null and not v_failed
+        union all
+        select e.child_id, e.child_queue, e.on_parent_failure, e.parent_id
+        from queue.job_edges as e
+        where e.parent_id = any (array(
+            select u.id from unnest(parents, coalesce(only_children, '{}')) as u (id, child)
+            where u.child is null or v_failed))
+    )
+    select array_agg(c.child_id order by c.child_id) as ids,
+        array_agg(c.child_queue order by c.child_id) as queues,
+        array_agg(c.n order by c.child_id) as ns,
+        array_agg(c.parent_id order by c.child_id) filter (where c.cancel) as cancel_parents,
+        array_agg(c.child_id order by c.child_id) filter (where c.cancel) as cancel_ids
+    into v_closed
+    from (
+        -- one row per child (an only child has no queue here: the edges' one, when read)
+        select c.child_id, max(c.child_queue) as child_queue, count(*)::int as n,
+            min(c.parent_id) as parent_id,
+            v_failed and bool_or(c.on_parent_failure = 'cancel') as cancel
+        from closed as c group by c.child_id
+    ) as c;
+    for v_i in 1 .. coalesce(cardinality(v_closed.cancel_ids), 0) loop
+        perform queue._workflow_cancel(v_closed.cancel_ids[v_i], v_closed.cancel_parents[v_i]);
+    end loop;
+    if v_closed.ids is not null then
+        perform queue._workflow_count_down(v_closed.ids, v_closed.queues, v_closed.ns);
+    end if;
+end
+$$;
+
+CREATE FUNCTION queue._workflow_keep(parents bigint[], reason text, results jsonb[]) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    v_limit int := (queue._limits()).max_result_bytes;
+begin
+    insert into queue.workflow_results as r (job_id, state, result)
+    select u.id, case when reason = 'completed' then 'completed'
+                      when reason in ('cancelled', 'parent_failed') then 'cancelled'
+                      else 'dead' end,
+        case when octet_length(u.result::text) > v_limit
+            then queue._check_result(u.result, 'result') else u.result end
+    from unnest(parents, coalesce(results, '{}')) as u (id, result)
+    where u.id is not null and (reason <> 'completed' or u.result is not null)
+    on conflict (job_id) do update set state = excluded.state, result = excluded.result,
+        finished_at = excluded.finished_at;
+end
+$$;
+
+CREATE FUNCTION queue._workflow_requeue(job_id bigint) RETURNS integer
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    v_frontier bigint[] := array[job_id];
+    v_back bigint[];
+    v_count int := 0;
+begin
+    update queue.jobs as j set workflow = true where j.id = job_id;
+    loop
+        update queue.jobs as j set waiting_on = j.waiting_on + c.n
+        from (select e.child_id, count(*)::int as n from queue.job_edges as e
+              where e.parent_id = any (v_frontier) group by e.child_id) as c
+        where j.id = c.child_id and j.status = 'waiting';
+        v_back := array(
+            select distinct e.child_id from queue.job_edges as e
+            join queue.dead_letters as d on d.job_id = e.child_id and d.reason = 'parent_failed'
+            where e.parent_id = any (v_frontier)
+              and not exists (
+                  select from queue.job_edges as o
+                  join queue.dead_letters as f on f.job_id = o.parent_id
+                  where o.child_id = e.child_id and o.on_parent_failure = 'cancel')
+            order by 1);
+        exit when cardinality(v_back) = 0;
+        perform queue._workflow_revive(v_back);
+        v_count := v_count + cardinality(v_back);
+        v_frontier := v_back;
+    end loop;
+    return v_count;
+end
+$$;
+
+CREATE FUNCTION queue._workflow_revive(job_ids bigint[]) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+    with back as (
+        delete from queue.dead_letters as d where d.job_id = any (job_ids) returning d.*
+    )
+    insert into queue.jobs (
+        id, queue, category, priority, payload, attempt, max_attempts, enqueued_at, errors,
+        cache_key, status, workflow, has_parents
+    ) overriding system value
+    select b.job_id, b.queue, b.category, b.priority, b.payload, 0, b.max_attempts,
+        b.enqueued_at, b.errors, b.cache_key, 'waiting', true, true
+    from back as b;
+    perform from queue.jobs as j
+    where j.id in (select e.parent_id from queue.job_edges as e where e.child_id = any (job_ids))
+    order by j.id for key share;
+    update queue.jobs as j set workflow = true
+    where j.id in (select e.parent_id from queue.job_edges as e where e.child_id = any (job_ids))
+      and not j.workflow;
+    update queue.jobs as j
+    set waiting_on = c.n, status = case when c.n = 0 then 'pending' else 'waiting' end
+    from (select e.child_id,
+              count(*) filter (where exists (
+                  select from queue.jobs as p where p.id = e.parent_id))::int as n
+          from queue.job_edges as e where e.child_id = any (job_ids)
+          group by e.child_id) as c
+    where j.id = c.child_id;
+end
+$$;
+
+CREATE FUNCTION queue._workflow_sweep() RETURNS bigint
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    v_count bigint;
+begin
+    delete from queue.workflow_results as r
+    where not exists (select from queue.job_edges as e where e.parent_id = r.job_id);
+    get diagnostics v_count = row_count;
+    return v_count;
+end
+$$;
+
+CREATE FUNCTION queue._workflow_wait(job_ids bigint[], job_queue text, parents bigint[], on_parent_failure text) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    v_live bigint[];
+    v_failed bigint;
+    v_child bigint;
+begin
+    if cardinality(parents) = 0 or cardinality(job_ids) = 0 then
+        return;
+    end if;
+    v_live := array(
+        select l.id from (
+            select j.id from queue.jobs as j where j.id = any (parents)
+            order by j.id for key share
+        ) as l
+    );
+    select d.job_id into v_failed from queue.dead_letters as d
+    where d.job_id = any (parents) and not d.job_id = any (v_live)
+    order by d.job_id limit 1;
+    -- the live parents are marked as having children (their end counts them down), in id
+    -- order; a parent's first child is its only child (read from its row at its
+    -- completion), a second one makes it read its edges
+    update queue.jobs as j
+    set workflow = true,
+        only_child = case when not j.workflow and cardinality(job_ids) = 1 then job_ids[1] end
+    where j.id in (
+        select p.id from queue.jobs as p
+        where p.id = any (v_live) and (not p.workflow or p.only_child is not null)
+        order by p.id for no key update
+    );
+    -- a child waits while a parent is live, and until it is cancelled just below
+    update queue.jobs as j
+    set has_parents = true, waiting_on = cardinality(v_live),
+        status = case when cardinality(v_live) > 0
+            or (v_failed is not null and on_parent_failure = 'cancel')
+            then 'waiting' else j.status end
+    where j.id = any (job_ids) and j.queue = job_queue;
+    insert into queue.job_edges (parent_id, child_id, child_queue, on_parent_failure)
+    select p.id, c.id, job_queue, on_parent_failure
+    from unnest(parents) as p (id) cross join unnest(job_ids) as c (id);
+    if v_failed is not null and on_parent_failure = 'cancel' then
+        foreach v_child in array job_ids loop
+            perform queue._workflow_cancel(v_child, v_failed);
+        end loop;
+    end if;
+end
+$$;
+
 CREATE FUNCTION queue.busy() RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -4756,6 +5070,28 @@ CREATE FUNCTION queue.category_limits() RETURNS TABLE(category text, max_running
 $$;
 
 COMMENT ON FUNCTION queue.category_limits() IS 'Every known category and its limit (max_running; 0: paused).';
+
+CREATE FUNCTION queue.child_jobs(job_id bigint) RETURNS TABLE(child_id bigint, state text, open boolean)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET jit TO 'off'
+    AS $$
+#variable_conflict use_column
+begin
+    if child_jobs.job_id is null then
+        raise exception 'job_id must not be null' using errcode = '22004';
+    end if;
+    return query
+    select e.child_id, k.state,
+        k.state = 'waiting' and exists (select from queue.jobs as p where p.id = e.parent_id)
+    from queue.job_edges as e
+    left join lateral (select x.state from queue.job(e.child_id) as x) as k on true
+    where e.parent_id = child_jobs.job_id
+    order by e.child_id;
+end
+$$;
+
+COMMENT ON FUNCTION queue.child_jobs(job_id bigint) IS 'The children of a job: id, state, and whether each still waits for it.';
 
 CREATE FUNCTION queue.claim(worker text, queues text[] DEFAULT NULL::text[], batch integer DEFAULT 1, lease interval DEFAULT NULL::interval) RETURNS TABLE(job_id bigint, queue text, category text, priority integer, payload jsonb, attempt integer, max_attempts integer, token uuid, lease_expires_at timestamp with time zone, enqueued_at timestamp with time zone, cache_key text, cache_version bigint)
     LANGUAGE plpgsql SECURITY DEFINER ROWS 10
@@ -4823,6 +5159,7 @@ begin
           and j.lease_expires_at > v_now and j.abort_requested_at is null
         returning j.id, j.queue, j.category, j.cache_key, j.priority, j.payload, j.attempt,
             j.max_attempts, j.enqueued_at, j.claimed_at, j.worker, j.errors, j.watched,
+            j.workflow, j.has_parents, j.only_child,
             date_part('epoch', v_now - j.claimed_at) * 1000 as run_ms,
             width_bucket(date_part('epoch', v_now - j.claimed_at) * 1000,
                 queue._hist_bounds())
@@ -4899,6 +5236,11 @@ begin
         perform cache._job_done(v_cache_key, coalesce(v_policy, 'invalidate'), complete.result,
             'completed');
     end if;
+    if v_job.workflow or v_job.has_parents then  -- children or parents (_workflow_ended)
+        perform queue._workflow_ended(case when v_job.workflow then array[v_id] end,
+            case when v_job.has_parents then array[v_id] end, 'completed',
+            array[complete.result], array[v_job.only_child]);
+    end if;
 end
 $$;
 
@@ -4924,6 +5266,10 @@ declare
     v_watched bigint[];  -- the completed jobs someone watches
     v_gated bigint[];  -- the completed jobs that held a category slot, and their queues
     v_gated_queues text[];
+    v_flow bigint[];  -- the completed jobs with children, and their results
+    v_flow_results jsonb[];
+    v_flow_children bigint[];  -- the completed jobs with parents
+    v_flow_only bigint[];  -- each parent's only child (null: several, read from its edges)
     v_now timestamptz := queue._lease_clock();
 begin
     if complete_many.job_ids is null or complete_many.tokens is null then
@@ -4968,7 +5314,7 @@ begin
           and j.lease_expires_at > v_now and j.abort_requested_at is null
         returning j.id, j.token, j.queue, j.category, j.cache_key, i.n, j.priority, j.payload,
             j.attempt, j.max_attempts, j.enqueued_at, j.claimed_at, j.worker, j.errors,
-            j.watched,
+            j.watched, j.workflow, j.has_parents, j.only_child,
             date_part('epoch', v_now - j.claimed_at) * 1000 as run_ms,
             width_bucket(date_part('epoch', v_now - j.claimed_at) * 1000,
                 queue._hist_bounds())
@@ -5056,9 +5402,13 @@ begin
             order by q.queue))),
         array_agg(g.id) filter (where g.watched),
         array_agg(g.id) filter (where g.category is not null),
-        array_agg(g.queue) filter (where g.category is not null)
+        array_agg(g.queue) filter (where g.category is not null),
+        array_agg(g.id) filter (where g.workflow),
+        array_agg(complete_many.results[g.n]) filter (where g.workflow),
+        array_agg(g.id) filter (where g.has_parents),
+        array_agg(g.only_child) filter (where g.workflow)
     into v_ids, v_toks, v_keys, v_key_queues, v_key_results, v_history, v_watched,
-        v_gated, v_gated_queues
+        v_gated, v_gated_queues, v_flow, v_flow_results, v_flow_children, v_flow_only
     from gone as g;
 
     -- Hash joins were off for the delete only: the statements below (the slots' release,
@@ -5094,6 +5444,10 @@ begin
         perform cache._job_done(v_keys[v_i], (queue._config(v_key_queues[v_i])).cache_policy,
             v_key_results[v_i], 'completed');
     end loop;
+    if v_flow is not null or v_flow_children is not null then  -- (queue._workflow_ended)
+        perform queue._workflow_ended(v_flow, v_flow_children, 'completed', v_flow_results,
+            v_flow_only);
+    end if;
 
     -- One row per input pair, in input order. A pair with a null id or token matches
     -- nothing: null, or false when no job was completed.
@@ -5272,6 +5626,24 @@ $$;
 
 COMMENT ON FUNCTION queue.enqueue(payload jsonb, trace_context jsonb, queue text, category text, priority integer, delay interval, max_attempts integer, dedup_key text, cache_key text, cache_value jsonb, timeout interval) IS 'Add a job carrying the producer''s trace context; returns its id.';
 
+CREATE FUNCTION queue.enqueue(payload jsonb, after bigint[], queue text DEFAULT 'default'::text, category text DEFAULT NULL::text, priority integer DEFAULT 0, delay interval DEFAULT '00:00:00'::interval, max_attempts integer DEFAULT NULL::integer, cache_key text DEFAULT NULL::text, cache_value jsonb DEFAULT NULL::jsonb, timeout interval DEFAULT NULL::interval, trace_context jsonb DEFAULT NULL::jsonb, on_parent_failure text DEFAULT 'cancel'::text) RETURNS bigint
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    v_policy text := coalesce(on_parent_failure, 'cancel');
+    v_parents bigint[] := queue._workflow_check(coalesce(after, '{}'), v_policy);
+    v_id bigint;
+begin
+    v_id := queue._enqueue(payload, queue, category, priority, delay, max_attempts, null,
+        cache_key, cache_value, timeout, trace_context);
+    perform queue._workflow_wait(array[v_id], queue, v_parents, v_policy);
+    return v_id;
+end
+$$;
+
+COMMENT ON FUNCTION queue.enqueue(payload jsonb, after bigint[], queue text, category text, priority integer, delay interval, max_attempts integer, cache_key text, cache_value jsonb, timeout interval, trace_context jsonb, on_parent_failure text) IS 'Add a job that waits for the jobs of after to end; returns its id.';
+
 CREATE FUNCTION queue.enqueue_many(payloads jsonb[], queue text DEFAULT 'default'::text, category text DEFAULT NULL::text, priority integer DEFAULT 0, delay interval DEFAULT '00:00:00'::interval, max_attempts integer DEFAULT NULL::integer, dedup_keys text[] DEFAULT NULL::text[]) RETURNS SETOF bigint
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -5295,6 +5667,24 @@ end
 $$;
 
 COMMENT ON FUNCTION queue.enqueue_many(payloads jsonb[], timeout interval, queue text, category text, priority integer, delay interval, max_attempts integer, dedup_keys text[]) IS 'Add many jobs of one queue with a timeout each; returns their ids in input order.';
+
+CREATE FUNCTION queue.enqueue_many(payloads jsonb[], after bigint[], queue text DEFAULT 'default'::text, category text DEFAULT NULL::text, priority integer DEFAULT 0, delay interval DEFAULT '00:00:00'::interval, max_attempts integer DEFAULT NULL::integer, timeout interval DEFAULT NULL::interval, on_parent_failure text DEFAULT 'cancel'::text) RETURNS SETOF bigint
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    v_policy text := coalesce(on_parent_failure, 'cancel');
+    v_parents bigint[] := queue._workflow_check(coalesce(after, '{}'), v_policy);
+    v_ids bigint[];
+begin
+    v_ids := array(select queue._enqueue_many(payloads, queue, category, priority, delay,
+        max_attempts, null, timeout));
+    perform queue._workflow_wait(v_ids, queue, v_parents, v_policy);
+    return query select u.id from unnest(v_ids) with ordinality as u (id, n) order by u.n;
+end
+$$;
+
+COMMENT ON FUNCTION queue.enqueue_many(payloads jsonb[], after bigint[], queue text, category text, priority integer, delay interval, max_attempts integer, timeout interval, on_parent_failure text) IS 'Add many jobs of one queue that wait for the jobs of after; returns their ids in order.';
 
 CREATE FUNCTION queue.fail(job_id bigint, token uuid, error text, retry_in interval DEFAULT NULL::interval, retryable boolean DEFAULT true) RETURNS text
     LANGUAGE sql SECURITY DEFINER
@@ -5470,7 +5860,8 @@ begin
          order by h.finished_seq desc nulls last, h.finished_at desc
          limit 1)
         union all
-        select 3, d.job_id, case d.reason when 'cancelled' then 'cancelled' else 'dead' end,
+        select 3, d.job_id,
+            case when d.reason in ('cancelled', 'parent_failed') then 'cancelled' else 'dead' end,
             d.queue, d.category, d.priority, d.attempt, d.max_attempts, d.enqueued_at, null,
             null, d.died_at, null, null, null, null, d.errors, null
         from queue.dead_letters as d
@@ -5530,10 +5921,10 @@ declare
 begin
     perform queue._check_name(jobs_by.queue, 'queue', false);
     if jobs_by.state is not null and jobs_by.state not in (
-        'scheduled', 'pending', 'failed', 'running', 'completed', 'dead', 'cancelled'
+        'waiting', 'scheduled', 'pending', 'failed', 'running', 'completed', 'dead', 'cancelled'
     ) then
-        raise exception 'state must be one of scheduled, pending, failed, running, completed, '
-            'dead, cancelled (got %)', jobs_by.state
+        raise exception 'state must be one of waiting, scheduled, pending, failed, running, '
+            'completed, dead, cancelled (got %)', jobs_by.state
             using errcode = '22023';
     end if;
     if jobs_by.lim is null or jobs_by.lim not between 1 and 1000 then
@@ -5541,7 +5932,7 @@ begin
             using errcode = '22023';
     end if;
     v_live := jobs_by.state is null
-        or jobs_by.state in ('scheduled', 'pending', 'failed', 'running');
+        or jobs_by.state in ('waiting', 'scheduled', 'pending', 'failed', 'running');
     v_done := jobs_by.state is null or not v_live;
     return query
     select s.job_id, s.state, s.queue, s.category, s.priority, s.attempts, s.max_attempts,
@@ -5581,7 +5972,8 @@ begin
          order by h.job_id desc
          limit jobs_by.lim)
         union all
-        (select d.job_id, case d.reason when 'cancelled' then 'cancelled' else 'dead' end,
+        (select d.job_id,
+            case when d.reason in ('cancelled', 'parent_failed') then 'cancelled' else 'dead' end,
             d.queue, d.category, d.priority, d.attempt, d.max_attempts, d.enqueued_at, null,
             null, d.died_at, null, null, null, null, d.errors, null
          from queue.dead_letters as d
@@ -5589,7 +5981,8 @@ begin
            and (jobs_by.queue is null or d.queue = jobs_by.queue)
            and (jobs_by.before is null or d.job_id < jobs_by.before)
            and (jobs_by.state is null
-                or jobs_by.state = case d.reason when 'cancelled' then 'cancelled' else 'dead' end)
+                or jobs_by.state = case when d.reason in ('cancelled', 'parent_failed')
+                    then 'cancelled' else 'dead' end)
            and not exists (select from queue.jobs as j where j.id = d.job_id)
            and not exists (select from queue.history as h where h.job_id = d.job_id)
          order by d.job_id desc
@@ -5629,7 +6022,7 @@ CREATE TABLE queue.dead_letters (
     last_error text,
     errors jsonb DEFAULT '[]'::jsonb NOT NULL,
     cache_key text,
-    CONSTRAINT dead_letters_reason_check CHECK ((reason = ANY (ARRAY['exhausted'::text, 'non_retryable'::text, 'cancelled'::text])))
+    CONSTRAINT dead_letters_reason_check CHECK ((reason = ANY (ARRAY['exhausted'::text, 'non_retryable'::text, 'cancelled'::text, 'parent_failed'::text])))
 );
 
 CREATE FUNCTION queue.list_dead(queue text DEFAULT NULL::text, lim integer DEFAULT 100) RETURNS SETOF queue.dead_letters
@@ -5690,6 +6083,7 @@ begin
             delete from queue.stat_minutes as s where s.minute < now() - interval '1 day';
             delete from queue.wal_samples as w where w.sampled_at < now() - interval '1 day';
             perform queue._forget_unused();
+            perform queue._workflow_sweep();
         end if;
     exception when others then
         perform queue._maintain_failed('pruning counters and unused names', sqlstate, sqlerrm);
@@ -5719,7 +6113,7 @@ begin
         from queue.stats() as st
     ),
     m (ord, name, help) as (values
-        (1, 'andal_jobs', 'Live jobs by state (ready, scheduled, running).'),
+        (1, 'andal_jobs', 'Live jobs by state (ready, scheduled, running, waiting).'),
         (2, 'andal_dead_jobs', 'Jobs in the dead letters.'),
         (3, 'andal_oldest_ready_age_seconds', 'Age of the oldest ready job.'),
         (4, 'andal_job_events', 'Attempts ended in a recent window, by outcome.'),
@@ -5736,6 +6130,7 @@ begin
         select 1, format('andal_jobs{%s,state="ready"} %s', s.l, s.ready) from s
         union all select 1, format('andal_jobs{%s,state="scheduled"} %s', s.l, s.scheduled) from s
         union all select 1, format('andal_jobs{%s,state="running"} %s', s.l, s.running) from s
+        union all select 1, format('andal_jobs{%s,state="waiting"} %s', s.l, s.waiting) from s
         union all select 2, format('andal_dead_jobs{%s} %s', s.l, s.dead) from s
         union all select 3, format('andal_oldest_ready_age_seconds{%s} %s', s.l,
             coalesce(extract(epoch from s.oldest_ready_age), 0)) from s
@@ -5837,6 +6232,31 @@ end
 $$;
 
 COMMENT ON FUNCTION queue.next_available(queues text[]) IS 'When the next job of the queues becomes claimable (null: nothing scheduled).';
+
+CREATE FUNCTION queue.parent_results(job_id bigint) RETURNS TABLE(parent_id bigint, state text, result jsonb)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET jit TO 'off'
+    AS $$
+#variable_conflict use_column
+begin
+    if parent_results.job_id is null then
+        raise exception 'job_id must not be null' using errcode = '22004';
+    end if;
+    return query
+    -- a parent that completed without a result keeps no row: one andal finds neither live
+    -- nor dead (nor in its history or results) completed
+    select e.parent_id, coalesce(r.state, k.state, 'completed'), coalesce(r.result, k.result)
+    from queue.job_edges as e
+    left join queue.workflow_results as r on r.job_id = e.parent_id
+    left join lateral (select x.state, x.result from queue.job(e.parent_id) as x) as k
+        on r.job_id is null
+    where e.child_id = parent_results.job_id
+    order by e.parent_id;
+end
+$$;
+
+COMMENT ON FUNCTION queue.parent_results(job_id bigint) IS 'The parents of a job: id, state and (kept) result of each.';
 
 CREATE FUNCTION queue.pause(queue text) RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER
@@ -6117,6 +6537,22 @@ end
 $$;
 
 COMMENT ON FUNCTION queue.requeue_dead(job_id bigint) IS 'Bring a dead job back as pending with a fresh attempt count.';
+
+CREATE FUNCTION queue.requeue_dead(job_id bigint, with_children boolean) RETURNS bigint
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    v_id bigint := queue.requeue_dead(job_id => requeue_dead.job_id);
+begin
+    if coalesce(with_children, false) then
+        perform queue._workflow_requeue(v_id);
+    end if;
+    return v_id;
+end
+$$;
+
+COMMENT ON FUNCTION queue.requeue_dead(job_id bigint, with_children boolean) IS 'Bring a dead job back, and (with_children) the children cancelled because it failed.';
 
 CREATE FUNCTION queue.requeue_dead_matching(queue text DEFAULT NULL::text, reason text DEFAULT NULL::text, older_than interval DEFAULT NULL::interval, max_rows integer DEFAULT 1000) RETURNS TABLE(requeued bigint, refused bigint)
     LANGUAGE plpgsql SECURITY DEFINER
@@ -6495,7 +6931,7 @@ $$;
 
 COMMENT ON FUNCTION queue.shards() IS 'The live table''s shards: one row per partition with its live job count.';
 
-CREATE FUNCTION queue.stats() RETURNS TABLE(queue text, category text, ready bigint, scheduled bigint, running bigint, dead bigint, oldest_ready_age interval, avg_run_ms double precision, p95_run_ms double precision, completed_1m bigint, completed_15m bigint, completed_1h bigint, retried_1m bigint, retried_15m bigint, retried_1h bigint, dead_1m bigint, dead_15m bigint, dead_1h bigint, failure_rate double precision, retries_per_job double precision, lock_attempts bigint, lock_failures bigint, contention_ratio double precision, pickup_p50_ms double precision, pickup_p95_ms double precision, pickup_p99_ms double precision, wal_bytes_per_job double precision, held_xmin_age bigint, held_xmin_seconds double precision, paused boolean, rate_refusals bigint)
+CREATE FUNCTION queue.stats() RETURNS TABLE(queue text, category text, ready bigint, scheduled bigint, running bigint, dead bigint, oldest_ready_age interval, avg_run_ms double precision, p95_run_ms double precision, completed_1m bigint, completed_15m bigint, completed_1h bigint, retried_1m bigint, retried_15m bigint, retried_1h bigint, dead_1m bigint, dead_15m bigint, dead_1h bigint, failure_rate double precision, retries_per_job double precision, lock_attempts bigint, lock_failures bigint, contention_ratio double precision, pickup_p50_ms double precision, pickup_p95_ms double precision, pickup_p99_ms double precision, wal_bytes_per_job double precision, held_xmin_age bigint, held_xmin_seconds double precision, paused boolean, rate_refusals bigint, waiting bigint)
     LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -6545,6 +6981,7 @@ begin
             count(*) filter (where j.status = 'pending' and j.available_at <= now()) as ready,
             count(*) filter (where j.status = 'pending' and j.available_at > now()) as scheduled,
             count(*) filter (where j.status = 'running') as running,
+            count(*) filter (where j.status = 'waiting') as waiting,
             min(j.available_at) filter (
                 where j.status = 'pending' and j.available_at <= now()) as oldest_ready
         from queue.jobs as j group by 1, 2
@@ -6610,7 +7047,7 @@ begin
             coalesce(e.run_count, 0) as run_count, coalesce(e.run_ms, 0) as run_ms,
             h.run_hist, h.wait_hist,
             coalesce(lk.attempts, 0) as lock_attempts, coalesce(lk.failures, 0) as lock_failures,
-            coalesce(lk.rate_refusals, 0) as rate_refusals
+            coalesce(lk.rate_refusals, 0) as rate_refusals, coalesce(l.waiting, 0) as waiting
         from keys as k
         left join live as l on l.queue = k.queue and l.category = k.category
         left join dl as d on d.queue = k.queue and d.category = k.category
@@ -6640,7 +7077,7 @@ begin
             p.ready, p.scheduled, p.running, p.dead, p.oldest_ready,
             p.c1, p.c15, p.c60, p.r1, p.r15, p.r60, p.d1, p.d15, p.d60,
             p.run_count, p.run_ms, p.run_hist, p.wait_hist, p.lock_attempts, p.lock_failures,
-            p.rate_refusals
+            p.rate_refusals, p.waiting
         from per_category as p where p.category <> ''
         union all
         -- one per queue: the sums, and the histograms summed bucket by bucket (grouped
@@ -6649,7 +7086,7 @@ begin
             t.ready, t.scheduled, t.running, t.dead, t.oldest_ready,
             t.c1, t.c15, t.c60, t.r1, t.r15, t.r60, t.d1, t.d15, t.d60,
             t.run_count, t.run_ms, qh.run_hist, qh.wait_hist, t.lock_attempts, t.lock_failures,
-            t.rate_refusals
+            t.rate_refusals, t.waiting
         from (
             select p.queue,
                 sum(p.ready)::bigint as ready, sum(p.scheduled)::bigint as scheduled,
@@ -6661,7 +7098,8 @@ begin
                 sum(p.run_count)::bigint as run_count, sum(p.run_ms) as run_ms,
                 sum(p.lock_attempts)::bigint as lock_attempts,
                 sum(p.lock_failures)::bigint as lock_failures,
-                sum(p.rate_refusals)::bigint as rate_refusals
+                sum(p.rate_refusals)::bigint as rate_refusals,
+                sum(p.waiting)::bigint as waiting
             from per_category as p group by p.queue
         ) as t
         left join queue_hists as qh on qh.queue = t.queue
@@ -6682,7 +7120,7 @@ begin
         case when r.total then v_wal end,
         coalesce(v_xmin_age, 0), coalesce(v_xmin_seconds, 0),
         coalesce((select q.paused from queue.queues as q where q.queue = r.queue), false),
-        r.rate_refusals
+        r.rate_refusals, r.waiting
     from rolled as r
     order by r.queue, r.category nulls first;
 end
@@ -7139,6 +7577,15 @@ CREATE TABLE queue.install_state (
     CONSTRAINT install_state_single CHECK (id)
 );
 
+CREATE TABLE queue.job_edges (
+    parent_id bigint NOT NULL,
+    child_id bigint NOT NULL,
+    child_queue text NOT NULL,
+    on_parent_failure text NOT NULL,
+    CONSTRAINT job_edges_on_parent_failure_check CHECK ((on_parent_failure = ANY (ARRAY['cancel'::text, 'run'::text])))
+)
+WITH (fillfactor='80');
+
 CREATE TABLE queue.jobs (
     id bigint NOT NULL,
     queue text NOT NULL,
@@ -7162,8 +7609,12 @@ CREATE TABLE queue.jobs (
     watched boolean DEFAULT false NOT NULL,
     timeout interval,
     trace_context jsonb,
-    CONSTRAINT jobs_running_check CHECK (((status = 'pending'::text) OR ((token IS NOT NULL) AND (lease_expires_at IS NOT NULL)))),
-    CONSTRAINT jobs_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'running'::text])))
+    waiting_on integer DEFAULT 0 NOT NULL,
+    workflow boolean DEFAULT false NOT NULL,
+    has_parents boolean DEFAULT false NOT NULL,
+    only_child bigint,
+    CONSTRAINT jobs_running_check CHECK (((status <> 'running'::text) OR ((token IS NOT NULL) AND (lease_expires_at IS NOT NULL)))),
+    CONSTRAINT jobs_status_check CHECK ((status = ANY (ARRAY['waiting'::text, 'pending'::text, 'running'::text])))
 )
 PARTITION BY HASH (queue);
 
@@ -7201,8 +7652,12 @@ CREATE TABLE queue.jobs_p0 (
     watched boolean DEFAULT false NOT NULL,
     timeout interval,
     trace_context jsonb,
-    CONSTRAINT jobs_running_check CHECK (((status = 'pending'::text) OR ((token IS NOT NULL) AND (lease_expires_at IS NOT NULL)))),
-    CONSTRAINT jobs_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'running'::text])))
+    waiting_on integer DEFAULT 0 NOT NULL,
+    workflow boolean DEFAULT false NOT NULL,
+    has_parents boolean DEFAULT false NOT NULL,
+    only_child bigint,
+    CONSTRAINT jobs_running_check CHECK (((status <> 'running'::text) OR ((token IS NOT NULL) AND (lease_expires_at IS NOT NULL)))),
+    CONSTRAINT jobs_status_check CHECK ((status = ANY (ARRAY['waiting'::text, 'pending'::text, 'running'::text])))
 )
 WITH (fillfactor='70', autovacuum_vacuum_scale_factor='0.01', autovacuum_vacuum_threshold='1000', autovacuum_analyze_scale_factor='0.02', autovacuum_vacuum_cost_delay='0');
 
@@ -7317,6 +7772,14 @@ CREATE TABLE queue.worker_registrations (
     CONSTRAINT worker_registrations_slots_check CHECK ((slots >= 0))
 );
 
+CREATE TABLE queue.workflow_results (
+    job_id bigint NOT NULL,
+    state text NOT NULL,
+    result jsonb,
+    finished_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT workflow_results_state_check CHECK ((state = ANY (ARRAY['completed'::text, 'dead'::text, 'cancelled'::text])))
+);
+
 ALTER TABLE ONLY queue.history ATTACH PARTITION queue.history_default DEFAULT;
 
 ALTER TABLE ONLY queue.jobs ATTACH PARTITION queue.jobs_p0 FOR VALUES WITH (modulus 1, remainder 0);
@@ -7375,6 +7838,9 @@ ALTER TABLE ONLY queue.history_settings
 ALTER TABLE ONLY queue.install_state
     ADD CONSTRAINT install_state_pkey PRIMARY KEY (id);
 
+ALTER TABLE ONLY queue.job_edges
+    ADD CONSTRAINT job_edges_pkey PRIMARY KEY (parent_id, child_id);
+
 ALTER TABLE ONLY queue.jobs
     ADD CONSTRAINT jobs_pkey PRIMARY KEY (id, queue);
 
@@ -7417,6 +7883,9 @@ ALTER TABLE ONLY queue.worker_locks
 ALTER TABLE ONLY queue.worker_registrations
     ADD CONSTRAINT worker_registrations_pkey PRIMARY KEY (worker);
 
+ALTER TABLE ONLY queue.workflow_results
+    ADD CONSTRAINT workflow_results_pkey PRIMARY KEY (job_id);
+
 CREATE INDEX log_at_idx ON cache.log USING brin (at);
 
 CREATE INDEX read_stats_minute_idx ON cache.read_stats USING btree (minute);
@@ -7436,6 +7905,8 @@ CREATE INDEX history_default_job_id_idx ON queue.history_default USING btree (jo
 CREATE INDEX history_queue_idx ON ONLY queue.history USING btree (queue, job_id);
 
 CREATE INDEX history_default_queue_job_id_idx ON queue.history_default USING btree (queue, job_id);
+
+CREATE INDEX job_edges_child_idx ON queue.job_edges USING btree (child_id);
 
 CREATE UNIQUE INDEX jobs_dedup_idx ON ONLY queue.jobs USING btree (queue, dedup_key) WHERE (dedup_key IS NOT NULL);
 
@@ -7756,6 +8227,24 @@ REVOKE ALL ON FUNCTION queue._stats_rollup() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._unpaused_queues(queues text[], batch integer) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION queue._workflow_cancel(child_id bigint, parent_id bigint) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._workflow_check(after bigint[], on_parent_failure text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._workflow_count_down(ids bigint[], queues text[], ns integer[]) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._workflow_ended(parents bigint[], children bigint[], reason text, results jsonb[], only_children bigint[]) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._workflow_keep(parents bigint[], reason text, results jsonb[]) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._workflow_requeue(job_id bigint) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._workflow_revive(job_ids bigint[]) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._workflow_sweep() FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._workflow_wait(job_ids bigint[], job_queue text, parents bigint[], on_parent_failure text) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION queue.busy() FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.busy() TO andal_worker;
 GRANT ALL ON FUNCTION queue.busy() TO andal_admin;
@@ -7767,6 +8256,12 @@ REVOKE ALL ON FUNCTION queue.category_limits() FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.category_limits() TO andal_admin;
 GRANT ALL ON FUNCTION queue.category_limits() TO andal_worker;
 GRANT ALL ON FUNCTION queue.category_limits() TO andal_monitor;
+
+REVOKE ALL ON FUNCTION queue.child_jobs(job_id bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION queue.child_jobs(job_id bigint) TO andal_producer;
+GRANT ALL ON FUNCTION queue.child_jobs(job_id bigint) TO andal_worker;
+GRANT ALL ON FUNCTION queue.child_jobs(job_id bigint) TO andal_admin;
+GRANT ALL ON FUNCTION queue.child_jobs(job_id bigint) TO andal_monitor;
 
 REVOKE ALL ON FUNCTION queue.claim(worker text, queues text[], batch integer, lease interval) FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.claim(worker text, queues text[], batch integer, lease interval) TO andal_worker;
@@ -7813,6 +8308,10 @@ REVOKE ALL ON FUNCTION queue.enqueue(payload jsonb, trace_context jsonb, queue t
 GRANT ALL ON FUNCTION queue.enqueue(payload jsonb, trace_context jsonb, queue text, category text, priority integer, delay interval, max_attempts integer, dedup_key text, cache_key text, cache_value jsonb, timeout interval) TO andal_producer;
 GRANT ALL ON FUNCTION queue.enqueue(payload jsonb, trace_context jsonb, queue text, category text, priority integer, delay interval, max_attempts integer, dedup_key text, cache_key text, cache_value jsonb, timeout interval) TO andal_admin;
 
+REVOKE ALL ON FUNCTION queue.enqueue(payload jsonb, after bigint[], queue text, category text, priority integer, delay interval, max_attempts integer, cache_key text, cache_value jsonb, timeout interval, trace_context jsonb, on_parent_failure text) FROM PUBLIC;
+GRANT ALL ON FUNCTION queue.enqueue(payload jsonb, after bigint[], queue text, category text, priority integer, delay interval, max_attempts integer, cache_key text, cache_value jsonb, timeout interval, trace_context jsonb, on_parent_failure text) TO andal_producer;
+GRANT ALL ON FUNCTION queue.enqueue(payload jsonb, after bigint[], queue text, category text, priority integer, delay interval, max_attempts integer, cache_key text, cache_value jsonb, timeout interval, trace_context jsonb, on_parent_failure text) TO andal_admin;
+
 REVOKE ALL ON FUNCTION queue.enqueue_many(payloads jsonb[], queue text, category text, priority integer, delay interval, max_attempts integer, dedup_keys text[]) FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.enqueue_many(payloads jsonb[], queue text, category text, priority integer, delay interval, max_attempts integer, dedup_keys text[]) TO andal_producer;
 GRANT ALL ON FUNCTION queue.enqueue_many(payloads jsonb[], queue text, category text, priority integer, delay interval, max_attempts integer, dedup_keys text[]) TO andal_admin;
@@ -7820,6 +8319,10 @@ GRANT ALL ON FUNCTION queue.enqueue_many(payloads jsonb[], queue text, category 
 REVOKE ALL ON FUNCTION queue.enqueue_many(payloads jsonb[], timeout interval, queue text, category text, priority integer, delay interval, max_attempts integer, dedup_keys text[]) FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.enqueue_many(payloads jsonb[], timeout interval, queue text, category text, priority integer, delay interval, max_attempts integer, dedup_keys text[]) TO andal_producer;
 GRANT ALL ON FUNCTION queue.enqueue_many(payloads jsonb[], timeout interval, queue text, category text, priority integer, delay interval, max_attempts integer, dedup_keys text[]) TO andal_admin;
+
+REVOKE ALL ON FUNCTION queue.enqueue_many(payloads jsonb[], after bigint[], queue text, category text, priority integer, delay interval, max_attempts integer, timeout interval, on_parent_failure text) FROM PUBLIC;
+GRANT ALL ON FUNCTION queue.enqueue_many(payloads jsonb[], after bigint[], queue text, category text, priority integer, delay interval, max_attempts integer, timeout interval, on_parent_failure text) TO andal_producer;
+GRANT ALL ON FUNCTION queue.enqueue_many(payloads jsonb[], after bigint[], queue text, category text, priority integer, delay interval, max_attempts integer, timeout interval, on_parent_failure text) TO andal_admin;
 
 REVOKE ALL ON FUNCTION queue.fail(job_id bigint, token uuid, error text, retry_in interval, retryable boolean) FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.fail(job_id bigint, token uuid, error text, retry_in interval, retryable boolean) TO andal_worker;
@@ -7881,6 +8384,12 @@ GRANT ALL ON FUNCTION queue.next_available(queues text[]) TO andal_worker;
 GRANT ALL ON FUNCTION queue.next_available(queues text[]) TO andal_admin;
 GRANT ALL ON FUNCTION queue.next_available(queues text[]) TO andal_monitor;
 
+REVOKE ALL ON FUNCTION queue.parent_results(job_id bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION queue.parent_results(job_id bigint) TO andal_producer;
+GRANT ALL ON FUNCTION queue.parent_results(job_id bigint) TO andal_worker;
+GRANT ALL ON FUNCTION queue.parent_results(job_id bigint) TO andal_admin;
+GRANT ALL ON FUNCTION queue.parent_results(job_id bigint) TO andal_monitor;
+
 REVOKE ALL ON FUNCTION queue.pause(queue text) FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.pause(queue text) TO andal_admin;
 
@@ -7918,6 +8427,9 @@ GRANT ALL ON FUNCTION queue.release(job_id bigint, token uuid, delay interval) T
 
 REVOKE ALL ON FUNCTION queue.requeue_dead(job_id bigint) FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.requeue_dead(job_id bigint) TO andal_admin;
+
+REVOKE ALL ON FUNCTION queue.requeue_dead(job_id bigint, with_children boolean) FROM PUBLIC;
+GRANT ALL ON FUNCTION queue.requeue_dead(job_id bigint, with_children boolean) TO andal_admin;
 
 REVOKE ALL ON FUNCTION queue.requeue_dead_matching(queue text, reason text, older_than interval, max_rows integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.requeue_dead_matching(queue text, reason text, older_than interval, max_rows integer) TO andal_admin;

@@ -303,6 +303,18 @@ def queue_calls(job: int, dead: int) -> list[Call]:
                 [("null", "22004"), ("array[[1, 2]]::bigint[]", "22023"),
                  ("array(select generate_series(1, 1001))::bigint[]", "22023")])  # fmt: skip
     out += over("queue.job", {"job_id": "1"}, "job_id", [("null", "22004")])
+    out += over("queue.parent_results", {"job_id": "1"}, "job_id", [("null", "22004")])
+    out += over("queue.child_jobs", {"job_id": "1"}, "job_id", [("null", "22004")])
+    bad_after = [("array[0]::bigint[]", "22023"), ("array[9223372036854775807]", "22023"),
+                 (f"array[{job}, null]::bigint[]", "22004"), ("array[[1, 2]]::bigint[]", "22023"),
+                 ("array(select generate_series(1, 100001))::bigint[]", "22023")]  # fmt: skip
+    out += over("queue.enqueue", {"payload": "'{}'", "after": f"array[{job}]"}, "after", bad_after)
+    out += over("queue.enqueue", {"payload": "'{}'", "after": f"array[{job}]"},
+                "on_parent_failure", each(["'bogus'", "''", "'Cancel'"], "22023"))  # fmt: skip
+    out += over("queue.enqueue_many", {"payloads": "array['{}'::jsonb]", "after": f"array[{job}]"},
+                "after", bad_after)  # fmt: skip
+    out += over("queue.requeue_dead", {"job_id": "0", "with_children": "true"}, "job_id",
+                [("null", "22004"), ("0", "42704")])  # fmt: skip
     out += over("queue.job_payload", {"job_id": "1"}, "job_id", [("null", "22004")])
     out += over("queue.jobs_by", {}, "state", each(["'bogus'", "''", "'Pending'"], "22023"))
     out += over("queue.jobs_by", {}, "lim", each(["0", "-1", "1001"], "22023"))

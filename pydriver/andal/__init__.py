@@ -43,9 +43,10 @@ from .errors import (
     TooLarge,
     UnknownJob,
 )
-from .jobs import JobInfo
+from .jobs import Child, JobInfo, Parent
 from .sources import release
 from .worker import Fail, Handler, Job, JobInterrupted, Registry, Retry, Worker
+from .workflows import chain, group
 
 __version__ = release()
 
@@ -55,6 +56,7 @@ __all__ = [
     "AsyncClient",
     "BadInput",
     "Cache",
+    "Child",
     "Client",
     "Fail",
     "Handler",
@@ -68,14 +70,17 @@ __all__ = [
     "NotInstalled",
     "NotPermitted",
     "NullArgument",
+    "Parent",
     "Registry",
     "Retry",
     "TooLarge",
     "UnknownJob",
     "Worker",
+    "chain",
     "configure_queue",
     "enqueue",
     "enqueue_many",
+    "group",
     "refresh_handler",
     "register_refresh",
     "set_category_limit",

@@ -57,6 +57,15 @@ def _params(
     }
 
 
+def _check_after(after: Any, dedup: Any) -> None:
+    """``after`` is a sequence of ids, not given with a dedup key (the SQL forms with
+    ``after`` take none)."""
+    if isinstance(after, (str, bytes)) or not isinstance(after, Sequence):
+        raise TypeError("after: give a sequence of job ids")
+    if dedup is not None:
+        raise ValueError("after cannot be combined with a dedup key")
+
+
 @overload
 def enqueue(
     conn: psycopg.AsyncConnection[Any],
@@ -70,6 +79,8 @@ def enqueue(
     dedup_key: str | None = ...,
     cache_key: str | None = ...,
     cache_value: Any = ...,
+    after: Sequence[int] | None = ...,
+    on_parent_failure: str | None = ...,
 ) -> Awaitable[int | None]: ...
 @overload
 def enqueue(
@@ -84,6 +95,8 @@ def enqueue(
     dedup_key: str | None = ...,
     cache_key: str | None = ...,
     cache_value: Any = ...,
+    after: Sequence[int] | None = ...,
+    on_parent_failure: str | None = ...,
 ) -> int | None: ...
 def enqueue(
     conn: AnyConnection,
@@ -97,10 +110,17 @@ def enqueue(
     dedup_key: str | None = None,
     cache_key: str | None = None,
     cache_value: Any = None,
+    after: Sequence[int] | None = None,
+    on_parent_failure: str | None = None,
 ) -> int | None | Awaitable[int | None]:
     """Enqueue one job on ``conn``; returns its id (as ``queue.enqueue`` answers it). On an
     ``AsyncConnection``, returns an awaitable of it. Inside a valid OpenTelemetry span the
-    job carries the span's trace context (the worker links the job's span to it)."""
+    job carries the span's trace context (the worker links the job's span to it).
+
+    ``after``: the ids of parent jobs (of this database): the job waits until every one of
+    them has ended, then runs (docs/workflows.md); ``on_parent_failure``: ``"cancel"`` (the
+    default) or ``"run"``, what a parent ending dead or cancelled does to it. Not with
+    ``dedup_key``."""
     params = _params(queue, category, priority, delay, max_attempts)
     params.update(
         payload=Jsonb(payload),
@@ -109,6 +129,14 @@ def enqueue(
         cache_value=None if cache_value is None else Jsonb(cache_value),
     )
     context = propagation.carrier()  # None unless a span is current (tracing on)
+    if after is not None:
+        _check_after(after, dedup_key)
+        params.update(
+            after=list(after),
+            on_parent_failure=on_parent_failure,
+            trace_context=None if context is None else Jsonb(context),
+        )
+        return calls.send(conn, sql.ENQUEUE_AFTER, params, calls.first)
     if context is None:
         return calls.send(conn, sql.ENQUEUE, params, calls.first)
     params["trace_context"] = Jsonb(context)
@@ -126,6 +154,8 @@ def enqueue_many(
     delay: Seconds | None = ...,
     max_attempts: int | None = ...,
     dedup_keys: Sequence[str | None] | None = ...,
+    after: Sequence[int] | None = ...,
+    on_parent_failure: str | None = ...,
 ) -> Awaitable[list[int | None]]: ...
 @overload
 def enqueue_many(
@@ -138,6 +168,8 @@ def enqueue_many(
     delay: Seconds | None = ...,
     max_attempts: int | None = ...,
     dedup_keys: Sequence[str | None] | None = ...,
+    after: Sequence[int] | None = ...,
+    on_parent_failure: str | None = ...,
 ) -> list[int | None]: ...
 def enqueue_many(
     conn: AnyConnection,
@@ -149,14 +181,21 @@ def enqueue_many(
     delay: Seconds | None = None,
     max_attempts: int | None = None,
     dedup_keys: Sequence[str | None] | None = None,
+    after: Sequence[int] | None = None,
+    on_parent_failure: str | None = None,
 ) -> list[int | None] | Awaitable[list[int | None]]:
     """Enqueue many jobs in one statement on ``conn``; returns the ids in input order (an
-    awaitable of them on an ``AsyncConnection``)."""
+    awaitable of them on an ``AsyncConnection``). ``after`` and ``on_parent_failure``: as
+    for ``enqueue``, for every job of the call (a fan-out); not with ``dedup_keys``."""
     params = _params(queue, category, priority, delay, max_attempts)
     params.update(
         payloads=[Jsonb(p) for p in payloads],
         dedup_keys=list(dedup_keys) if dedup_keys is not None else None,
     )
+    if after is not None:
+        _check_after(after, dedup_keys)
+        params.update(after=list(after), on_parent_failure=on_parent_failure)
+        return calls.send(conn, sql.ENQUEUE_MANY_AFTER, params, calls.column)
     return calls.send(conn, sql.ENQUEUE_MANY, params, calls.column)
 
 
@@ -282,6 +321,12 @@ class Client(_Routes):
         ``queue`` names the database with several DSNs (default: the first)."""
         with self._connect(None if queue is None else self.dsn_for(queue)) as own:
             return jobs.job(own, job_id)
+
+    def parents(self, job_id: int, *, queue: str | None = None) -> list[jobs.Parent]:
+        """``queue.parent_results``: the job's parents with their states and kept results
+        (see ``andal.jobs.parents``); ``queue`` names the database as for ``job``."""
+        with self._connect(None if queue is None else self.dsn_for(queue)) as own:
+            return jobs.parents(own, job_id)
 
     def wait(
         self, job_id: int, timeout: float, *, queue: str | None = None, poll: float = 1.0

@@ -49,6 +49,41 @@ class JobInfo:
         return self.state in FINAL
 
 
+@dataclass(frozen=True)
+class Parent:
+    """One row of ``queue.parent_results``: a parent of a job (``after``), its state as
+    ``queue.job`` tells it (None when andal no longer remembers it) and its result (kept for
+    its children while one of them is live)."""
+
+    job_id: int
+    state: str | None
+    result: Any
+
+
+@dataclass(frozen=True)
+class Child:
+    """One row of ``queue.child_jobs``: a child of a job, its state, and whether it still
+    waits for this job (``waiting_for``)."""
+
+    job_id: int
+    state: str | None
+    waiting_for: bool
+
+
+def parents(conn: psycopg.Connection, job_id: int) -> list[Parent]:
+    """The parents of a job, in id order (``queue.parent_results``); empty when it has none."""
+    with translated():
+        rows = conn.execute(sql.PARENT_RESULTS, {"job_id": job_id}).fetchall()
+    return [Parent(*r) for r in rows]
+
+
+def children(conn: psycopg.Connection, job_id: int) -> list[Child]:
+    """The children of a job, in id order (``queue.child_jobs``); empty when it has none."""
+    with translated():
+        rows = conn.execute(sql.CHILD_JOBS, {"job_id": job_id}).fetchall()
+    return [Child(*r) for r in rows]
+
+
 def job(conn: psycopg.Connection, job_id: int) -> JobInfo | None:
     """The job as andal remembers it; None when it does not (it never existed, or it
     finished in a queue that keeps no history, or its history expired)."""

@@ -40,6 +40,35 @@ ENQUEUE_MANY = (
     " max_attempts => %(max_attempts)s::int, dedup_keys => %(dedup_keys)s::text[]) as id"
 )
 
+#: ``queue.enqueue``'s form with parents (``after``): the job waits until they all ended.
+ENQUEUE_AFTER = (
+    "select queue.enqueue("
+    "payload => %(payload)s::jsonb, after => %(after)s::bigint[], queue => %(queue)s::text,"
+    " category => %(category)s::text, priority => %(priority)s::int,"
+    " delay => %(delay)s::interval, max_attempts => %(max_attempts)s::int,"
+    " cache_key => %(cache_key)s::text, cache_value => %(cache_value)s::jsonb,"
+    " trace_context => %(trace_context)s::jsonb,"
+    " on_parent_failure => %(on_parent_failure)s::text)"
+)
+
+#: ``queue.enqueue_many``'s form with parents: every job of the call waits for them.
+ENQUEUE_MANY_AFTER = (
+    "select id from queue.enqueue_many("
+    "payloads => %(payloads)s::jsonb[], after => %(after)s::bigint[], queue => %(queue)s::text,"
+    " category => %(category)s::text, priority => %(priority)s::int,"
+    " delay => %(delay)s::interval, max_attempts => %(max_attempts)s::int,"
+    " on_parent_failure => %(on_parent_failure)s::text) as id"
+)
+
+#: A job's parents (id, state, kept result) and children (id, state, still waiting for it).
+PARENT_RESULTS = (
+    "select p.parent_id, p.state, p.result"
+    " from queue.parent_results(job_id => %(job_id)s::bigint) as p"
+)
+CHILD_JOBS = (
+    "select c.child_id, c.state, c.open from queue.child_jobs(job_id => %(job_id)s::bigint) as c"
+)
+
 # -- workers --------------------------------------------------------------------------------
 
 #: ``db_now`` is the transaction's clock: ``lease_expires_at - db_now`` is the lease length,
@@ -378,6 +407,10 @@ __all__ = [
     "CONFIGURE_QUEUE",
     "ENQUEUE",
     "ENQUEUE_MANY",
+    "ENQUEUE_AFTER",
+    "ENQUEUE_MANY_AFTER",
+    "PARENT_RESULTS",
+    "CHILD_JOBS",
     "FAIL",
     "HAS_FUNCTIONS",
     "HEARTBEAT_MANY",

@@ -37,13 +37,14 @@ EXIT_SQL = 1
 def cmd_job(args: argparse.Namespace, connect: Connect, error: type[Exception]) -> int:
     with connect(args.dsn) as conn:
         row = conn.execute(sql.JOB, {"job_id": args.id}).fetchone()
+        links = _workflow(conn, args.id)
     if row is None:
         raise error(
             f"andal does not remember job {args.id}: it never existed, or it finished in a"
             " queue that keeps no history (queue.set_history)",
             EXIT_SQL,
         )
-    job = dict(zip(JOB_COLUMNS, row, strict=True))
+    job = dict(zip(JOB_COLUMNS, row, strict=True)) | links
     if args.json:
         print(json.dumps(job, default=str))
         return 0
@@ -56,6 +57,16 @@ def cmd_job(args: argparse.Namespace, connect: Connect, error: type[Exception]) 
         attempt, at = plain(entry.get("attempt")), plain(entry.get("at"))
         print(f"{'error':<19} attempt {attempt} at {at}: {plain(first)}")
     return 0
+
+
+def _workflow(conn: psycopg.Connection, job_id: int) -> dict[str, str]:
+    """A workflow's job: its parents and children (``id:state`` each), when it has any."""
+    links = {}
+    for key, query in (("parents", sql.PARENT_RESULTS), ("children", sql.CHILD_JOBS)):
+        rows = conn.execute(query, {"job_id": job_id}).fetchall()
+        if rows:
+            links[key] = " ".join(f"{r[0]}:{r[1] or 'forgotten'}" for r in rows)
+    return links
 
 
 def _text(value: Any) -> str:

@@ -20,7 +20,8 @@ WORKERS_SHOWN = 200
 #: The largest job id (bigint): a larger number in a URL is no job.
 MAX_ID = 2**63 - 1
 #: The states of queue.job(), in a job's order of life.
-STATES = ("scheduled", "pending", "running", "failed", "completed", "dead", "cancelled")
+STATES = ("waiting", "scheduled", "pending", "running", "failed", "completed", "dead",
+          "cancelled")  # fmt: skip
 
 
 def overview(db: Database) -> dict[str, Any]:
@@ -176,7 +177,10 @@ def job(db: Database, job_id: int) -> dict[str, Any]:
             payload = db.act(queries.PAYLOAD, {"job_id": job_id})
         except psycopg.errors.InsufficientPrivilege:
             payload = None
-    return {"job": found, "payload": payload}
+    links: dict[str, list[Any]] = {"parents": [], "children": []}
+    if found:  # a workflow's job: its parents and children, with their states
+        links = {key: db.read(q, {"job_id": job_id}) for key, q in queries.JOB_LINKS.items()}
+    return {"job": found, "payload": payload, **links}
 
 
 def workers(db: Database) -> dict[str, Any]:

@@ -80,6 +80,14 @@ _JOB_COLUMNS = (
 #: One job in any state andal remembers (no row otherwise). No payload: see PAYLOAD.
 JOB = f"select {_JOB_COLUMNS} from queue.job(job_id => %(job_id)s::bigint) as j"
 
+#: A job's parents and children (a workflow's), with their states, in id order.
+JOB_LINKS = {
+    "parents": "select p.parent_id as job_id, p.state"
+    " from queue.parent_results(job_id => %(job_id)s::bigint) as p",
+    "children": "select c.child_id as job_id, c.state"
+    " from queue.child_jobs(job_id => %(job_id)s::bigint) as c",
+}
+
 #: A page of jobs of a queue (null: all) in a state (null: all), newest first; keyset paged.
 JOBS_BY = (
     f"select {_JOB_COLUMNS} from queue.jobs_by(queue => %(queue)s::text,"

@@ -185,7 +185,7 @@ class Claimer:
         # Positional (the field order of Job), which is cheaper than keywords per job.
         job = Job(
             row[0], row[1], row[2], payload, row[5], row[6], row[7], row[8], row[9], row[10],
-            row[11], row[3], src.label, row[13],
+            row[11], row[3], src.label, row[13], _dsn=src.dsn,
         )  # fmt: skip
         db_now: datetime = row[12]
         run = _Run(src, job, handler, (row[8] - db_now).total_seconds(), now)

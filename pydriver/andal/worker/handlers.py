@@ -16,6 +16,11 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
+import psycopg
+
+from ..jobs import Parent
+from ..jobs import parents as jobs_parents
+
 Seconds = float | int | timedelta
 HandlerFn = Callable[..., Any]
 F = TypeVar("F", bound=HandlerFn)
@@ -92,6 +97,18 @@ class Job:
     database: str = ""
     deadline: datetime | None = None
     _stop: _Stop = field(default_factory=_Stop, repr=False, compare=False)
+    #: The DSN of the job's database, for ``parents()`` (not shown: it may hold a password).
+    _dsn: str = field(default="", repr=False, compare=False)
+
+    def parents(self, conn: psycopg.Connection | None = None) -> list[Parent]:
+        """The parents of this job (``after`` at its enqueue), in id order, each with its
+        state and result (``queue.parent_results``: kept for this job whatever the parent's
+        queue keeps). ``conn``: a connection to the job's database (a transactional
+        handler's); else a short connection of its own."""
+        if conn is not None:
+            return jobs_parents(conn, self.id)
+        with psycopg.connect(self._dsn, autocommit=True) as own:
+            return jobs_parents(own, self.id)
 
     @property
     def abort_requested(self) -> bool:

@@ -20,11 +20,14 @@ declare
     v_watched boolean;
     -- the time of the write, the clock claims use (never the transaction's start)
     v_now timestamptz := clock_timestamp();
+    v_workflow boolean;
+    v_has_parents boolean;
 begin
     with gone as (
         delete from queue.jobs as j where j.id = _bury.job_id
         returning j.id, j.queue, j.category, j.priority, j.payload, j.attempt, j.max_attempts,
-            j.enqueued_at, j.dedup_key, j.cache_key, j.claimed_at, j.worker, j.watched
+            j.enqueued_at, j.dedup_key, j.cache_key, j.claimed_at, j.worker, j.watched,
+            j.workflow, j.has_parents
     ),
     dead as (
         insert into queue.dead_letters as d (
@@ -43,13 +46,16 @@ begin
             enqueued_at, started_at, finished_at, worker, errors, keep_until
         )
         select g.id, g.queue, g.category, g.priority,
-            case _bury.reason when 'cancelled' then 'cancelled' else 'dead' end, g.payload,
+            case when _bury.reason in ('cancelled', 'parent_failed') then 'cancelled'
+                else 'dead' end, g.payload,
             g.attempt, g.max_attempts, g.enqueued_at, g.claimed_at, v_now, g.worker,
             _bury.errors, v_now + q.history_retention
         from gone as g
         join queue.queues as q on q.queue = g.queue and q.history_retention is not null
     )
-    select g.queue, g.watched into v_queue, v_watched from gone as g;
+    select g.queue, g.watched, g.workflow, g.has_parents
+    into v_queue, v_watched, v_workflow, v_has_parents
+    from gone as g;
     perform queue._notify('andal_ops',
         json_build_object('event', 'dead', 'job_id', _bury.job_id, 'queue', v_queue,
             'reason', _bury.reason)::text,
@@ -57,6 +63,10 @@ begin
     delete from queue.watches as w where w.job_id = _bury.job_id;  -- queue.watch's row
     if v_watched or found then
         perform queue._notify('andal_done', _bury.job_id::text);
+    end if;
+    if v_workflow or v_has_parents then  -- children or parents (queue._workflow_ended)
+        perform queue._workflow_ended(case when v_workflow then array[_bury.job_id] end,
+            case when v_has_parents then array[_bury.job_id] end, _bury.reason);
     end if;
 end
 $$;

@@ -53,6 +53,7 @@ begin
           and j.lease_expires_at > v_now and j.abort_requested_at is null
         returning j.id, j.queue, j.category, j.cache_key, j.priority, j.payload, j.attempt,
             j.max_attempts, j.enqueued_at, j.claimed_at, j.worker, j.errors, j.watched,
+            j.workflow, j.has_parents, j.only_child,
             date_part('epoch', v_now - j.claimed_at) * 1000 as run_ms,
             width_bucket(date_part('epoch', v_now - j.claimed_at) * 1000,
                 queue._hist_bounds())
@@ -129,6 +130,11 @@ begin
         perform cache._job_done(v_cache_key, coalesce(v_policy, 'invalidate'), complete.result,
             'completed');
     end if;
+    if v_job.workflow or v_job.has_parents then  -- children or parents (_workflow_ended)
+        perform queue._workflow_ended(case when v_job.workflow then array[v_id] end,
+            case when v_job.has_parents then array[v_id] end, 'completed',
+            array[complete.result], array[v_job.only_child]);
+    end if;
 end
 $$;
 
@@ -193,6 +199,10 @@ declare
     v_watched bigint[];  -- the completed jobs someone watches
     v_gated bigint[];  -- the completed jobs that held a category slot, and their queues
     v_gated_queues text[];
+    v_flow bigint[];  -- the completed jobs with children, and their results
+    v_flow_results jsonb[];
+    v_flow_children bigint[];  -- the completed jobs with parents
+    v_flow_only bigint[];  -- each parent's only child (null: several, read from its edges)
     v_now timestamptz := queue._lease_clock();
 begin
     if complete_many.job_ids is null or complete_many.tokens is null then
@@ -237,7 +247,7 @@ begin
           and j.lease_expires_at > v_now and j.abort_requested_at is null
         returning j.id, j.token, j.queue, j.category, j.cache_key, i.n, j.priority, j.payload,
             j.attempt, j.max_attempts, j.enqueued_at, j.claimed_at, j.worker, j.errors,
-            j.watched,
+            j.watched, j.workflow, j.has_parents, j.only_child,
             date_part('epoch', v_now - j.claimed_at) * 1000 as run_ms,
             width_bucket(date_part('epoch', v_now - j.claimed_at) * 1000,
                 queue._hist_bounds())
@@ -325,9 +335,13 @@ begin
             order by q.queue))),
         array_agg(g.id) filter (where g.watched),
         array_agg(g.id) filter (where g.category is not null),
-        array_agg(g.queue) filter (where g.category is not null)
+        array_agg(g.queue) filter (where g.category is not null),
+        array_agg(g.id) filter (where g.workflow),
+        array_agg(complete_many.results[g.n]) filter (where g.workflow),
+        array_agg(g.id) filter (where g.has_parents),
+        array_agg(g.only_child) filter (where g.workflow)
     into v_ids, v_toks, v_keys, v_key_queues, v_key_results, v_history, v_watched,
-        v_gated, v_gated_queues
+        v_gated, v_gated_queues, v_flow, v_flow_results, v_flow_children, v_flow_only
     from gone as g;
 
     -- Hash joins were off for the delete only: the statements below (the slots' release,
@@ -363,6 +377,10 @@ begin
         perform cache._job_done(v_keys[v_i], (queue._config(v_key_queues[v_i])).cache_policy,
             v_key_results[v_i], 'completed');
     end loop;
+    if v_flow is not null or v_flow_children is not null then  -- (queue._workflow_ended)
+        perform queue._workflow_ended(v_flow, v_flow_children, 'completed', v_flow_results,
+            v_flow_only);
+    end if;
 
     -- One row per input pair, in input order. A pair with a null id or token matches
     -- nothing: null, or false when no job was completed.

@@ -100,3 +100,29 @@ revoke all on function queue.list_dead(text, int) from public;
 grant execute on function queue.requeue_dead(bigint) to andal_admin;
 grant execute on function queue.purge_dead(interval) to andal_admin;
 grant execute on function queue.list_dead(text, int) to andal_admin;
+
+-- queue.requeue_dead with children: requeue_dead, and with with_children true also the jobs
+-- cancelled because this one failed (dead letters with reason parent_failed, children of a
+-- workflow), recursively: each waits again for its parents still live. with_children false
+-- (or null) is requeue_dead alone: the cancelled children stay dead letters. Returns the
+-- job id (unchanged). Raises as requeue_dead.
+create or replace function queue.requeue_dead(job_id bigint, with_children boolean)
+returns bigint
+language plpgsql
+security definer
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_id bigint := queue.requeue_dead(job_id => requeue_dead.job_id);
+begin
+    if coalesce(with_children, false) then
+        perform queue._workflow_requeue(v_id);
+    end if;
+    return v_id;
+end
+$$;
+
+comment on function queue.requeue_dead(bigint, boolean) is
+'Bring a dead job back, and (with_children) the children cancelled because it failed.';
+revoke all on function queue.requeue_dead(bigint, boolean) from public;
+grant execute on function queue.requeue_dead(bigint, boolean) to andal_admin;

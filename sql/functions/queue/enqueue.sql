@@ -290,3 +290,56 @@ revoke all on function queue.enqueue(jsonb, text, text, int, interval, int, text
 from public;
 grant execute on function queue.enqueue(jsonb, text, text, int, interval, int, text, text, jsonb)
 to andal_producer, andal_admin;
+
+-- queue.enqueue with parents: the job waits (state waiting, never claimed) until every job
+-- of `after` (their ids, of any queues) has ended, and becomes claimable in the transaction
+-- that ends the last of them (then at its delay, when it has one). A parent already
+-- completed (or one andal no longer remembers) counts as ended. A parent that ends dead or
+-- cancelled applies on_parent_failure: 'cancel' (the default; null too) cancels the job,
+-- reason parent_failed, and its own waiting children in turn; 'run' counts the end as any
+-- other (the job reads what happened with queue.parent_results). A parent already dead or
+-- cancelled applies it at once. An empty or null `after` makes a plain job. No dedup_key:
+-- create a workflow's jobs in one transaction instead. Rules: sql/functions/queue/_workflow.sql.
+-- A parent must be committed (or enqueued in the caller's transaction): an uncommitted
+-- parent of another transaction is not seen and counts as ended.
+-- Raises as queue.enqueue, and 22004 a null element of `after`; 22023 an id andal never
+-- issued, on_parent_failure not 'cancel' or 'run', more than 100000 parents.
+create or replace function queue.enqueue(
+    payload jsonb,
+    after bigint[],
+    queue text default 'default',
+    category text default null,
+    priority int default 0,
+    delay interval default '0',
+    max_attempts int default null,
+    cache_key text default null,
+    cache_value jsonb default null,
+    timeout interval default null,
+    trace_context jsonb default null,
+    on_parent_failure text default 'cancel'
+) returns bigint
+language plpgsql
+security definer
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_policy text := coalesce(on_parent_failure, 'cancel');
+    v_parents bigint[] := queue._workflow_check(coalesce(after, '{}'), v_policy);
+    v_id bigint;
+begin
+    v_id := queue._enqueue(payload, queue, category, priority, delay, max_attempts, null,
+        cache_key, cache_value, timeout, trace_context);
+    perform queue._workflow_wait(array[v_id], queue, v_parents, v_policy);
+    return v_id;
+end
+$$;
+
+comment on function queue.enqueue(
+    jsonb, bigint[], text, text, int, interval, int, text, jsonb, interval, jsonb, text
+) is 'Add a job that waits for the jobs of after to end; returns its id.';
+revoke all on function queue.enqueue(
+    jsonb, bigint[], text, text, int, interval, int, text, jsonb, interval, jsonb, text
+) from public;
+grant execute on function queue.enqueue(
+    jsonb, bigint[], text, text, int, interval, int, text, jsonb, interval, jsonb, text
+) to andal_producer, andal_admin;

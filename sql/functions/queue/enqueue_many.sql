@@ -235,3 +235,44 @@ revoke all on function queue.enqueue_many(jsonb[], text, text, int, interval, in
 from public;
 grant execute on function queue.enqueue_many(jsonb[], text, text, int, interval, int, text[])
 to andal_producer, andal_admin;
+
+-- queue.enqueue_many with parents: every job of the call waits for every job of `after`, as
+-- queue.enqueue's form with `after` (a fan-out: many children of one parent, released
+-- together by one statement when it ends). No dedup_keys.
+-- Raises as queue.enqueue_many, and as queue.enqueue's form with `after`.
+create or replace function queue.enqueue_many(
+    payloads jsonb[],
+    after bigint[],
+    queue text default 'default',
+    category text default null,
+    priority int default 0,
+    delay interval default '0',
+    max_attempts int default null,
+    timeout interval default null,
+    on_parent_failure text default 'cancel'
+) returns setof bigint
+language plpgsql
+security definer
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_policy text := coalesce(on_parent_failure, 'cancel');
+    v_parents bigint[] := queue._workflow_check(coalesce(after, '{}'), v_policy);
+    v_ids bigint[];
+begin
+    v_ids := array(select queue._enqueue_many(payloads, queue, category, priority, delay,
+        max_attempts, null, timeout));
+    perform queue._workflow_wait(v_ids, queue, v_parents, v_policy);
+    return query select u.id from unnest(v_ids) with ordinality as u (id, n) order by u.n;
+end
+$$;
+
+comment on function queue.enqueue_many(
+    jsonb[], bigint[], text, text, int, interval, int, interval, text
+) is 'Add many jobs of one queue that wait for the jobs of after; returns their ids in order.';
+revoke all on function queue.enqueue_many(
+    jsonb[], bigint[], text, text, int, interval, int, interval, text
+) from public;
+grant execute on function queue.enqueue_many(
+    jsonb[], bigint[], text, text, int, interval, int, interval, text
+) to andal_producer, andal_admin;

@@ -20,6 +20,7 @@ set search_path = pg_catalog, pg_temp
 as $$
     select case
         when status = 'running' then 'running'
+        when status = 'waiting' then 'waiting'
         when available_at <= now() then 'pending'
         when attempt > 0 then 'failed'
         else 'scheduled'
@@ -77,7 +78,8 @@ begin
          order by h.finished_seq desc nulls last, h.finished_at desc
          limit 1)
         union all
-        select 3, d.job_id, case d.reason when 'cancelled' then 'cancelled' else 'dead' end,
+        select 3, d.job_id,
+            case when d.reason in ('cancelled', 'parent_failed') then 'cancelled' else 'dead' end,
             d.queue, d.category, d.priority, d.attempt, d.max_attempts, d.enqueued_at, null,
             null, d.died_at, null, null, null, null, d.errors, null
         from queue.dead_letters as d

@@ -26,10 +26,10 @@ declare
 begin
     perform queue._check_name(jobs_by.queue, 'queue', false);
     if jobs_by.state is not null and jobs_by.state not in (
-        'scheduled', 'pending', 'failed', 'running', 'completed', 'dead', 'cancelled'
+        'waiting', 'scheduled', 'pending', 'failed', 'running', 'completed', 'dead', 'cancelled'
     ) then
-        raise exception 'state must be one of scheduled, pending, failed, running, completed, '
-            'dead, cancelled (got %)', jobs_by.state
+        raise exception 'state must be one of waiting, scheduled, pending, failed, running, '
+            'completed, dead, cancelled (got %)', jobs_by.state
             using errcode = '22023';
     end if;
     if jobs_by.lim is null or jobs_by.lim not between 1 and 1000 then
@@ -37,7 +37,7 @@ begin
             using errcode = '22023';
     end if;
     v_live := jobs_by.state is null
-        or jobs_by.state in ('scheduled', 'pending', 'failed', 'running');
+        or jobs_by.state in ('waiting', 'scheduled', 'pending', 'failed', 'running');
     v_done := jobs_by.state is null or not v_live;
     return query
     select s.job_id, s.state, s.queue, s.category, s.priority, s.attempts, s.max_attempts,
@@ -77,7 +77,8 @@ begin
          order by h.job_id desc
          limit jobs_by.lim)
         union all
-        (select d.job_id, case d.reason when 'cancelled' then 'cancelled' else 'dead' end,
+        (select d.job_id,
+            case when d.reason in ('cancelled', 'parent_failed') then 'cancelled' else 'dead' end,
             d.queue, d.category, d.priority, d.attempt, d.max_attempts, d.enqueued_at, null,
             null, d.died_at, null, null, null, null, d.errors, null
          from queue.dead_letters as d
@@ -85,7 +86,8 @@ begin
            and (jobs_by.queue is null or d.queue = jobs_by.queue)
            and (jobs_by.before is null or d.job_id < jobs_by.before)
            and (jobs_by.state is null
-                or jobs_by.state = case d.reason when 'cancelled' then 'cancelled' else 'dead' end)
+                or jobs_by.state = case when d.reason in ('cancelled', 'parent_failed')
+                    then 'cancelled' else 'dead' end)
            and not exists (select from queue.jobs as j where j.id = d.job_id)
            and not exists (select from queue.history as h where h.job_id = d.job_id)
          order by d.job_id desc

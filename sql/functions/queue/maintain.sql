@@ -65,7 +65,8 @@ $$;
 -- queue.maintain: periodic housekeeping any worker may run (the driver does, each minute):
 -- takes back expired leases, samples the WAL position (at most once a minute) for
 -- queue.stats()' WAL bytes per job, prunes counters and samples older than a day, forgets
--- queue and category rows that say nothing (queue._forget_unused), and rolls the job
+-- queue and category rows that say nothing (queue._forget_unused), drops the workflow
+-- results no child needs any more (queue._workflow_sweep), and rolls the job
 -- history (drops its expired partitions, creates those needed ahead). It also fires the due
 -- ticks of every schedule and runs andal's own housekeeping schedules (queue.schedules()).
 -- Each call also applies the cache writes of jobs' ends that were deferred because a
@@ -115,6 +116,7 @@ begin
             delete from queue.stat_minutes as s where s.minute < now() - interval '1 day';
             delete from queue.wal_samples as w where w.sampled_at < now() - interval '1 day';
             perform queue._forget_unused();
+            perform queue._workflow_sweep();
         end if;
     exception when others then
         perform queue._maintain_failed('pruning counters and unused names', sqlstate, sqlerrm);

@@ -105,13 +105,14 @@ $$;
 -- paused: the queue is paused (queue.pause); the same on every row of the queue.
 -- rate_refusals: claims over the last hour that the category's rate limit held back
 -- (queue.set_rate_limit).
--- (Its result gained the columns paused and rate_refusals at the end: an install made
--- before drops the old definition once, as a new result type cannot be put in place.)
+-- waiting: jobs waiting for their parents (enqueue with after), never claimed until released.
+-- (Its result gained the columns paused, rate_refusals and waiting at the end: an install
+-- made before drops the old definition once, as a new result type cannot be put in place.)
 do $drop$
 begin
     if exists (select from pg_catalog.pg_proc
                where oid = to_regprocedure('queue.stats()')
-                 and not 'rate_refusals' = any (coalesce(proargnames, '{}'))) then
+                 and not 'waiting' = any (coalesce(proargnames, '{}'))) then
         drop function queue.stats();
     end if;
 end
@@ -148,7 +149,8 @@ returns table (
     held_xmin_age bigint,
     held_xmin_seconds double precision,
     paused boolean,
-    rate_refusals bigint
+    rate_refusals bigint,
+    waiting bigint
 )
 language plpgsql stable
 security definer
@@ -200,6 +202,7 @@ begin
             count(*) filter (where j.status = 'pending' and j.available_at <= now()) as ready,
             count(*) filter (where j.status = 'pending' and j.available_at > now()) as scheduled,
             count(*) filter (where j.status = 'running') as running,
+            count(*) filter (where j.status = 'waiting') as waiting,
             min(j.available_at) filter (
                 where j.status = 'pending' and j.available_at <= now()) as oldest_ready
         from queue.jobs as j group by 1, 2
@@ -265,7 +268,7 @@ begin
             coalesce(e.run_count, 0) as run_count, coalesce(e.run_ms, 0) as run_ms,
             h.run_hist, h.wait_hist,
             coalesce(lk.attempts, 0) as lock_attempts, coalesce(lk.failures, 0) as lock_failures,
-            coalesce(lk.rate_refusals, 0) as rate_refusals
+            coalesce(lk.rate_refusals, 0) as rate_refusals, coalesce(l.waiting, 0) as waiting
         from keys as k
         left join live as l on l.queue = k.queue and l.category = k.category
         left join dl as d on d.queue = k.queue and d.category = k.category
@@ -295,7 +298,7 @@ begin
             p.ready, p.scheduled, p.running, p.dead, p.oldest_ready,
             p.c1, p.c15, p.c60, p.r1, p.r15, p.r60, p.d1, p.d15, p.d60,
             p.run_count, p.run_ms, p.run_hist, p.wait_hist, p.lock_attempts, p.lock_failures,
-            p.rate_refusals
+            p.rate_refusals, p.waiting
         from per_category as p where p.category <> ''
         union all
         -- one per queue: the sums, and the histograms summed bucket by bucket (grouped
@@ -304,7 +307,7 @@ begin
             t.ready, t.scheduled, t.running, t.dead, t.oldest_ready,
             t.c1, t.c15, t.c60, t.r1, t.r15, t.r60, t.d1, t.d15, t.d60,
             t.run_count, t.run_ms, qh.run_hist, qh.wait_hist, t.lock_attempts, t.lock_failures,
-            t.rate_refusals
+            t.rate_refusals, t.waiting
         from (
             select p.queue,
                 sum(p.ready)::bigint as ready, sum(p.scheduled)::bigint as scheduled,
@@ -316,7 +319,8 @@ begin
                 sum(p.run_count)::bigint as run_count, sum(p.run_ms) as run_ms,
                 sum(p.lock_attempts)::bigint as lock_attempts,
                 sum(p.lock_failures)::bigint as lock_failures,
-                sum(p.rate_refusals)::bigint as rate_refusals
+                sum(p.rate_refusals)::bigint as rate_refusals,
+                sum(p.waiting)::bigint as waiting
             from per_category as p group by p.queue
         ) as t
         left join queue_hists as qh on qh.queue = t.queue
@@ -337,7 +341,7 @@ begin
         case when r.total then v_wal end,
         coalesce(v_xmin_age, 0), coalesce(v_xmin_seconds, 0),
         coalesce((select q.paused from queue.queues as q where q.queue = r.queue), false),
-        r.rate_refusals
+        r.rate_refusals, r.waiting
     from rolled as r
     order by r.queue, r.category nulls first;
 end
@@ -369,7 +373,7 @@ begin
         from queue.stats() as st
     ),
     m (ord, name, help) as (values
-        (1, 'andal_jobs', 'Live jobs by state (ready, scheduled, running).'),
+        (1, 'andal_jobs', 'Live jobs by state (ready, scheduled, running, waiting).'),
         (2, 'andal_dead_jobs', 'Jobs in the dead letters.'),
         (3, 'andal_oldest_ready_age_seconds', 'Age of the oldest ready job.'),
         (4, 'andal_job_events', 'Attempts ended in a recent window, by outcome.'),
@@ -386,6 +390,7 @@ begin
         select 1, format('andal_jobs{%s,state="ready"} %s', s.l, s.ready) from s
         union all select 1, format('andal_jobs{%s,state="scheduled"} %s', s.l, s.scheduled) from s
         union all select 1, format('andal_jobs{%s,state="running"} %s', s.l, s.running) from s
+        union all select 1, format('andal_jobs{%s,state="waiting"} %s', s.l, s.waiting) from s
         union all select 2, format('andal_dead_jobs{%s} %s', s.l, s.dead) from s
         union all select 3, format('andal_oldest_ready_age_seconds{%s} %s', s.l,
             coalesce(extract(epoch from s.oldest_ready_age), 0)) from s

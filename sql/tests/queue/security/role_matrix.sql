@@ -74,7 +74,14 @@ insert into matrix values
     ('queue.busy()', false, true, true),
     ('queue.set_history(text,interval)', false, false, true),
     ('queue.configure_history(interval)', false, false, true),
-    ('queue.watch(bigint)', true, true, true);
+    ('queue.watch(bigint)', true, true, true),
+    ('queue.enqueue(jsonb,bigint[],text,text,integer,interval,integer,text,jsonb,interval,'
+        'jsonb,text)', true, false, true),
+    ('queue.enqueue_many(jsonb[],bigint[],text,text,integer,interval,integer,interval,text)',
+        true, false, true),
+    ('queue.parent_results(bigint)', true, true, true),
+    ('queue.child_jobs(bigint)', true, true, true),
+    ('queue.requeue_dead(bigint,boolean)', false, false, true);
 
 -- andal_monitor only reads: statistics, workers and job lookups, nothing that writes.
 create temp table monitor_may (fn text);
@@ -84,7 +91,8 @@ insert into monitor_may values
     ('queue.version()'), ('queue.roles()'), ('queue.job(bigint)'), ('queue.jobs_by(text,text,bigint,integer)'),
     ('queue.stats_by_minute(interval)'), ('queue.category_limits()'), ('queue.schedules()'),
     ('queue.queue_settings(text)'), ('queue.rate_limits()'), ('cache.stats(interval)'),
-    ('queue.dead_letters_by(text,text,bigint,integer)');
+    ('queue.dead_letters_by(text,text,bigint,integer)'),
+    ('queue.parent_results(bigint)'), ('queue.child_jobs(bigint)');
 
 select is_empty(
     $$ select p.oid::regprocedure::text from pg_proc as p
