@@ -58,12 +58,21 @@ create or replace temporary view andal_audit_matrix (fn, roles) as values
     ('queue.job', '{andal_admin,andal_monitor,andal_producer,andal_worker}'),
     ('queue.jobs_by', '{andal_admin,andal_monitor,andal_producer,andal_worker}'),
     ('queue.watch', '{andal_admin,andal_producer,andal_worker}'),
+    -- workflows: a job's parents' results, a job's children
+    ('queue.parent_results', '{andal_admin,andal_monitor,andal_producer,andal_worker}'),
+    ('queue.child_jobs', '{andal_admin,andal_monitor,andal_producer,andal_worker}'),
+    -- a listening worker says when it sleeps (the wake-up hint)
+    ('queue.idle', '{andal_admin,andal_worker}'),
+    ('queue.busy', '{andal_admin,andal_worker}'),
     -- administering
     ('queue.cancel', '{andal_admin}'),
     ('queue.requeue_dead', '{andal_admin}'),
     ('queue.purge_dead', '{andal_admin}'),
     ('queue.list_dead', '{andal_admin}'),
     ('queue.purge_dead_jobs', '{andal_admin}'),
+    ('queue.dead_letters_by', '{andal_admin,andal_monitor}'),
+    ('queue.purge_dead_matching', '{andal_admin}'),
+    ('queue.requeue_dead_matching', '{andal_admin}'),
     ('queue.job_payload', '{andal_admin}'),
     ('queue.pause', '{andal_admin}'),
     ('queue.resume', '{andal_admin}'),

@@ -53,6 +53,29 @@ begin
 end
 $$;
 
+-- _json_numbers: every number in `value`, as a JSON array, found 1000 levels at a time: one
+-- jsonpath `.**` over a value nested deeper than a few thousand levels (which jsonb accepts)
+-- would exceed max_stack_depth. Each round searches the containers found at the previous
+-- round's last level; a value less than 1000 levels deep costs one extra walk that finds none.
+create or replace function queue._json_numbers(value jsonb) returns jsonb
+language plpgsql immutable
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_level jsonb := jsonb_build_array(value);
+    v_found jsonb := '[]';
+begin
+    loop
+        v_found := v_found || jsonb_path_query_array(v_level,
+            'strict $[*].**{0 to 1000} ? (@.type() == "number")');
+        v_level := jsonb_path_query_array(v_level,
+            'strict $[*].**{1000} ? (@.type() == "object" || @.type() == "array")');
+        exit when v_level = '[]';
+    end loop;
+    return v_found;
+end
+$$;
+
 -- _json_size: how many bytes of JSON text `value` prints as, at a cost bounded by its stored
 -- size and `bound`, never by the text (a few kilobytes of jsonb numbers print as gigabytes).
 -- bytes is exact when exact, else a bound: over `bound`, the text is at least that long (the
@@ -84,7 +107,7 @@ begin
             return;
         end if;
     end if;
-    v_numbers := jsonb_path_query_array(value, 'strict $.** ? (@.type() == "number")');
+    v_numbers := queue._json_numbers(value);
     v_count := jsonb_array_length(v_numbers);
     if v_count <= 64 then
         v_chars := octet_length(v_numbers::text) - 2 * greatest(v_count, 1);
@@ -359,6 +382,7 @@ revoke all on function queue._check_payload(jsonb, text, int) from public;
 revoke all on function queue._json_number_chars(numeric) from public;
 revoke all on function queue._json_size(jsonb, bigint) from public;
 revoke all on function queue._max_number_chars() from public;
+revoke all on function queue._json_numbers(jsonb) from public;
 revoke all on function queue._json_fits(jsonb, bigint) from public;
 revoke all on function queue._check_json(jsonb, text, bigint, text, text) from public;
 revoke all on function queue._limits() from public;

@@ -4,7 +4,7 @@
 -- it printed and 'at least' for a value it refused on its numbers alone.
 begin;
 \ir ../_fixtures.psql
-select plan(9);
+select plan(11);
 
 select queue.configure_queue('n', payload_limit => 100000, keep_results => true) \g /dev/null
 select lives_ok($$ select queue.enqueue('{"a": 1e999, "b": -1e-997}', queue => 'n') $$,
@@ -25,7 +25,15 @@ select throws_ok(format($$ select queue.enqueue(%L, queue => 'n') $$,
         '{"a": [' || array_to_string(array_fill('1e999'::text, array[200]), ',') || ']}'),
     '54000', 'payload is at least 200000 bytes, over the queue''s limit of 100000 bytes',
     'refused on the text of its numbers, unprinted');
+-- numbers are found at any depth jsonb accepts, past where one jsonpath walk would overflow
+select throws_ok(format($$ select queue.enqueue(%L, queue => 'n') $$,
+        repeat('{"a": [1, ', 2500) || '1e1000' || repeat(']}', 2500)),
+    '54000', 'payload holds a number of 1001 characters of JSON text, over the limit of 1000',
+    'a long number 2500 levels deep is refused');
 select is(andal_test.state(), :'before', 'nothing was written');
+select lives_ok(format($$ select queue.enqueue(%L, queue => 'n') $$,
+        repeat('{"a": ', 10000) || '1' || repeat('}', 10000)),
+    'a payload nested 10,000 levels deep is accepted');
 
 select job_id as id, token from queue.claim(queues => array['n'], worker => 'w') \gset
 select throws_ok(format($$ select queue.complete(%s, %L, '{"r": 1e1000}') $$, :id, :'token'),
