@@ -5,6 +5,7 @@ enqueued outside any span stores nothing, and a worker that does not trace never
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Iterator
 
 import psycopg
@@ -147,3 +148,16 @@ def test_trace_contexts_refuses_bad_input(conn: psycopg.Connection) -> None:
         conn.execute(
             "select * from queue.trace_contexts(array(select generate_series(1, 1001))::bigint[])"
         )
+
+
+def test_a_hostile_tracestate_never_reaches_the_log(caplog: pytest.LogCaptureFixture) -> None:
+    """A producer's carrier is untrusted: a tracestate with control characters (a new log line,
+    a terminal escape) is dropped before the propagator reads it, so it is never logged; the
+    traceparent still links."""
+    parent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+    hostile = "a=1\nFAKE LOG LINE\x1b[2J,b=\x07"
+    caplog.set_level(logging.DEBUG)
+    got = andal.propagation.links({"traceparent": parent, "tracestate": hostile})
+    assert got is not None and got[0].context.span_id == 0xB7AD6B7169203331
+    assert not any("FAKE LOG LINE" in r.getMessage() for r in caplog.records)
+    assert andal.propagation.links({"traceparent": parent + "\n"}) is None

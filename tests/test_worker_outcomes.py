@@ -83,16 +83,18 @@ def test_leased_outcomes(dsn: str, conn: psycopg.Connection, clean: None, caplog
             raise andal.Fail("hopeless")
         if kind == "unjson":
             return {1, 2}
+        if kind == "nul":  # PostgreSQL text holds no NUL: the failure is still recorded
+            raise andal.Fail("bad\x00byte")
         return None
 
-    kinds = ["ok", "boom", "retry", "retry_secs", "fail", "unjson", "none"]
+    kinds = ["ok", "boom", "retry", "retry_secs", "fail", "unjson", "nul", "none"]
     job_ids = andal.enqueue_many(conn, [{"kind": k} for k in kinds], "out")
     ids = dict(zip(kinds, job_ids, strict=True))
     with running(andal.Worker(dsn, {"out": handle}, poll=0.2)) as worker:
         wait_for(
-            lambda: sum(worker.counts[k] for k in ("completed", "retried", "dead")) == 7,
+            lambda: sum(worker.counts[k] for k in ("completed", "retried", "dead")) == 8,
             timeout=20,
-            what="seven outcomes",
+            what="eight outcomes",
         )
     results = dict(conn.execute("select job_id, result from queue.results").fetchall())
     assert results[ids["ok"]] == {"answer": 42, "attempt": 1}
@@ -114,6 +116,7 @@ def test_leased_outcomes(dsn: str, conn: psycopg.Connection, clean: None, caplog
     assert (reason, last_error, attempt) == ("non_retryable", "hopeless", 1)
     _, _, _, errors = live(conn, ids["unjson"])
     assert "not JSON serializable" in errors[-1]["error"]
+    assert dead(conn, ids["nul"]) == ("non_retryable", "bad\\0byte", 1)
 
     events = {(r.msg, r.job_id) for r in caplog.records if hasattr(r, "job_id")}
     assert ("completed", ids["ok"]) in events
@@ -122,7 +125,7 @@ def test_leased_outcomes(dsn: str, conn: psycopg.Connection, clean: None, caplog
     claimed = next(r for r in caplog.records if r.msg == "claimed")
     for field in ("job_id", "queue", "category", "attempt", "duration_ms"):
         assert hasattr(claimed, field)
-    assert worker.counts["completed"] == 2 and worker.counts["dead"] == 1
+    assert worker.counts["completed"] == 2 and worker.counts["dead"] == 2
 
 
 def test_exhausted_attempts_dead_letter(dsn: str, conn: psycopg.Connection, clean: None) -> None:

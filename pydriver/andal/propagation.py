@@ -47,10 +47,17 @@ def links(context: Mapping[str, str] | None) -> list[Any] | None:
     """The span links to the producer's span for a stored carrier (None: no link)."""
     if _otel is None or not context:  # pragma: no cover - no opentelemetry
         return None
-    span_context = _otel.get_current_span(_propagate.extract(dict(context))).get_span_context()
+    # a producer's carrier is untrusted: a value with control characters would reach the
+    # worker's log through the propagator's warnings, so only printable ASCII is read
+    carrier = {k: v for k, v in context.items() if _printable(k) and _printable(v)}
+    span_context = _otel.get_current_span(_propagate.extract(carrier)).get_span_context()
     if not span_context.is_valid:
         return None
     return [_otel.Link(span_context, {"andal.link": "enqueued_by"})]
+
+
+def _printable(value: object) -> bool:
+    return isinstance(value, str) and value.isascii() and value.isprintable()
 
 
 class Contexts:

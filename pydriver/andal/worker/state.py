@@ -270,17 +270,25 @@ def _dump_result(value: Any) -> str | None:
     return None if value is None else json.dumps(value)
 
 
+def _sendable(text: str) -> str:
+    """A handler's text as PostgreSQL can store it: text holds no NUL, written as \\0."""
+    return text.replace("\x00", "\\0")
+
+
 def _failure(run: _Run, exc: BaseException) -> _Outcome:
     if isinstance(exc, Retry):
         return _Outcome(
-            run, False, 0.0, error=str(exc) or "retry requested", reason="retry",
+            run, False, 0.0, error=_sendable(str(exc)) or "retry requested", reason="retry",
             retry_in=exc.delay,
         )  # fmt: skip
     if isinstance(exc, Fail):
-        return _Outcome(run, False, 0.0, error=str(exc) or "failed", reason="fail", retryable=False)
+        return _Outcome(
+            run, False, 0.0, error=_sendable(str(exc)) or "failed", reason="fail", retryable=False
+        )
     return _Outcome(
-        run, False, 0.0, error=error_text(exc), reason="exception", brief=exception_line(exc)
-    )
+        run, False, 0.0, error=_sendable(error_text(exc)), reason="exception",
+        brief=_sendable(exception_line(exc)),
+    )  # fmt: skip
 
 
 def exception_line(exc: BaseException) -> str:
