@@ -6,7 +6,7 @@
 -- Cut, never refused: a worker must always be able to record a failure. By characters (a
 -- byte cut could split one), shortened until it fits. Every path that writes error history
 -- (queue.fail, the take-back of an expired lease, queue.cancel) writes through
--- queue._error_entry, which applies it; the dead letter's last_error is the same bounded
+-- queue._error_entry and queue._add_error, which applies it; the dead letter's last_error is the same bounded
 -- text. An entry's error is at most the bound plus the marker (under 32 bytes).
 create or replace function queue._bound_error(error text) returns text
 language plpgsql stable
@@ -44,5 +44,20 @@ as $$
     ))
 $$;
 
+-- _add_error: a job's error history with `entry` appended, keeping the newest 25 entries (each
+-- names its attempt): a job retried hundreds of times must not grow a row of megabytes that
+-- every later write copies into the WAL. The oldest entries go first.
+create or replace function queue._add_error(errors jsonb, entry jsonb) returns jsonb
+language sql immutable
+set search_path = pg_catalog, pg_temp
+as $$
+    select case when jsonb_array_length(coalesce(errors, '[]')) < 25
+        then coalesce(errors, '[]') || jsonb_build_array(entry)
+        else (select jsonb_agg(e.value order by e.n)
+            from jsonb_array_elements(errors) with ordinality as e (value, n)
+            where e.n > jsonb_array_length(errors) - 24) || jsonb_build_array(entry) end
+$$;
+
 revoke all on function queue._bound_error(text) from public;
+revoke all on function queue._add_error(jsonb, jsonb) from public;
 revoke all on function queue._error_entry(int, text, text, interval) from public;

@@ -148,12 +148,12 @@ begin
             -- the queue's backoff (or dead-lettered) like any failure
             v_error := format('timeout: the attempt ran past its timeout of %s (worker %s)',
                 v_job.timeout, v_job.worker);
-            v_job.errors := v_job.errors || (queue._error_entry(v_job.attempt, v_error,
-                v_job.worker) || '{"reason": "timeout"}');
+            v_job.errors := queue._add_error(v_job.errors, queue._error_entry(
+                v_job.attempt, v_error, v_job.worker) || '{"reason": "timeout"}');
         else
             v_error := format('lease expired (worker %s)', v_job.worker);
-            v_job.errors := v_job.errors
-                || queue._error_entry(v_job.attempt, v_error, v_job.worker);
+            v_job.errors := queue._add_error(v_job.errors,
+                queue._error_entry(v_job.attempt, v_error, v_job.worker));
         end if;
         if v_job.cache_key is not null then
             v_keys := v_keys || v_job.cache_key;

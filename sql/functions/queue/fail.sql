@@ -57,8 +57,8 @@ begin
     v_cfg := queue._config(v_job.queue);
 
     if v_job.abort_requested_at is not null then
-        perform queue._bury(v_job.id, 'cancelled', v_error, v_job.errors
-            || queue._error_entry(v_job.attempt, v_error, v_job.worker));
+        perform queue._bury(v_job.id, 'cancelled', v_error, queue._add_error(v_job.errors,
+            queue._error_entry(v_job.attempt, v_error, v_job.worker)));
         perform queue._settle(v_job.id, v_job.queue, v_job.category, 'cancelled',
             v_job.claimed_at, v_job.available_at, v_job.cache_key);
         return query select 'cancelled'::text, 'cancelled'::text, null::timestamptz;
@@ -66,8 +66,8 @@ begin
     end if;
     if not _fail.retryable or v_job.attempt >= v_job.max_attempts then
         v_reason := case when _fail.retryable then 'exhausted' else 'non_retryable' end;
-        perform queue._bury(v_job.id, v_reason, v_error, v_job.errors
-            || queue._error_entry(v_job.attempt, v_error, v_job.worker));
+        perform queue._bury(v_job.id, v_reason, v_error, queue._add_error(v_job.errors,
+            queue._error_entry(v_job.attempt, v_error, v_job.worker)));
         perform queue._settle(v_job.id, v_job.queue, v_job.category, 'dead',
             v_job.claimed_at, v_job.available_at, v_job.cache_key);
         return query select 'dead'::text, v_reason, null::timestamptz;
@@ -77,7 +77,8 @@ begin
     update queue.jobs as j
     set status = 'pending', token = null, worker = null, claimed_at = null,
         lease_expires_at = null, available_at = now() + v_delay,
-        errors = j.errors || queue._error_entry(v_job.attempt, v_error, v_job.worker, v_delay)
+        errors = queue._add_error(j.errors,
+            queue._error_entry(v_job.attempt, v_error, v_job.worker, v_delay))
     where j.id = v_job.id
     returning j.available_at into v_at;
     perform queue._settle(v_job.id, v_job.queue, v_job.category, 'retry',
