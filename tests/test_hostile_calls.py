@@ -581,6 +581,8 @@ def time_calls() -> list[Call]:
     out += intervals("queue.enqueue_many", many, "timeout", True, BOUNDED)
     conf = {"queue": "'h'", "timeout": "'1 minute'"}
     out += intervals("queue.configure_queue", conf, "timeout", False, BOUNDED)
+    # '0' removes a queue's timeout; any other value of no effect is refused
+    out += over("queue.configure_queue", conf, "timeout", each(["'1 mon -31 days'"], "22023"))
     out += over("queue.configure_queue", conf, "results_retention",
                 each(NEG + HUGE + NOT_POSITIVE, "22023"))  # fmt: skip
     out += over("queue.configure_queue", conf, "dead_retention",

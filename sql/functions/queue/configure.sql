@@ -32,8 +32,10 @@ begin
             using errcode = '22023';
     end if;
     perform queue._check_interval(_configure_queue.lease, 'lease', true, false, 'lease');
-    -- timeout '0' removes the queue's timeout
-    perform queue._check_interval(_configure_queue.timeout, 'timeout', false, false, 'lease');
+    -- timeout '0' removes the queue's timeout; any other must have a positive effect (one of
+    -- none, such as '1 mon -31 days' in December, would time every attempt out at its claim)
+    perform queue._check_interval(_configure_queue.timeout, 'timeout',
+        coalesce(_configure_queue.timeout <> interval '0', false), false, 'lease');
     perform queue._check_interval(_configure_queue.results_retention, 'results_retention', true,
         false);
     perform queue._check_interval(_configure_queue.dead_retention, 'dead_retention', true,
