@@ -1,6 +1,7 @@
 -- cache.reset: empty the shared cache and start a new epoch, as a crash would. Every local
 -- cache learns it at its next cache.changes_since call and flushes. Takes an ACCESS
--- EXCLUSIVE lock on cache.entries (and the size counter cache.usage) for the truncation. Returns the new epoch.
+-- EXCLUSIVE lock on cache.entries (the size counter cache.usage, the deferred writes) for
+-- the truncation. Returns the new epoch.
 -- Raises nothing.
 create or replace function cache.reset() returns bigint
 language plpgsql
@@ -10,7 +11,8 @@ as $$
 declare
     v_epoch bigint := nextval('cache.epoch_seq');
 begin
-    truncate cache.entries, cache.usage;
+    -- a write deferred before the reset would bring an old value back: it goes too
+    truncate cache.entries, cache.usage, cache.deferred_writes;
     update cache.usage_state set full_since = null;
     insert into cache.epoch as e (epoch) values (v_epoch)
     on conflict (id) do update set epoch = excluded.epoch, started_at = now();
