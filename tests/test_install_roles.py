@@ -284,3 +284,28 @@ def test_derived_prefixes_fit_and_stay_apart(database: str, prefix: str | None) 
     else:
         assert got != derived_prefix(database.upper() + "_") and got.startswith("andal_")
     assert derived_prefix(database) == got, "the same name gives the same prefix"
+
+
+def test_an_existing_role_with_powers_is_not_adopted(prefixed_db: str) -> None:
+    """A pre-existing role of the install's names that holds more than andal grants (here
+    CREATEROLE) would give it to every member granted it for andal: the install refuses,
+    names the role and the attribute, and writes nothing; without it, it goes on."""
+    prefix = f"andal_p{uuid.uuid4().hex[:6]}"
+    with psycopg.connect(make_dsn("postgres"), autocommit=True) as c:
+        c.execute(f'create role "{prefix}_worker" nologin createrole')
+    try:
+        with pytest.raises(psycopg.Error) as refused:
+            install(prefixed_db, role_prefix=prefix)
+        assert refused.value.diag.sqlstate == "55000"
+        assert f"{prefix}_worker (CREATEROLE)" in str(refused.value)
+        assert "nocreaterole" in (refused.value.diag.message_hint or "")
+        with psycopg.connect(prefixed_db) as c:
+            assert c.execute("select to_regnamespace('queue') is null").fetchone()[0]
+            c.execute(f'alter role "{prefix}_worker" nocreaterole')
+        assert install(prefixed_db, role_prefix=prefix)
+    finally:
+        with psycopg.connect(prefixed_db, autocommit=True) as c:
+            for kind in ("producer", "worker", "admin", "monitor"):
+                if c.execute("select to_regrole(%s)", (f"{prefix}_{kind}",)).fetchone()[0]:
+                    c.execute(f'drop owned by "{prefix}_{kind}"')
+        _drop_roles(prefix)

@@ -40,6 +40,7 @@ from .roles import (
     DEFAULT_PREFIX,
     ROLE_PREFIX,
     ROLES_SHARED,
+    check_attributes,
     check_shared,
     choose_prefix,
     role_names,
@@ -150,6 +151,7 @@ def install(
     with psycopg.connect(dsn, autocommit=True) as conn, _serialised(conn, dsn) as locked:
         recorded = _recorded_prefix(conn)
         prefix = choose_prefix(conn, recorded, role_prefix)
+        check_attributes(conn, prefix)
         check_shared(conn, prefix, exclusive_roles, warn or warn_stderr)
         for version, path in migrations(root):
             if version in _applied(conn):  # read again: an install may have run meanwhile

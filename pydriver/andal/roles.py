@@ -117,6 +117,36 @@ def check_shared(
     warn(f"warning: {what}. {fix}, or pass --exclusive-roles to refuse such an install.")
 
 
+#: Role attributes that would make an adopted role more than andal's grants: a member of it
+#: would be a superuser, could make roles or databases, replicate, or read past row security.
+POWERFUL = """
+select string_agg(format('%%s (%%s)', r.rolname, array_to_string(array_remove(array[
+        case when r.rolsuper then 'SUPERUSER' end, case when r.rolcreaterole then 'CREATEROLE' end,
+        case when r.rolcreatedb then 'CREATEDB' end,
+        case when r.rolreplication then 'REPLICATION' end,
+        case when r.rolbypassrls then 'BYPASSRLS' end], null), ' ')), ', ' order by r.rolname)
+from pg_catalog.pg_roles as r
+where r.rolname = any(%(roles)s::text[])
+  and (r.rolsuper or r.rolcreaterole or r.rolcreatedb or r.rolreplication or r.rolbypassrls)
+"""
+
+
+def check_attributes(conn: psycopg.Connection, prefix: str) -> None:
+    """Refuse (55000) to adopt an existing role of the install's names that holds more than
+    andal grants it (SUPERUSER, CREATEROLE, CREATEDB, REPLICATION, BYPASSRLS): every member
+    granted it for andal would hold that too. Nothing is written."""
+    row = conn.execute(POWERFUL, {"roles": role_names(prefix)}).fetchone()
+    if not row or not row[0]:
+        return
+    conn.execute("select set_config('andal.refusal', %s, false)", (row[0],))
+    conn.execute(
+        "do $$ begin raise exception 'the existing role(s) % hold attributes andal''s roles must"
+        " not have: their members would hold them too', current_setting('andal.refusal')"
+        " using errcode = '55000', hint = 'Remove them (alter role ... nosuperuser nocreaterole"
+        " nocreatedb noreplication nobypassrls), or install with another --role-prefix.'; end $$"
+    )
+
+
 def warn_stderr(message: str) -> None:
     print(f"andal install: {message}", file=sys.stderr, flush=True)
 
