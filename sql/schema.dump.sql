@@ -1165,7 +1165,8 @@ CREATE FUNCTION cache.reset() RETURNS bigint
 declare
     v_epoch bigint := nextval('cache.epoch_seq');
 begin
-    truncate cache.entries, cache.usage;
+    -- a write deferred before the reset would bring an old value back: it goes too
+    truncate cache.entries, cache.usage, cache.deferred_writes;
     update cache.usage_state set full_since = null;
     insert into cache.epoch as e (epoch) values (v_epoch)
     on conflict (id) do update set epoch = excluded.epoch, started_at = now();
@@ -1442,6 +1443,17 @@ end
 $$;
 
 COMMENT ON FUNCTION cache.validate(keys text[], versions bigint[], checksums text[], loaded jsonb[]) IS 'Batched read-repair: the keys whose version or checksum differs (mismatches against loaded values are invalidated).';
+
+CREATE FUNCTION queue._add_error(errors jsonb, entry jsonb) RETURNS jsonb
+    LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    select case when jsonb_array_length(coalesce(errors, '[]')) < 25
+        then coalesce(errors, '[]') || jsonb_build_array(entry)
+        else (select jsonb_agg(e.value order by e.n)
+            from jsonb_array_elements(errors) with ordinality as e (value, n)
+            where e.n > jsonb_array_length(errors) - 24) || jsonb_build_array(entry) end
+$$;
 
 CREATE TABLE queue.queues (
     queue text NOT NULL,
@@ -2340,8 +2352,10 @@ begin
             using errcode = '22023';
     end if;
     perform queue._check_interval(_configure_queue.lease, 'lease', true, false, 'lease');
-    -- timeout '0' removes the queue's timeout
-    perform queue._check_interval(_configure_queue.timeout, 'timeout', false, false, 'lease');
+    -- timeout '0' removes the queue's timeout; any other must have a positive effect (one of
+    -- none, such as '1 mon -31 days' in December, would time every attempt out at its claim)
+    perform queue._check_interval(_configure_queue.timeout, 'timeout',
+        coalesce(_configure_queue.timeout <> interval '0', false), false, 'lease');
     perform queue._check_interval(_configure_queue.results_retention, 'results_retention', true,
         false);
     perform queue._check_interval(_configure_queue.dead_retention, 'dead_retention', true,
@@ -3092,8 +3106,8 @@ begin
     v_cfg := queue._config(v_job.queue);
 
     if v_job.abort_requested_at is not null then
-        perform queue._bury(v_job.id, 'cancelled', v_error, v_job.errors
-            || queue._error_entry(v_job.attempt, v_error, v_job.worker));
+        perform queue._bury(v_job.id, 'cancelled', v_error, queue._add_error(v_job.errors,
+            queue._error_entry(v_job.attempt, v_error, v_job.worker)));
         perform queue._settle(v_job.id, v_job.queue, v_job.category, 'cancelled',
             v_job.claimed_at, v_job.available_at, v_job.cache_key);
         return query select 'cancelled'::text, 'cancelled'::text, null::timestamptz;
@@ -3101,8 +3115,8 @@ begin
     end if;
     if not _fail.retryable or v_job.attempt >= v_job.max_attempts then
         v_reason := case when _fail.retryable then 'exhausted' else 'non_retryable' end;
-        perform queue._bury(v_job.id, v_reason, v_error, v_job.errors
-            || queue._error_entry(v_job.attempt, v_error, v_job.worker));
+        perform queue._bury(v_job.id, v_reason, v_error, queue._add_error(v_job.errors,
+            queue._error_entry(v_job.attempt, v_error, v_job.worker)));
         perform queue._settle(v_job.id, v_job.queue, v_job.category, 'dead',
             v_job.claimed_at, v_job.available_at, v_job.cache_key);
         return query select 'dead'::text, v_reason, null::timestamptz;
@@ -3112,7 +3126,8 @@ begin
     update queue.jobs as j
     set status = 'pending', token = null, worker = null, claimed_at = null,
         lease_expires_at = null, available_at = now() + v_delay,
-        errors = j.errors || queue._error_entry(v_job.attempt, v_error, v_job.worker, v_delay)
+        errors = queue._add_error(j.errors,
+            queue._error_entry(v_job.attempt, v_error, v_job.worker, v_delay))
     where j.id = v_job.id
     returning j.available_at into v_at;
     perform queue._settle(v_job.id, v_job.queue, v_job.category, 'retry',
@@ -3847,10 +3862,29 @@ begin
 end
 $$;
 
-CREATE FUNCTION queue._json_size(value jsonb, bound bigint, OUT bytes bigint, OUT exact boolean, OUT longest_number bigint) RETURNS record
+CREATE FUNCTION queue._json_numbers(value jsonb) RETURNS jsonb
     LANGUAGE plpgsql IMMUTABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $_$
+declare
+    v_level jsonb := jsonb_build_array(value);
+    v_found jsonb := '[]';
+begin
+    loop
+        v_found := v_found || jsonb_path_query_array(v_level,
+            'strict $[*].**{0 to 1000} ? (@.type() == "number")');
+        v_level := jsonb_path_query_array(v_level,
+            'strict $[*].**{1000} ? (@.type() == "object" || @.type() == "array")');
+        exit when v_level = '[]';
+    end loop;
+    return v_found;
+end
+$_$;
+
+CREATE FUNCTION queue._json_size(value jsonb, bound bigint, OUT bytes bigint, OUT exact boolean, OUT longest_number bigint) RETURNS record
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
 declare
     v_numbers jsonb;
     v_count int;
@@ -3864,7 +3898,7 @@ begin
             return;
         end if;
     end if;
-    v_numbers := jsonb_path_query_array(value, 'strict $.** ? (@.type() == "number")');
+    v_numbers := queue._json_numbers(value);
     v_count := jsonb_array_length(v_numbers);
     if v_count <= 64 then
         v_chars := octet_length(v_numbers::text) - 2 * greatest(v_count, 1);
@@ -3895,7 +3929,7 @@ begin
         bytes := octet_length(value::text);
     end if;
 end
-$_$;
+$$;
 
 CREATE FUNCTION queue._latest_tick(cron text, every interval, tz text, anchor timestamp with time zone, since timestamp with time zone, at timestamp with time zone) RETURNS timestamp with time zone
     LANGUAGE plpgsql STABLE
@@ -4209,12 +4243,12 @@ begin
             -- the queue's backoff (or dead-lettered) like any failure
             v_error := format('timeout: the attempt ran past its timeout of %s (worker %s)',
                 v_job.timeout, v_job.worker);
-            v_job.errors := v_job.errors || (queue._error_entry(v_job.attempt, v_error,
-                v_job.worker) || '{"reason": "timeout"}');
+            v_job.errors := queue._add_error(v_job.errors, queue._error_entry(
+                v_job.attempt, v_error, v_job.worker) || '{"reason": "timeout"}');
         else
             v_error := format('lease expired (worker %s)', v_job.worker);
-            v_job.errors := v_job.errors
-                || queue._error_entry(v_job.attempt, v_error, v_job.worker);
+            v_job.errors := queue._add_error(v_job.errors,
+                queue._error_entry(v_job.attempt, v_error, v_job.worker));
         end if;
         if v_job.cache_key is not null then
             v_keys := v_keys || v_job.cache_key;
@@ -6742,9 +6776,15 @@ CREATE FUNCTION queue.schedules() RETURNS TABLE(name text, queue text, cron text
     LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
+declare
+    v_payloads boolean := exists (
+        select from pg_catalog.pg_proc as p
+        where p.pronamespace = 'queue'::regnamespace and p.proname in ('claim', 'schedule')
+            and pg_catalog.has_function_privilege(queue._caller(), p.oid, 'EXECUTE'));
 begin
     return query
-    select s.name, s.queue, s.cron, s.every, s.timezone, s.payload, s.category, s.priority,
+    select s.name, s.queue, s.cron, s.every, s.timezone,
+        case when v_payloads then s.payload end, s.category, s.priority,
         s.missed, s.catch_up, s.enabled, s.task is not null, s.last_tick, s.last_fired_at,
         s.last_job_id, s.next_at, s.last_error
     from queue.schedules as s
@@ -8075,6 +8115,8 @@ REVOKE ALL ON FUNCTION cache.validate(keys text[], versions bigint[], checksums 
 GRANT ALL ON FUNCTION cache.validate(keys text[], versions bigint[], checksums text[], loaded jsonb[]) TO andal_worker;
 GRANT ALL ON FUNCTION cache.validate(keys text[], versions bigint[], checksums text[], loaded jsonb[]) TO andal_admin;
 
+REVOKE ALL ON FUNCTION queue._add_error(errors jsonb, entry jsonb) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION queue._backoff(cfg queue.queues, attempt integer) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._bound_error(error text) FROM PUBLIC;
@@ -8170,6 +8212,8 @@ REVOKE ALL ON FUNCTION queue._history_roll() FROM PUBLIC;
 REVOKE ALL ON FUNCTION queue._json_fits(value jsonb, bound bigint) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._json_number_chars(value numeric) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._json_numbers(value jsonb) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._json_size(value jsonb, bound bigint, OUT bytes bigint, OUT exact boolean, OUT longest_number bigint) FROM PUBLIC;
 
