@@ -6085,6 +6085,10 @@ CREATE FUNCTION queue.maintain() RETURNS integer
 declare
     v_reaped int := 0;
 begin
+    -- every step writes: refused up front, not as one warning per step
+    if current_setting('transaction_read_only') = 'on' then
+        perform queue._refuse_read_only('queue.maintain');
+    end if;
     begin
         v_reaped := queue._reap(1000);
     exception when others then

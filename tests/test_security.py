@@ -323,6 +323,8 @@ CALLS = {
     "set_history": "select queue.set_history(queue => 'rm-kept', retention => null)",
     "configure_history": "select queue.configure_history(partition_width => '1 hour')",
     "watch": "select queue.watch(job_id => 0)",
+    "parent_results": "select * from queue.parent_results(job_id => 0)",
+    "child_jobs": "select * from queue.child_jobs(job_id => 0)",
     "enqueue:trace_context": ("select queue.enqueue('{}', trace_context => '{}', queue => 'rm')"),
     "trace_contexts": "select * from queue.trace_contexts(job_ids => '{0}')",
     "schedule": "select queue.schedule(name => 'rm', queue => 'rm', every => '1 hour')",
@@ -332,7 +334,7 @@ CALLS = {
     "queue_settings": "select * from queue.queue_settings(queue => 'rm')",
     "rate_limits": "select * from queue.rate_limits()",
 }
-READ = {"job", "jobs_by"}
+READ = {"job", "jobs_by", "parent_results", "child_jobs"}
 PRODUCER = {"enqueue", "enqueue:trace_context", "enqueue_many", "version", "roles", "shard_of",
             "watch", *READ}  # fmt: skip
 WORKER = {

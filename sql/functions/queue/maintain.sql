@@ -75,7 +75,7 @@ $$;
 -- Each step runs in a subtransaction of its own: a step that fails is taken back and
 -- reported (queue._maintain_failed: a WARNING naming it), and the others still run, so one
 -- broken setting or busy lock never stops the lease take-back or the schedules.
--- Returns the number of leases taken back.
+-- Returns the number of leases taken back. Raises 25006 in a read-only transaction.
 create or replace function queue.maintain() returns int
 language plpgsql
 security definer
@@ -84,6 +84,10 @@ as $$
 declare
     v_reaped int := 0;
 begin
+    -- every step writes: refused up front, not as one warning per step
+    if current_setting('transaction_read_only') = 'on' then
+        perform queue._refuse_read_only('queue.maintain');
+    end if;
     begin
         v_reaped := queue._reap(1000);
     exception when others then
