@@ -3868,14 +3868,14 @@ CREATE FUNCTION queue._json_numbers(value jsonb) RETURNS jsonb
     AS $_$
 declare
     v_level jsonb := jsonb_build_array(value);
-    v_found jsonb := '[]';
+    v_found jsonb := '[]'::jsonb;
 begin
     loop
         v_found := v_found || jsonb_path_query_array(v_level,
             'strict $[*].**{0 to 1000} ? (@.type() == "number")');
         v_level := jsonb_path_query_array(v_level,
             'strict $[*].**{1000} ? (@.type() == "object" || @.type() == "array")');
-        exit when v_level = '[]';
+        exit when v_level = '[]'::jsonb;
     end loop;
     return v_found;
 end

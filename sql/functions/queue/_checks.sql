@@ -63,14 +63,14 @@ set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_level jsonb := jsonb_build_array(value);
-    v_found jsonb := '[]';
+    v_found jsonb := '[]'::jsonb;
 begin
     loop
         v_found := v_found || jsonb_path_query_array(v_level,
             'strict $[*].**{0 to 1000} ? (@.type() == "number")');
         v_level := jsonb_path_query_array(v_level,
             'strict $[*].**{1000} ? (@.type() == "object" || @.type() == "array")');
-        exit when v_level = '[]';
+        exit when v_level = '[]'::jsonb;
     end loop;
     return v_found;
 end
