@@ -24,8 +24,10 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from . import calls, jobs, propagation
+from . import operations as ops
 from . import statements as sql
 from .calls import AnyConnection
+from .methods import AsyncOperations, Operations
 from .worker import Seconds, as_interval, dsn_list
 
 
@@ -81,6 +83,7 @@ def enqueue(
     cache_value: Any = ...,
     after: Sequence[int] | None = ...,
     on_parent_failure: str | None = ...,
+    timeout: Seconds | None = ...,
 ) -> Awaitable[int | None]: ...
 @overload
 def enqueue(
@@ -97,6 +100,7 @@ def enqueue(
     cache_value: Any = ...,
     after: Sequence[int] | None = ...,
     on_parent_failure: str | None = ...,
+    timeout: Seconds | None = ...,
 ) -> int | None: ...
 def enqueue(
     conn: AnyConnection,
@@ -112,6 +116,7 @@ def enqueue(
     cache_value: Any = None,
     after: Sequence[int] | None = None,
     on_parent_failure: str | None = None,
+    timeout: Seconds | None = None,
 ) -> int | None | Awaitable[int | None]:
     """Enqueue one job on ``conn``; returns its id (as ``queue.enqueue`` answers it). On an
     ``AsyncConnection``, returns an awaitable of it. Inside a valid OpenTelemetry span the
@@ -120,13 +125,15 @@ def enqueue(
     ``after``: the ids of parent jobs (of this database): the job waits until every one of
     them has ended, then runs (docs/workflows.md); ``on_parent_failure``: ``"cancel"`` (the
     default) or ``"run"``, what a parent ending dead or cancelled does to it. Not with
-    ``dedup_key``."""
+    ``dedup_key``. ``timeout``: seconds (or a timedelta) each attempt may run before the
+    worker stops it (default: the queue's, ``configure_queue(timeout=)``)."""
     params = _params(queue, category, priority, delay, max_attempts)
     params.update(
         payload=Jsonb(payload),
         dedup_key=dedup_key,
         cache_key=cache_key,
         cache_value=None if cache_value is None else Jsonb(cache_value),
+        timeout=as_interval(timeout),
     )
     context = propagation.carrier()  # None unless a span is current (tracing on)
     if after is not None:
@@ -137,9 +144,10 @@ def enqueue(
             trace_context=None if context is None else Jsonb(context),
         )
         return calls.send(conn, sql.ENQUEUE_AFTER, params, calls.first)
-    if context is None:
+    if context is None and timeout is None:
         return calls.send(conn, sql.ENQUEUE, params, calls.first)
-    params["trace_context"] = Jsonb(context)
+    # the traced form also takes a timeout (its trace context may be null)
+    params["trace_context"] = None if context is None else Jsonb(context)
     return calls.send(conn, sql.ENQUEUE_TRACED, params, calls.first)
 
 
@@ -156,6 +164,7 @@ def enqueue_many(
     dedup_keys: Sequence[str | None] | None = ...,
     after: Sequence[int] | None = ...,
     on_parent_failure: str | None = ...,
+    timeout: Seconds | None = ...,
 ) -> Awaitable[list[int | None]]: ...
 @overload
 def enqueue_many(
@@ -170,6 +179,7 @@ def enqueue_many(
     dedup_keys: Sequence[str | None] | None = ...,
     after: Sequence[int] | None = ...,
     on_parent_failure: str | None = ...,
+    timeout: Seconds | None = ...,
 ) -> list[int | None]: ...
 def enqueue_many(
     conn: AnyConnection,
@@ -183,19 +193,24 @@ def enqueue_many(
     dedup_keys: Sequence[str | None] | None = None,
     after: Sequence[int] | None = None,
     on_parent_failure: str | None = None,
+    timeout: Seconds | None = None,
 ) -> list[int | None] | Awaitable[list[int | None]]:
     """Enqueue many jobs in one statement on ``conn``; returns the ids in input order (an
-    awaitable of them on an ``AsyncConnection``). ``after`` and ``on_parent_failure``: as
-    for ``enqueue``, for every job of the call (a fan-out); not with ``dedup_keys``."""
+    awaitable of them on an ``AsyncConnection``). ``after``, ``on_parent_failure`` and
+    ``timeout``: as for ``enqueue``, for every job of the call (a fan-out); ``after`` not
+    with ``dedup_keys``."""
     params = _params(queue, category, priority, delay, max_attempts)
     params.update(
         payloads=[Jsonb(p) for p in payloads],
         dedup_keys=list(dedup_keys) if dedup_keys is not None else None,
+        timeout=as_interval(timeout),
     )
     if after is not None:
         _check_after(after, dedup_keys)
         params.update(after=list(after), on_parent_failure=on_parent_failure)
         return calls.send(conn, sql.ENQUEUE_MANY_AFTER, params, calls.column)
+    if timeout is not None:
+        return calls.send(conn, sql.ENQUEUE_MANY_TIMEOUT, params, calls.column)
     return calls.send(conn, sql.ENQUEUE_MANY, params, calls.column)
 
 
@@ -257,7 +272,7 @@ def _group(
     return [payloads[i] for i in positions], keys
 
 
-class Client(_Routes):
+class Client(_Routes, Operations):
     """A producer bound to one DSN or several. Every method takes an optional ``conn`` to
     join the caller's transaction instead of committing on its own.
 
@@ -316,18 +331,6 @@ class Client(_Routes):
                 send(own, groups)
         return ids
 
-    def job(self, job_id: int, *, queue: str | None = None) -> jobs.JobInfo | None:
-        """``queue.job``: the job as andal remembers it, or None (see ``andal.jobs.job``).
-        ``queue`` names the database with several DSNs (default: the first)."""
-        with self._connect(None if queue is None else self.dsn_for(queue)) as own:
-            return jobs.job(own, job_id)
-
-    def parents(self, job_id: int, *, queue: str | None = None) -> list[jobs.Parent]:
-        """``queue.parent_results``: the job's parents with their states and kept results
-        (see ``andal.jobs.parents``); ``queue`` names the database as for ``job``."""
-        with self._connect(None if queue is None else self.dsn_for(queue)) as own:
-            return jobs.parents(own, job_id)
-
     def wait(
         self, job_id: int, timeout: float, *, queue: str | None = None, poll: float = 1.0
     ) -> jobs.JobInfo | None:
@@ -337,7 +340,7 @@ class Client(_Routes):
         return jobs.wait(dsn, job_id, timeout, poll=poll)
 
 
-class AsyncClient(_Routes):
+class AsyncClient(_Routes, AsyncOperations):
     """``Client`` for asyncio code: the same routing and semantics, on
     ``psycopg.AsyncConnection`` (``conn=`` joins the caller's transaction)."""
 
@@ -383,24 +386,24 @@ class AsyncClient(_Routes):
                 await send(own, groups)
         return ids
 
+    async def wait(
+        self, job_id: int, timeout: float, *, queue: str | None = None, poll: float = 1.0
+    ) -> jobs.JobInfo | None:
+        """``Client.wait``, awaited (``andal.jobs.await_job``)."""
+        dsn = self.dsns[0] if queue is None else self.dsn_for(queue)
+        return await jobs.await_job(dsn, job_id, timeout, poll=poll)
+
 
 def configure_queue(conn: AnyConnection, queue: str, **policy: Any) -> None | Awaitable[None]:
     """Set a queue's policy (``queue.configure_queue``); options left out keep their value.
 
-    Intervals (``lease``, ``backoff_base``, ``backoff_cap``) take seconds or a timedelta.
-    On an ``AsyncConnection``, returns an awaitable.
+    The options: ``andal.operations.QUEUE_OPTIONS`` (``timeout``, ``max_attempts``, ``lease``,
+    ``backoff``, ..., ``results_retention``, ``dead_retention``); intervals take seconds or a
+    timedelta, ``timeout=0`` removes the queue's timeout. On an ``AsyncConnection``, returns
+    an awaitable. ``Client.configure_queue`` also returns the queue's settings.
     """
-    names = (
-        "max_attempts", "lease", "backoff", "backoff_base", "backoff_cap", "jitter", "notify",
-        "payload_limit", "keep_results", "cache_policy",
-    )  # fmt: skip
-    unknown = set(policy) - set(names)
-    if unknown:
-        raise TypeError(f"unknown queue option(s): {', '.join(sorted(unknown))}")
-    params: dict[str, Any] = {name: policy.get(name) for name in names}
-    for name in ("lease", "backoff_base", "backoff_cap"):
-        params[name] = as_interval(params[name])
-    return calls.send(conn, sql.CONFIGURE_QUEUE, {"queue": queue, **params}, calls.nothing)
+    made = ops.configure_queue(queue, policy)
+    return calls.send(conn, made.statement, made.params, calls.nothing)
 
 
 def set_category_limit(

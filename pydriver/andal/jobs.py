@@ -115,3 +115,26 @@ def wait(dsn: str, job_id: int, timeout: float, *, poll: float = 1.0) -> JobInfo
                 # a locked-down database sends no ids: any notification may be ours
                 if note.payload in (str(job_id), ""):
                     break
+
+
+async def await_job(dsn: str, job_id: int, timeout: float, *, poll: float = 1.0) -> JobInfo | None:
+    """``wait`` on an ``AsyncConnection`` of its own, for asyncio code (``AsyncClient.wait``)."""
+    if timeout < 0 or poll <= 0:
+        raise ValueError("timeout must not be negative and poll must be positive")
+    deadline = time.monotonic() + timeout
+    conn = await psycopg.AsyncConnection.connect(dsn, autocommit=True)
+    async with conn:
+        with translated():
+            await conn.execute(sql.LISTEN_DONE)
+            await conn.execute(sql.WATCH, {"job_id": job_id})
+            while True:
+                row = await (await conn.execute(sql.JOB, {"job_id": job_id})).fetchone()
+                info = None if row is None else JobInfo(*row)
+                if info is None or info.finished:
+                    return info
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError(f"job {job_id} is still {info.state} after {timeout:g}s")
+                async for note in conn.notifies(timeout=min(left, poll)):
+                    if note.payload in (str(job_id), ""):
+                        break

@@ -30,12 +30,22 @@ ENQUEUE_TRACED = (
     " queue => %(queue)s::text, category => %(category)s::text,"
     " priority => %(priority)s::int, delay => %(delay)s::interval,"
     " max_attempts => %(max_attempts)s::int, dedup_key => %(dedup_key)s::text,"
-    " cache_key => %(cache_key)s::text, cache_value => %(cache_value)s::jsonb)"
+    " cache_key => %(cache_key)s::text, cache_value => %(cache_value)s::jsonb,"
+    " timeout => %(timeout)s::interval)"
 )
 
 ENQUEUE_MANY = (
     "select id from queue.enqueue_many("
     "payloads => %(payloads)s::jsonb[], queue => %(queue)s::text, category => %(category)s::text,"
+    " priority => %(priority)s::int, delay => %(delay)s::interval,"
+    " max_attempts => %(max_attempts)s::int, dedup_keys => %(dedup_keys)s::text[]) as id"
+)
+
+#: ``ENQUEUE_MANY`` with a timeout for every job (``queue.enqueue_many``'s timeout form).
+ENQUEUE_MANY_TIMEOUT = (
+    "select id from queue.enqueue_many("
+    "payloads => %(payloads)s::jsonb[], timeout => %(timeout)s::interval,"
+    " queue => %(queue)s::text, category => %(category)s::text,"
     " priority => %(priority)s::int, delay => %(delay)s::interval,"
     " max_attempts => %(max_attempts)s::int, dedup_keys => %(dedup_keys)s::text[]) as id"
 )
@@ -47,7 +57,7 @@ ENQUEUE_AFTER = (
     " category => %(category)s::text, priority => %(priority)s::int,"
     " delay => %(delay)s::interval, max_attempts => %(max_attempts)s::int,"
     " cache_key => %(cache_key)s::text, cache_value => %(cache_value)s::jsonb,"
-    " trace_context => %(trace_context)s::jsonb,"
+    " trace_context => %(trace_context)s::jsonb, timeout => %(timeout)s::interval,"
     " on_parent_failure => %(on_parent_failure)s::text)"
 )
 
@@ -57,7 +67,7 @@ ENQUEUE_MANY_AFTER = (
     "payloads => %(payloads)s::jsonb[], after => %(after)s::bigint[], queue => %(queue)s::text,"
     " category => %(category)s::text, priority => %(priority)s::int,"
     " delay => %(delay)s::interval, max_attempts => %(max_attempts)s::int,"
-    " on_parent_failure => %(on_parent_failure)s::text) as id"
+    " timeout => %(timeout)s::interval, on_parent_failure => %(on_parent_failure)s::text) as id"
 )
 
 #: A job's parents (id, state, kept result) and children (id, state, still waiting for it).
@@ -338,14 +348,6 @@ PURGE_DEAD_MATCHING = (
     " older_than => %(older_than)s::interval, max_rows => %(max_rows)s::int)"
 )
 
-CONFIGURE_QUEUE = (
-    "select q.queue from queue.configure_queue(queue => %(queue)s::text,"
-    " max_attempts => %(max_attempts)s::int, lease => %(lease)s::interval,"
-    " backoff => %(backoff)s::text, backoff_base => %(backoff_base)s::interval,"
-    " backoff_cap => %(backoff_cap)s::interval, jitter => %(jitter)s::real,"
-    " notify => %(notify)s::boolean, payload_limit => %(payload_limit)s::int,"
-    " keep_results => %(keep_results)s::boolean, cache_policy => %(cache_policy)s::text) as q"
-)
 
 SET_CATEGORY_LIMIT = (
     "select queue.set_category_limit(category => %(category)s::text,"
@@ -404,7 +406,6 @@ __all__ = [
     "COMPLETE",
     "COMPLETE_MANY",
     "COMPLETE_MANY_THEN_CLAIM",
-    "CONFIGURE_QUEUE",
     "ENQUEUE",
     "ENQUEUE_MANY",
     "ENQUEUE_AFTER",
