@@ -40,6 +40,7 @@ from .errors import (
     NotInstalled,
     NotPermitted,
     NullArgument,
+    PrimaryOnly,
     TooLarge,
     UnknownJob,
 )
@@ -71,6 +72,7 @@ __all__ = [
     "NotPermitted",
     "NullArgument",
     "Parent",
+    "PrimaryOnly",
     "Registry",
     "Retry",
     "TooLarge",

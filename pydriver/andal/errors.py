@@ -5,8 +5,9 @@ Each class is a subclass of both ``AndalError`` and psycopg's class for the same
 keeps psycopg's ``sqlstate`` and ``diag``: code written as ``except psycopg.Error`` or
 ``except psycopg.errors.InvalidParameterValue`` goes on catching what it caught.
 
-``LeaseLost`` (``AN001``, andal's own code) is registered with psycopg: any statement that
-gets ``AN001`` in a process that imported andal raises it, whoever sent the statement. The
+``LeaseLost`` (``AN001``) and ``PrimaryOnly`` (``AN002``), andal's own codes, are registered
+with psycopg: any statement that gets one of them in a process that imported andal raises
+it, whoever sent the statement. The
 other codes are PostgreSQL's, shared with everything else a program does, so they are not
 registered globally: the driver's calls (``Client``, ``AsyncClient``, ``enqueue``, ``jobs``,
 ``Cache``) convert what they raise with ``convert`` (or the ``translated`` context manager),
@@ -23,6 +24,8 @@ from psycopg import errors as pg
 
 #: Raised by heartbeat/complete/fail/release when the caller's lease is no longer current.
 LEASE_LOST = "AN001"
+#: Raised by the shared cache's functions on a hot standby (the cache lives on the primary).
+PRIMARY_ONLY = "AN002"
 
 
 class AndalError(Exception):
@@ -41,6 +44,13 @@ class LeaseLost(AndalError, psycopg.DatabaseError, code=LEASE_LOST):
     """``AN001``: the job id and token are not a current, unexpired lease (it expired, the
     attempt ran past its timeout, another worker took the job back, it is gone, or an abort
     was requested before ``complete``). Nothing was changed: discard the attempt's outcome."""
+
+
+class PrimaryOnly(AndalError, psycopg.DatabaseError, code=PRIMARY_ONLY):
+    """``AN002``: a shared-cache call (``cache.get``, ``get_many``, ``put``, ``invalidate``,
+    ``changes_since``, ...) reached a hot standby. The cache's entries are UNLOGGED, so only
+    the primary has them: connect the cache to the primary (a multi-host DSN with
+    ``target_session_attrs=read-write``). Nothing was read or written."""
 
 
 class BadInput(AndalError):
@@ -123,6 +133,7 @@ BY_SQLSTATE: dict[str, type[psycopg.Error]] = {
     cls.sqlstate: cls  # type: ignore[misc]
     for cls in (
         LeaseLost,
+        PrimaryOnly,
         NullArgument,
         InvalidArgument,
         TooLarge,
@@ -182,6 +193,6 @@ __all__ = [
     "BY_SQLSTATE", "LEASE_LOST", "AlreadyTracked", "AndalError", "BadInput", "BadInterval",
     "BadName", "IllegalTransition", "IntervalOverflow", "InvalidArgument", "LeaseLost",
     "NoSuchRelation", "Unreadable", "NotInstalled", "NotPermitted", "NulInJson", "NulInText",
-    "NullArgument", "OutOfRange", "ReadOnly", "TooDeep", "TooLarge", "UnknownJob", "convert",
-    "is_lease_lost", "translated",
+    "NullArgument", "OutOfRange", "PRIMARY_ONLY", "PrimaryOnly", "ReadOnly", "TooDeep",
+    "TooLarge", "UnknownJob", "convert", "is_lease_lost", "translated",
 ]  # fmt: skip

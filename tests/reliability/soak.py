@@ -124,13 +124,13 @@ class PrivateCluster:
     crash (synchronous_commit on; fsync off only risks an OS crash, which is not tested).
     """
 
-    def __init__(self, options: str = "") -> None:
+    def __init__(self, options: str = "", prefix: str = "andal-rel-pg-") -> None:
         import tempfile
         from pathlib import Path
 
         from andal.cluster import free_port
 
-        self.root = Path(tempfile.mkdtemp(prefix="andal-rel-pg-"))
+        self.root = Path(tempfile.mkdtemp(prefix=prefix))
         self.data = self.root / "data"
         self.log = self.root / "server.log"
         self.port = free_port()

@@ -36,6 +36,7 @@ declare
     v_mean double precision;
     v_changed timestamptz;
 begin
+    perform cache._primary_only('cache.ttl_for');
     perform cache._check_key(ttl_for.key);
     select e.mean_interval, e.changed_at into v_mean, v_changed
     from cache.entries as e where e.key = ttl_for.key;

@@ -79,3 +79,25 @@ revoke all on function cache._check_value(jsonb, text) from public;
 comment on function cache._check_refresh_queue(text) is
 'Check that the caller may have refresh jobs put into a queue (42501 otherwise).';
 revoke all on function cache._check_refresh_queue(text) from public;
+
+-- _primary_only: the shared cache lives on the primary only: cache.entries, cache.epoch,
+-- cache.usage and cache.source_changes are UNLOGGED, so a hot standby has no copy of them
+-- (PostgreSQL refuses to read them during recovery, 0A000). A cache function that reads
+-- them calls this first, so that on a standby it refuses with andal's own code and the fix
+-- instead. Raises AN002 on a standby (pg_is_in_recovery()); nothing on a primary.
+create or replace function cache._primary_only(fn text) returns void
+language plpgsql stable
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    if pg_is_in_recovery() then
+        raise exception '% cannot run on a standby: the shared cache lives on the primary only', fn
+            using errcode = 'AN002',
+            detail = 'cache.entries is UNLOGGED: a standby has no copy of the cache''s entries '
+                || '(a promoted standby starts with an empty cache and a new epoch).',
+            hint = 'Read the cache on the primary: connect with target_session_attrs=read-write '
+                || '(a libpq multi-host DSN reaches whichever server is the primary now).';
+    end if;
+end
+$$;
+revoke all on function cache._primary_only(text) from public;

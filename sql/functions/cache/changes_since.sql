@@ -53,6 +53,7 @@ declare
     v_prev_xmax xid8;
     v_prev_xip xid8[];
 begin
+    perform cache._primary_only('cache.changes_since');
     if changes_since.watermark < 0 then
         raise exception 'watermark must not be negative (got %)', changes_since.watermark
             using errcode = '22023';

@@ -25,6 +25,7 @@ declare
     v_e cache.entries;
     v_stale boolean;
 begin
+    perform cache._primary_only('cache.get');
     perform cache._check_key(get.key);
     select e.* into v_e from cache.entries as e where e.key = get.key;
     v_stale := v_e.stale or v_e.value is null or coalesce(v_e.expires_at <= now(), false);

@@ -21,6 +21,7 @@ as $$
 declare
     v_key text;
 begin
+    perform cache._primary_only('cache.get_many');
     if get_many.keys is null then
         raise exception 'keys must not be null' using errcode = '22004';
     end if;

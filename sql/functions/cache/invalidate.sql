@@ -15,6 +15,7 @@ set search_path = pg_catalog, pg_temp
 as $$
 #variable_conflict use_column
 begin
+    perform cache._primary_only('cache.invalidate');
     perform cache._check_key(_invalidate.key);
     if fenced then
         perform queue._check_fence(_invalidate.job_id, _invalidate.token);

@@ -22,6 +22,7 @@ set search_path = pg_catalog, pg_temp
 as $$
 #variable_conflict use_column
 begin
+    perform cache._primary_only('cache.put');
     perform cache._check_key(_put.key);
     perform cache._check_value(_put.value);
     perform queue._check_interval(_put.ttl, 'ttl', true, false);

@@ -22,6 +22,7 @@ declare
     v_r record;
     v_name text;
 begin
+    perform cache._primary_only('cache.refresh_due');
     with gone as (
         delete from cache.source_changes as c
         where c.backend <> 0

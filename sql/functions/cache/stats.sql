@@ -72,6 +72,8 @@ $$;
 --   refreshed — a stale-cache alert; checksum_failures_1h: read-repairs of the last hour.
 -- * seconds_since_last_invalidation.
 -- * view_lag_seconds{view}, view_last_refresh_seconds{view}, view_pending_changes{view}.
+-- On a hot standby the figures of the entries (entries, bytes, value_bytes, stale_overdue)
+-- are null: the entries are UNLOGGED and live on the primary only; the others are served.
 create or replace function cache.stats(stale_after interval default '1 minute')
 returns table (metric text, labels jsonb, value double precision)
 language plpgsql stable
@@ -79,8 +81,21 @@ security definer
 set search_path = pg_catalog, pg_temp
 as $$
 #variable_conflict use_column
+declare
+    v_entries double precision;
+    v_bytes double precision;
+    v_value_bytes double precision;
+    v_overdue double precision;
 begin
     perform queue._check_interval(stats.stale_after, 'stale_after');
+    if not pg_is_in_recovery() then  -- a standby has no copy of the UNLOGGED entries
+        select count(*), count(*) filter (where e.value is not null and (
+                (e.stale and e.invalidated_at < now() - stats.stale_after)
+                or (not e.stale and e.expires_at < now() - stats.stale_after)))
+        into v_entries, v_overdue from cache.entries as e;
+        v_bytes := pg_total_relation_size('cache.entries'::regclass);
+        v_value_bytes := cache._usage();
+    end if;
     return query
     with r as (
         select s.pool, s.job_type, sum(s.local_hits) as lh, sum(s.shared_hits) as sh,
@@ -98,11 +113,11 @@ begin
         select count(*) as n from queue.jobs as j
         where j.status = 'pending' and j.available_at <= now()
     )
-    select 'entries', '{}'::jsonb, (select count(*) from cache.entries)::double precision
+    select 'entries', '{}'::jsonb, v_entries
     union all
-    select 'bytes', '{}', pg_total_relation_size('cache.entries'::regclass)::double precision
+    select 'bytes', '{}', v_bytes
     union all
-    select 'value_bytes', '{}', cache._usage()::double precision
+    select 'value_bytes', '{}', v_value_bytes
     union all
     select 'max_total_bytes', '{}',
         (select c.max_total_bytes from cache.config as c)::double precision
@@ -124,10 +139,7 @@ begin
     select 'invalidations_per_ready_job', '{}',
         ((select inv.n from inv) / 5.0 / nullif((select ready.n from ready), 0))::double precision
     union all
-    select 'stale_overdue', '{}', count(*)::double precision from cache.entries as e
-    where e.value is not null and (
-        (e.stale and e.invalidated_at < now() - stats.stale_after)
-        or (not e.stale and e.expires_at < now() - stats.stale_after))
+    select 'stale_overdue', '{}', v_overdue
     union all
     select 'checksum_failures_1h', '{}', count(*)::double precision from cache.log as l
     where l.reason = 'read-repair' and l.at > now() - interval '1 hour'

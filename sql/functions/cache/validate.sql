@@ -25,6 +25,7 @@ declare
     v_r record;
     v_stale boolean;
 begin
+    perform cache._primary_only('cache.validate');
     if validate.keys is null or validate.versions is null then
         raise exception 'keys and versions must not be null' using errcode = '22004';
     end if;

@@ -357,7 +357,8 @@ $$;
 
 -- queue.metrics: every queue statistic as Prometheus exposition text (format 0.0.4), one
 -- group per metric, for any scraper or a postgres_exporter custom query. The cache's figures
--- (cache._metrics()) are appended when the cache is installed.
+-- (cache._metrics()) are appended when the cache is installed, except on a hot standby,
+-- which has no copy of the cache's UNLOGGED entries (a comment line says so instead).
 create or replace function queue.metrics() returns text
 language plpgsql stable
 security definer
@@ -429,7 +430,10 @@ begin
         from m left join samples as x on x.ord = m.ord
         group by m.ord, m.name, m.help
     ) as b;
-    if to_regprocedure('cache._metrics()') is not null then
+    if to_regprocedure('cache._metrics()') is not null and pg_is_in_recovery() then
+        v_out := v_out || e'# andal_cache_*: not served by a standby (the shared cache is '
+            || e'UNLOGGED and lives on the primary only): scrape the primary for them\n';
+    elsif to_regprocedure('cache._metrics()') is not null then
         execute 'select cache._metrics()' into v_cache;
         v_out := v_out || coalesce(v_cache, '');
     end if;
