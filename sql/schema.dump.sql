@@ -424,6 +424,7 @@ CREATE FUNCTION cache._invalidate(key text, reason text, job_id bigint, token uu
     AS $$
 #variable_conflict use_column
 begin
+    perform cache._primary_only('cache.invalidate');
     perform cache._check_key(_invalidate.key);
     if fenced then
         perform queue._check_fence(_invalidate.job_id, _invalidate.token);
@@ -552,12 +553,29 @@ $$;
 
 COMMENT ON FUNCTION cache._metrics() IS 'The shared cache''s figures as Prometheus text, appended by queue.metrics().';
 
+CREATE FUNCTION cache._primary_only(fn text) RETURNS void
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+    if pg_is_in_recovery() then
+        raise exception '% cannot run on a standby: the shared cache lives on the primary only', fn
+            using errcode = 'AN002',
+            detail = 'cache.entries is UNLOGGED: a standby has no copy of the cache''s entries '
+                || '(a promoted standby starts with an empty cache and a new epoch).',
+            hint = 'Read the cache on the primary: connect with target_session_attrs=read-write '
+                || '(a libpq multi-host DSN reaches whichever server is the primary now).';
+    end if;
+end
+$$;
+
 CREATE FUNCTION cache._put(key text, value jsonb, ttl interval, if_version bigint, job_id bigint, token uuid, fenced boolean) RETURNS bigint
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 #variable_conflict use_column
 begin
+    perform cache._primary_only('cache.put');
     perform cache._check_key(_put.key);
     perform cache._check_value(_put.value);
     perform queue._check_interval(_put.ttl, 'ttl', true, false);
@@ -692,6 +710,7 @@ declare
     v_prev_xmax xid8;
     v_prev_xip xid8[];
 begin
+    perform cache._primary_only('cache.changes_since');
     if changes_since.watermark < 0 then
         raise exception 'watermark must not be negative (got %)', changes_since.watermark
             using errcode = '22023';
@@ -777,6 +796,7 @@ declare
     v_e cache.entries;
     v_stale boolean;
 begin
+    perform cache._primary_only('cache.get');
     perform cache._check_key(get.key);
     select e.* into v_e from cache.entries as e where e.key = get.key;
     v_stale := v_e.stale or v_e.value is null or coalesce(v_e.expires_at <= now(), false);
@@ -801,6 +821,7 @@ CREATE FUNCTION cache.get_many(keys text[], refresh_queue text DEFAULT NULL::tex
 declare
     v_key text;
 begin
+    perform cache._primary_only('cache.get_many');
     if get_many.keys is null then
         raise exception 'keys must not be null' using errcode = '22004';
     end if;
@@ -956,6 +977,7 @@ declare
     v_r record;
     v_name text;
 begin
+    perform cache._primary_only('cache.refresh_due');
     with gone as (
         delete from cache.source_changes as c
         where c.backend <> 0
@@ -1181,8 +1203,21 @@ CREATE FUNCTION cache.stats(stale_after interval DEFAULT '00:01:00'::interval) R
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 #variable_conflict use_column
+declare
+    v_entries double precision;
+    v_bytes double precision;
+    v_value_bytes double precision;
+    v_overdue double precision;
 begin
     perform queue._check_interval(stats.stale_after, 'stale_after');
+    if not pg_is_in_recovery() then  -- a standby has no copy of the UNLOGGED entries
+        select count(*), count(*) filter (where e.value is not null and (
+                (e.stale and e.invalidated_at < now() - stats.stale_after)
+                or (not e.stale and e.expires_at < now() - stats.stale_after)))
+        into v_entries, v_overdue from cache.entries as e;
+        v_bytes := pg_total_relation_size('cache.entries'::regclass);
+        v_value_bytes := cache._usage();
+    end if;
     return query
     with r as (
         select s.pool, s.job_type, sum(s.local_hits) as lh, sum(s.shared_hits) as sh,
@@ -1200,11 +1235,11 @@ begin
         select count(*) as n from queue.jobs as j
         where j.status = 'pending' and j.available_at <= now()
     )
-    select 'entries', '{}'::jsonb, (select count(*) from cache.entries)::double precision
+    select 'entries', '{}'::jsonb, v_entries
     union all
-    select 'bytes', '{}', pg_total_relation_size('cache.entries'::regclass)::double precision
+    select 'bytes', '{}', v_bytes
     union all
-    select 'value_bytes', '{}', cache._usage()::double precision
+    select 'value_bytes', '{}', v_value_bytes
     union all
     select 'max_total_bytes', '{}',
         (select c.max_total_bytes from cache.config as c)::double precision
@@ -1226,10 +1261,7 @@ begin
     select 'invalidations_per_ready_job', '{}',
         ((select inv.n from inv) / 5.0 / nullif((select ready.n from ready), 0))::double precision
     union all
-    select 'stale_overdue', '{}', count(*)::double precision from cache.entries as e
-    where e.value is not null and (
-        (e.stale and e.invalidated_at < now() - stats.stale_after)
-        or (not e.stale and e.expires_at < now() - stats.stale_after))
+    select 'stale_overdue', '{}', v_overdue
     union all
     select 'checksum_failures_1h', '{}', count(*)::double precision from cache.log as l
     where l.reason = 'read-repair' and l.at > now() - interval '1 hour'
@@ -1315,6 +1347,7 @@ declare
     v_mean double precision;
     v_changed timestamptz;
 begin
+    perform cache._primary_only('cache.ttl_for');
     perform cache._check_key(ttl_for.key);
     select e.mean_interval, e.changed_at into v_mean, v_changed
     from cache.entries as e where e.key = ttl_for.key;
@@ -1396,6 +1429,7 @@ declare
     v_r record;
     v_stale boolean;
 begin
+    perform cache._primary_only('cache.validate');
     if validate.keys is null or validate.versions is null then
         raise exception 'keys and versions must not be null' using errcode = '22004';
     end if;
@@ -6207,7 +6241,10 @@ begin
         from m left join samples as x on x.ord = m.ord
         group by m.ord, m.name, m.help
     ) as b;
-    if to_regprocedure('cache._metrics()') is not null then
+    if to_regprocedure('cache._metrics()') is not null and pg_is_in_recovery() then
+        v_out := v_out || e'# andal_cache_*: not served by a standby (the shared cache is '
+            || e'UNLOGGED and lives on the primary only): scrape the primary for them\n';
+    elsif to_regprocedure('cache._metrics()') is not null then
         execute 'select cache._metrics()' into v_cache;
         v_out := v_out || coalesce(v_cache, '');
     end if;
@@ -8032,6 +8069,8 @@ REVOKE ALL ON FUNCTION cache._invalidate(key text, reason text, job_id bigint, t
 REVOKE ALL ON FUNCTION cache._job_done(key text, policy text, result jsonb, reason text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION cache._metrics() FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION cache._primary_only(fn text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION cache._put(key text, value jsonb, ttl interval, if_version bigint, job_id bigint, token uuid, fenced boolean) FROM PUBLIC;
 
