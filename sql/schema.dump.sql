@@ -4867,20 +4867,10 @@ CREATE FUNCTION queue._workflow_ended(parents bigint[], children bigint[], reaso
     AS $$
 declare
     v_failed boolean := reason <> 'completed';
-    v_gone bigint[];
     v_closed record;
 begin
     if children is not null and reason <> 'parent_failed' then
-        with gone as (
-            delete from queue.job_edges as e where e.child_id = any (children)
-            returning e.parent_id
-        )
-        select array_agg(distinct g.parent_id) into v_gone from gone as g;
-        if v_gone is not null then
-            delete from queue.workflow_results as r
-            where r.job_id = any (v_gone)
-              and not exists (select from queue.job_edges as e where e.parent_id = r.job_id);
-        end if;
+        perform queue._workflow_forget(children);
     end if;
     if parents is null then
         return;
@@ -4922,6 +4912,26 @@ begin
     end loop;
     if v_closed.ids is not null then
         perform queue._workflow_count_down(v_closed.ids, v_closed.queues, v_closed.ns);
+    end if;
+end
+$$;
+
+CREATE FUNCTION queue._workflow_forget(children bigint[]) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    v_gone bigint[];
+begin
+    with gone as (
+        delete from queue.job_edges as e where e.child_id = any (children)
+        returning e.parent_id
+    )
+    select array_agg(distinct g.parent_id) into v_gone from gone as g;
+    if v_gone is not null then
+        delete from queue.workflow_results as r
+        where r.job_id = any (v_gone)
+          and not exists (select from queue.job_edges as e where e.parent_id = r.job_id);
     end if;
 end
 $$;
@@ -8321,6 +8331,8 @@ REVOKE ALL ON FUNCTION queue._workflow_check(after bigint[], on_parent_failure t
 REVOKE ALL ON FUNCTION queue._workflow_count_down(ids bigint[], queues text[], ns integer[]) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._workflow_ended(parents bigint[], children bigint[], reason text, results jsonb[], only_children bigint[]) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._workflow_forget(children bigint[]) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._workflow_keep(parents bigint[], reason text, results jsonb[]) FROM PUBLIC;
 

@@ -105,15 +105,8 @@ def check_shared(
         "Install each application's database with a role prefix of its own (--role-prefix,"
         " or none: a new install then takes one derived from its database; docs/multi-db.md)"
     )
-    if exclusive:  # the texts travel as parameters (a database name may hold any character)
-        conn.execute(
-            "select set_config('andal.refusal', %s, false), set_config('andal.fix', %s, false)",
-            (what, fix + "."),
-        )
-        conn.execute(
-            "do $$ begin raise exception '%', current_setting('andal.refusal')"
-            f" using errcode = '{ROLES_SHARED}', hint = current_setting('andal.fix'); end $$"
-        )
+    if exclusive:
+        refuse(conn, ROLES_SHARED, what, fix + ".")
     warn(f"warning: {what}. {fix}, or pass --exclusive-roles to refuse such an install.")
 
 
@@ -138,12 +131,27 @@ def check_attributes(conn: psycopg.Connection, prefix: str) -> None:
     row = conn.execute(POWERFUL, {"roles": role_names(prefix)}).fetchone()
     if not row or not row[0]:
         return
-    conn.execute("select set_config('andal.refusal', %s, false)", (row[0],))
+    refuse(
+        conn,
+        "55000",
+        f"the existing role(s) {row[0]} hold attributes andal's roles must not have: their"
+        " members would hold them too",
+        "Remove them (alter role ... nosuperuser nocreaterole nocreatedb noreplication"
+        " nobypassrls), or install with another --role-prefix.",
+    )
+
+
+def refuse(conn: psycopg.Connection, sqlstate: str, message: str, hint: str) -> None:
+    """Raise a server error with ``sqlstate``, ``message`` and ``hint`` (so a refusal of the
+    installer reads as any other andal error). The texts travel as parameters: a database or
+    role name may hold any character."""
     conn.execute(
-        "do $$ begin raise exception 'the existing role(s) % hold attributes andal''s roles must"
-        " not have: their members would hold them too', current_setting('andal.refusal')"
-        " using errcode = '55000', hint = 'Remove them (alter role ... nosuperuser nocreaterole"
-        " nocreatedb noreplication nobypassrls), or install with another --role-prefix.'; end $$"
+        "select set_config('andal.refusal', %s, false), set_config('andal.fix', %s, false)",
+        (message, hint),
+    )
+    conn.execute(
+        "do $$ begin raise exception '%', current_setting('andal.refusal')"
+        f" using errcode = '{sqlstate}', hint = current_setting('andal.fix'); end $$"
     )
 
 

@@ -172,20 +172,10 @@ set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_failed boolean := reason <> 'completed';
-    v_gone bigint[];
     v_closed record;
 begin
     if children is not null and reason <> 'parent_failed' then
-        with gone as (
-            delete from queue.job_edges as e where e.child_id = any (children)
-            returning e.parent_id
-        )
-        select array_agg(distinct g.parent_id) into v_gone from gone as g;
-        if v_gone is not null then
-            delete from queue.workflow_results as r
-            where r.job_id = any (v_gone)
-              and not exists (select from queue.job_edges as e where e.parent_id = r.job_id);
-        end if;
+        perform queue._workflow_forget(children);
     end if;
     if parents is null then
         return;
@@ -227,6 +217,28 @@ begin
     end loop;
     if v_closed.ids is not null then
         perform queue._workflow_count_down(v_closed.ids, v_closed.queues, v_closed.ns);
+    end if;
+end
+$$;
+
+-- _workflow_forget: the jobs `children` ended (not by a parent's failure): their edges go,
+-- and the kept ends of their parents that no other child still needs.
+create or replace function queue._workflow_forget(children bigint[]) returns void
+language plpgsql
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_gone bigint[];
+begin
+    with gone as (
+        delete from queue.job_edges as e where e.child_id = any (children)
+        returning e.parent_id
+    )
+    select array_agg(distinct g.parent_id) into v_gone from gone as g;
+    if v_gone is not null then
+        delete from queue.workflow_results as r
+        where r.job_id = any (v_gone)
+          and not exists (select from queue.job_edges as e where e.parent_id = r.job_id);
     end if;
 end
 $$;
@@ -387,6 +399,7 @@ $$;
 revoke all on function queue._workflow_check(bigint[], text) from public;
 revoke all on function queue._workflow_wait(bigint[], text, bigint[], text) from public;
 revoke all on function queue._workflow_cancel(bigint, bigint) from public;
+revoke all on function queue._workflow_forget(bigint[]) from public;
 revoke all on function queue._workflow_ended(bigint[], bigint[], text, jsonb[], bigint[])
 from public;
 revoke all on function queue._workflow_count_down(bigint[], text[], int[]) from public;
