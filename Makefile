@@ -24,7 +24,7 @@ ISOLATION_DB ?= $(TEST_DB)_isolation$(if $(SHARDS),_sharded)
 ISOLATION_SPECS ?= $(sort $(basename $(notdir $(wildcard sql/isolation/specs/*.spec))))
 DEB_PACKAGES := postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl postgresql-15-plpgsql-check chromium chromium-driver
 
-.PHONY: help venv deps install test test-sql test-isolation test-py lint demo bench bench-quick soak clean schema-dump
+.PHONY: help venv deps install dist test test-sql test-isolation test-py lint demo bench bench-quick soak clean schema-dump
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -38,6 +38,10 @@ $(VENV)/.installed: pyproject.toml setup.py sql/functions/queue/version.sql
 	@touch $@
 
 venv: $(VENV)/.installed ## create .venv and install andal with its test extras
+
+dist: venv ## build the wheel and the sdist into dist/ (pip install dist/andal_pg-*.whl)
+	rm -rf dist
+	$(PY) -m build --outdir dist .
 
 deps: ## install the Debian packages the tests need (pgTAP, pg_prove, plpgsql_check, Chromium)
 	@bash .ci/deps.sh $(DEB_PACKAGES)

@@ -144,3 +144,53 @@ def test_an_install_refuses_a_manifest_out_of_date(tmp_path: Path, change: str) 
         }[change],
     ):
         function_files(root)
+
+
+USER_CODE = """
+from datetime import timedelta
+
+import psycopg
+
+import andal
+from andal import AsyncClient, Client, Job, Registry
+
+
+registry = Registry()
+
+
+@registry.handler("mail", limit=2)
+def send(job: Job) -> dict[str, str]:
+    return {"sent": str(job.payload["to"])}
+
+
+def produce(dsn: str) -> int | None:
+    client = Client(dsn)
+    job_id = client.enqueue({"to": "ana"}, queue="mail", timeout=timedelta(seconds=30))
+    info = client.job(job_id) if job_id is not None else None
+    return None if info is None else info.job_id
+
+
+def in_my_transaction(conn: psycopg.Connection[tuple[object, ...]]) -> int | None:
+    return andal.enqueue(conn, {"to": "ana"}, "mail", delay=5)
+
+
+async def produce_async(dsn: str) -> str | None:
+    client = AsyncClient(dsn)
+    job_id = await client.enqueue({"to": "ana"}, queue="mail")
+    info = None if job_id is None else await client.wait(job_id, 10)
+    return None if info is None else info.state
+"""
+
+
+def test_user_code_type_checks_under_mypy_strict(tmp_path: Path) -> None:
+    """The wheel ships py.typed: a user's ``mypy --strict`` checks calls into andal (it
+    would report ``import-untyped`` otherwise), and the public API passes it."""
+    (tmp_path / "user.py").write_text(USER_CODE)
+    (tmp_path / "wrong.py").write_text(
+        "from andal import Client\nx: str = Client('postgresql://').enqueue({}, queue='q')\n"
+    )
+    mypy = [sys.executable, "-m", "mypy", "--strict", "--no-incremental"]
+    ok = subprocess.run([*mypy, "user.py"], cwd=tmp_path, capture_output=True, text=True)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    wrong = subprocess.run([*mypy, "wrong.py"], cwd=tmp_path, capture_output=True, text=True)
+    assert "Incompatible types in assignment" in wrong.stdout, wrong.stdout

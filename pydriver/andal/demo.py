@@ -175,7 +175,7 @@ def say_injected(console: Any, kinds: Counter[str]) -> None:
 
 def run_demo(
     dsn: str, jobs: int, workers: int, concurrency: int, batch: int, backlog: int, categories: bool
-) -> dict:
+) -> dict[str, Any]:
     from rich.console import Console
 
     console = Console()
@@ -241,7 +241,7 @@ def run_demo(
 def feed(
     conn: psycopg.Connection[Any],
     console: Any,
-    payloads: list[dict],
+    payloads: list[dict[str, Any]],
     groups: list[str | None],
     backlog: int,
 ) -> tuple[float, int]:
@@ -308,7 +308,7 @@ def _ms(value: float) -> str:
     return "not measured" if math.isnan(value) else f"{value:.1f} ms"
 
 
-def print_summary(s: dict) -> None:
+def print_summary(s: dict[str, Any]) -> None:
     from rich.console import Console
     from rich.table import Table
 
