@@ -56,6 +56,14 @@ def commands(job: int) -> list[list[str]]:
         ["dead", "requeue", str(job)],
         ["cancel", str(job)],
         ["dead", "purge", "--older-than", "3600"],
+        ["queue", "configure", "ops", "--max-attempts", "6"],
+        ["queue", "show", "ops", "--json"],
+        ["schedule", "add", "ops-tick", "--queue", "ops", "--every", "1h"],
+        ["schedule", "list"],
+        ["schedule", "remove", "ops-tick"],
+        ["rate-limit", "set", "ops", "--starts", "5", "--per", "1s"],
+        ["rate-limit", "list"],
+        ["history", "set", "ops", "--retention", "1h"],
     ]
 
 

@@ -28,7 +28,9 @@ _LOGIN_REFUSED = (
 )
 NOT_INSTALLED = "andal is not installed in this database; run `andal install`"
 #: Commands that act on one database.
-ONE_DATABASE = ("dead", "job", "cancel", "pause", "resume")
+ONE_DATABASE = (
+    "dead", "job", "cancel", "pause", "resume", "queue", "schedule", "rate-limit", "history",
+)  # fmt: skip
 
 
 class CliError(Exception):

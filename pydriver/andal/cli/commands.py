@@ -33,6 +33,7 @@ from .base import (
     one_line,
     print_table,
 )
+from .fmt import json_row
 
 
 def cmd_install(args: argparse.Namespace) -> int:
@@ -200,7 +201,7 @@ def cmd_dead_list(args: argparse.Namespace) -> int:
         rows = conn.execute(sql.LIST_DEAD, {"queue": args.queue, "lim": args.limit}).fetchall()
     if args.json:
         keys = ["job_id", "queue", "category", "attempt", "reason", "last_error", "died_at"]
-        out = [dict(zip(keys + ["payload"], r, strict=True)) for r in rows]
+        out = [json_row(dict(zip(keys + ["payload"], r, strict=True))) for r in rows]
         print(json.dumps(out, default=str))
         return 0
     if not rows:

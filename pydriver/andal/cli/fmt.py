@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from collections.abc import Mapping
+from datetime import date, datetime, timedelta
 from typing import Any
 
 
@@ -73,3 +74,30 @@ def _cell(value: Any) -> str:
     if isinstance(value, list | tuple):
         return ",".join(str(v) for v in value)
     return str(value)
+
+
+def json_default(value: Any, text: bool = False) -> Any:
+    """``json.dumps``'s ``default`` for andal's rows: a time in ISO 8601 (``T`` between date
+    and time), a duration in seconds; anything else as text. With ``text``: the same as one
+    string for a person (a duration as ``5m00s``)."""
+    if isinstance(value, datetime):
+        return value.isoformat(timespec="seconds" if text else "microseconds")
+    if isinstance(value, date):
+        return value.isoformat()
+    if isinstance(value, timedelta):
+        return fmt_age(value) if text else value.total_seconds()
+    return str(value)
+
+
+def json_row(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A row for ``--json``, as ``andal status --json`` writes one: a duration under
+    ``<name>_s`` in seconds, a time in ISO 8601, nested values as they are."""
+    out: dict[str, Any] = {}
+    for key, value in row.items():
+        if isinstance(value, timedelta):
+            out[f"{key}_s"] = value.total_seconds()
+        elif isinstance(value, datetime):
+            out[key] = value.isoformat()
+        else:
+            out[key] = value
+    return out

@@ -20,6 +20,7 @@ import psycopg
 
 from .. import statements as sql
 from .base import plain
+from .fmt import json_row
 
 #: The columns of queue.job, in order.
 JOB_COLUMNS = (
@@ -46,7 +47,7 @@ def cmd_job(args: argparse.Namespace, connect: Connect, error: type[Exception]) 
         )
     job = dict(zip(JOB_COLUMNS, row, strict=True)) | links
     if args.json:
-        print(json.dumps(job, default=str))
+        print(json.dumps(json_row(job), default=str))
         return 0
     for key, value in job.items():
         if value is None or key == "errors":

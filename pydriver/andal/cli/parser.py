@@ -57,6 +57,9 @@ def parser() -> argparse.ArgumentParser:
     from .jobs import add_commands
 
     add_commands(sub, connect, CliError)
+    from .policy import add_commands as add_policy_commands
+
+    add_policy_commands(sub)
 
     from ..web import command as web  # argparse only: the web libraries load when it runs
 
