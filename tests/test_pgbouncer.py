@@ -21,11 +21,10 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from conftest import PGHOST, PGPORT, PGUSER, wait_for
+from conftest import PGHOST, PGPORT, PGUSER, make_dsn, wait_for
 from workers.inproc import running
 
 import andal
-from andal.worker import EXIT_CONFIG
 
 PGBOUNCER = shutil.which("pgbouncer") or "/usr/sbin/pgbouncer"
 pytestmark = pytest.mark.skipif(
@@ -272,27 +271,65 @@ def test_session_mode_works_with_listen(
     assert events.named(*DB_ERRORS) == []
 
 
-def test_prepared_statements_through_a_transaction_pooler_stop_the_worker_as_misconfigured(
+def test_a_pooler_the_worker_was_not_told_about_is_detected_and_2000_jobs_drain(
     dsn: str, conn, clean, events: Events
 ) -> None:
-    """Without ``pooler="transaction"`` the worker's prepared statements land on server
-    connections that do not have them: a configuration problem, said as one (exit code 6,
-    ``configuration_error`` with the fix), not an outage to reconnect from forever."""
-    andal.enqueue_many(conn, [{} for _ in range(5_000)], "pgb_sync")
-    andal.enqueue_many(conn, [{} for _ in range(5_000)], "pgb_async")
+    """Without ``pooler=``, behind pgbouncer in transaction mode (round robin: each statement
+    may land on another server connection), the worker sees at start that a pooler answers
+    for the database (its backend pid is not the server's), says so once, runs as with
+    ``pooler="transaction"`` and drains every job with no database error."""
+    andal.enqueue_many(conn, [{} for _ in range(1_000)], "pgb_sync")
+    andal.enqueue_many(conn, [{} for _ in range(1_000)], "pgb_async")
+    seen: dict[str, int] = {}
     with pgbouncer("transaction", "server_round_robin = 1\n") as port:
         worker = andal.Worker(
-            through(dsn, port), registry({}), concurrency=8, batch=5, poll=0.05, metrics=False
+            through(dsn, port), registry(seen), concurrency=8, batch=5, poll=0.05, metrics=False
         )
-        worker.start()
-        code = worker.join(120)
-        if code is None:
-            worker.stop()
-            worker.join(30)
-    assert code == EXIT_CONFIG
-    refused = events.named("configuration_error")
-    assert refused and "pooler" in refused[-1].hint
-    assert events.named("worker_misconfigured")
+        with running(worker):
+            wait_for(lambda: remaining(conn) == 0, timeout=120, what="2,000 jobs drained")
+    assert seen == {"sync": 1_000, "async": 1_000}
+    assert [(r.msg, getattr(r, "error", "")) for r in events.named(*DB_ERRORS)] == []
+    (detected,) = events.named("pooler_detected")
+    assert detected.runs_as == "transaction" and "--pooler" in detected.hint
+    (listening,) = events.named("listening")
+    assert listening.via == "polling"
+
+
+def test_a_direct_connection_is_not_taken_for_a_pooler(dsn: str, events: Events) -> None:
+    assert andal.worker.check_installed(dsn) is False
+    worker = andal.Worker(dsn, registry({}), concurrency=1, metrics=False)
+    with running(worker):
+        wait_for(lambda: events.named("listening"), what="the worker's start")
+    assert events.named("pooler_detected") == []
+
+
+def test_what_only_a_pooler_causes_is_a_configuration_error_not_an_outage(tx_port: int) -> None:
+    """Server-side prepared statements through a transaction pooler fail with 26000, 42P05
+    or 08P01 ("bind message supplies N parameters"): each is a configuration problem with
+    the pooler hint (the worker stops with exit code 6), never a lost connection."""
+    from andal.worker.databases import config_hint
+
+    pooled = through(make_dsn("postgres"), tx_port)
+    conns = [psycopg.connect(pooled, autocommit=True, prepare_threshold=0) for _ in range(4)]
+    seen: dict[str, BaseException] = {}
+    try:
+        for i in range(200):
+            c = conns[i % 4]
+            try:
+                c.execute(["select %s::int", "select %s::int, %s::int"][i % 2 if i % 8 else 0],
+                          [1] if i % 2 == 0 or not i % 8 else [1, 2])  # fmt: skip
+            except psycopg.Error as exc:
+                seen.setdefault(exc.sqlstate or "?", exc)
+                if c.broken:
+                    conns[i % 4] = psycopg.connect(pooled, autocommit=True, prepare_threshold=0)
+    finally:
+        for c in conns:
+            c.close()
+    assert seen, "prepared statements through a transaction pooler failed at no point"
+    for state, exc in seen.items():
+        assert state in andal.worker.databases.POOLER_SYMPTOMS, (state, exc)
+        assert not andal.worker.is_connection_error(exc), exc
+        assert "pooler" in (config_hint(exc) or ""), exc
 
 
 def test_cli_worker_behind_the_pooler(dsn: str, conn, clean, tx_port: int) -> None:

@@ -371,9 +371,13 @@ WATCH = "select queue.watch(job_id => %(job_id)s::bigint)"
 CANCEL = "select queue.cancel(job_id => %(job_id)s::bigint)"
 
 #: Whether andal is installed: the schema and its live table exist.
+#: The server process running this connection's statements (a pooler's client sees another
+#: process id at connection start than this one).
+BACKEND_PID = "select pg_backend_pid()"
 INSTALLED = "select to_regnamespace('queue') is not null and to_regclass('queue.jobs') is not null"
 
 __all__ = [
+    "BACKEND_PID",
     "DEMO_CREATE_DATABASE",
     "DEMO_DEAD_JOBS",
     "DEMO_DEAD_SINCE",

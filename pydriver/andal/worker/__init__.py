@@ -43,6 +43,7 @@ from .databases import (
     database_labels,
     dsn_list,
     is_connection_error,
+    pooler_mode,
 )
 from .handlers import (
     F,
@@ -323,8 +324,9 @@ class Worker:
                 databases=[s.label for s in self.sources],
             )
             for src in self.sources:  # once: how it hears of new jobs
-                via = listen_via(self.listen, self.pooler, src.listen_dsn)
-                report_listening(self.name, src.label, via, self.poll, self.pooler)
+                pooler = pooler_mode(self.pooler, src)
+                via = listen_via(self.listen, pooler, src.listen_dsn)
+                report_listening(self.name, src.label, via, self.poll, pooler)
             code = 1
             try:
                 # The claim loops work; this thread waits for a stop. Short waits, so a

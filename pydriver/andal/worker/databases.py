@@ -23,15 +23,23 @@ from .state import Probe, _Dry, _Lane, _Run
 _CONNECTION_CLASSES = ("08", "53", "57", "58")
 
 
+#: The SQLSTATEs only a pooler the worker was not told about causes (never an outage, never
+#: seen on a direct connection): ``Trouble`` counts them even between successes.
+POOLER_SYMPTOMS = frozenset({"26000", "42P05", "08P01"})
 #: SQLSTATEs that mean the worker is set up wrong, not that the database is away: a prepared
 #: statement missing or already there (a transaction-mode pooler in between, without
 #: ``pooler="transaction"``), a missing grant, andal's schema or functions missing or older
 #: than this driver. Each maps to the hint an operator can act on.
+_POOLER = (
+    "a transaction-mode pooler (pgbouncer) between the worker and the database?"
+    " run the worker with pooler='transaction' (andal worker --pooler transaction)"
+)
 CONFIG_HINTS = {
-    "26000": "a transaction-mode pooler (pgbouncer) between the worker and the database?"
-    " run the worker with pooler='transaction' (andal worker --pooler transaction)",
-    "42P05": "a transaction-mode pooler (pgbouncer) between the worker and the database?"
-    " run the worker with pooler='transaction' (andal worker --pooler transaction)",
+    "26000": _POOLER,
+    "42P05": _POOLER,
+    # "bind message supplies N parameters, but prepared statement ... requires M": a
+    # statement prepared on another client's server connection (class 08, not an outage)
+    "08P01": _POOLER,
     "42501": "the worker's role lacks a privilege: grant it andal_worker",
     "42883": "andal is missing or older than this driver: run `andal install`",
     "42P01": "andal is missing or older than this driver: run `andal install`",
@@ -51,7 +59,7 @@ def is_connection_error(exc: BaseException) -> bool:
     rather than the database refusing the statement."""
     if isinstance(exc, PoolTimeout):
         return True
-    if not isinstance(exc, psycopg.OperationalError):
+    if not isinstance(exc, psycopg.OperationalError) or config_hint(exc) is not None:
         return False
     state = exc.sqlstate
     return state is None or state[:2] in _CONNECTION_CLASSES
@@ -123,6 +131,9 @@ class Source:
         #: A direct connection string for LISTEN and the vacuum's session lock, when the
         #: worker's DSN goes through a transaction-mode pooler (None: not given).
         self.listen_dsn: str | None = None
+        #: Whether a pooler answered for the server at the worker's start (``behind_pooler``)
+        #: though the worker was not told of one: it then runs as with pooler="transaction".
+        self.pooled = False
         self.label = label
         self.up = True
         self.down_since: float | None = None
@@ -150,10 +161,30 @@ class Source:
         return f"<Source {self.index} {self.label} {state} busy={self.busy}>"
 
 
-def check_installed(dsn: str, connect_timeout: int = 5) -> None:
+def check_installed(dsn: str, connect_timeout: int = 5) -> bool:
     """Raise ``psycopg.OperationalError`` when the server does not answer, ``NotInstalled``
-    when andal's schema is missing from the database."""
-    with psycopg.connect(dsn, autocommit=True, connect_timeout=connect_timeout) as conn:
+    when andal's schema is missing from the database. Returns whether a pooler answers for
+    the server (``behind_pooler``)."""
+    with psycopg.connect(
+        dsn, autocommit=True, connect_timeout=connect_timeout, prepare_threshold=None
+    ) as conn:
         row = conn.execute(sql.INSTALLED).fetchone()
+        pooled = behind_pooler(conn)
     if not row or not row[0]:
         raise NotInstalled("andal is not installed in this database; run `andal install`")
+    return pooled
+
+
+def behind_pooler(conn: psycopg.Connection[Any]) -> bool:
+    """Whether a pooler (pgbouncer) stands between ``conn`` and the server: the process id
+    the connection was given at its start (BackendKeyData, which a pooler makes up for its
+    client) is not the server process that runs its statements."""
+    row = conn.execute(sql.BACKEND_PID).fetchone()
+    return row is not None and row[0] != conn.info.backend_pid
+
+
+def pooler_mode(told: str | None, src: Source) -> str | None:
+    """The pooler mode the worker runs ``src`` with: the one it was told, else
+    ``"transaction"`` when a pooler answered for the server at start (safe in either mode:
+    no prepared statements, LISTEN and the vacuum's session lock only on ``listen_dsn``)."""
+    return told or ("transaction" if src.pooled else None)

@@ -19,7 +19,7 @@ from psycopg_pool import ConnectionPool
 
 from .. import tracing as tracing_
 from ..logs import event
-from .databases import Source, check_installed, is_connection_error
+from .databases import Source, check_installed, is_connection_error, pooler_mode
 from .execute import Executor
 from .heartbeat import Heartbeat
 from .limits import Limits
@@ -191,7 +191,7 @@ class Startup:
             "application_name": f"andal {self.o.name}"[:63],
             "connect_timeout": 5,
         }
-        if self.o.pooler is not None:
+        if pooler_mode(self.o.pooler, src) is not None:
             kwargs["prepare_threshold"] = None
         return {
             "kwargs": kwargs,
@@ -209,7 +209,7 @@ class Startup:
 
         def check(src: Source) -> None:
             try:
-                check_installed(src.dsn)
+                src.pooled = check_installed(src.dsn)
             except BaseException as exc:  # raised below, in the caller's thread
                 errors[src.index] = exc
 
@@ -224,6 +224,15 @@ class Startup:
                 raise exc
         if len(errors) == len(sources):
             raise errors[sources[0].index]
+        for src in sources:
+            if src.pooled and self.o.pooler is None:
+                event(
+                    "pooler_detected", logging.WARNING, worker=self.o.name, database=src.label,
+                    runs_as="transaction", hint="a pooler (pgbouncer) answers for this"
+                    " database: the worker runs as with --pooler transaction (no prepared"
+                    " statements; LISTEN only on --listen-dsn, else it polls); say --pooler"
+                    " session or transaction (and --listen-dsn) to choose",
+                )  # fmt: skip
         for src in sources:
             exc = errors.get(src.index)
             if exc is not None:
@@ -270,7 +279,7 @@ class Startup:
             if o.heartbeat:
                 beats = Heartbeat(r.host, src, o.lease, r.helpers_stop)
                 r.threads.append(spawn(beats.run, f"andal-heartbeat-{i}", r.internal_error))
-            if listen_via(o.listen, o.pooler, src.listen_dsn) != VIA_POLLING:
+            if listen_via(o.listen, pooler_mode(o.pooler, src), src.listen_dsn) != VIA_POLLING:
                 listener = self.listener(src, beats)
                 r.threads.append(spawn(listener.run, f"andal-listener-{i}"))
         for src in r.sources:
@@ -323,4 +332,4 @@ class Startup:
         mode pooler does not keep; so the listen DSN there, and no vacuum without one."""
         if src.listen_dsn is not None:
             return src.listen_dsn
-        return None if self.o.pooler == "transaction" else src.dsn
+        return None if pooler_mode(self.o.pooler, src) == "transaction" else src.dsn

@@ -3,7 +3,9 @@
 * A lost connection or an unreachable server (``db_trouble``): the database is down until its
   claim loop reaches it again; meanwhile its share of the slots goes to the other databases.
 * A configuration problem (``refused``: ``databases.CONFIG_HINTS``): logged as one, with
-  what to do; ``REFUSALS`` in a row stop the worker with ``EXIT_CONFIG``.
+  what to do; ``REFUSALS`` in a row stop the worker with ``EXIT_CONFIG``, and so do
+  ``REFUSALS`` symptoms of a pooler it was not told about (``POOLER_SYMPTOMS``) at any time:
+  between them some statements succeed, on the server connection that has them.
 * A lost lease (``lease_lost``): the job's outcome will be discarded.
 """
 
@@ -18,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from psycopg_pool import PoolTimeout
 
 from ..logs import event
-from .databases import Source, config_hint
+from .databases import POOLER_SYMPTOMS, Source, config_hint
 from .state import _Run, one_line
 
 if TYPE_CHECKING:
@@ -56,6 +58,7 @@ class Trouble:
         self.stop = stop
         self.hard_stop = hard_stop
         self.refusals = 0  # configuration errors in a row (see refused)
+        self.pooler_symptoms = 0  # ever (see refused)
         self.misconfigured = False
 
     def refused(self, src: Source, during: str, exc: BaseException) -> bool:
@@ -68,7 +71,9 @@ class Trouble:
             return False
         with self.slots.lock:
             self.refusals += 1
-            stop = self.refusals >= REFUSALS and not self.misconfigured
+            self.pooler_symptoms += getattr(exc, "sqlstate", None) in POOLER_SYMPTOMS
+            worst = max(self.refusals, self.pooler_symptoms)
+            stop = worst >= REFUSALS and not self.misconfigured
             if stop:
                 self.misconfigured = True
         self.slots.count("config_errors", src=src)
