@@ -30,6 +30,7 @@ NOT_INSTALLED = "andal is not installed in this database; run `andal install`"
 #: Commands that act on one database.
 ONE_DATABASE = (
     "dead", "job", "cancel", "pause", "resume", "queue", "schedule", "rate-limit", "history",
+    "uninstall",
 )  # fmt: skip
 
 

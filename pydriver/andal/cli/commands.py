@@ -63,6 +63,23 @@ def cmd_install(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_uninstall(args: argparse.Namespace) -> int:
+    from ..uninstall import describe, plan, uninstall
+
+    with connect(args.dsn) as conn:
+        what = plan(conn)
+    if not args.yes:
+        print("andal uninstall would drop:")
+        for line in describe(what):
+            print(f"  {line}")
+        raise CliError("nothing dropped: run again with --yes to drop it", EXIT_USAGE)
+    done = uninstall(args.dsn, log=print)
+    print(f"andal uninstalled from {done.database}")
+    if done.kept_roles:
+        print(describe(done)[-1])
+    return 0
+
+
 def check_databases(dsns: Sequence[str]) -> list[str]:
     """Connect to each database and check that andal is installed there. Raises ``CliError``
     when one has no andal, or when none answers; returns why the others that do not answer

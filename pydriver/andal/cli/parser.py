@@ -13,6 +13,7 @@ from .commands import (
     cmd_dead_requeue,
     cmd_enqueue,
     cmd_install,
+    cmd_uninstall,
     cmd_worker,
 )
 from .status import cmd_status
@@ -121,6 +122,13 @@ def _install(sub: Any) -> None:
         " the roles hold grants in another database of the cluster (docs/multi-db.md)",
     )
     s.set_defaults(func=cmd_install)
+    s = sub.add_parser(
+        "uninstall", help="drop andal from the database: its schemas, jobs and own roles"
+    )
+    s.add_argument(
+        "--yes", action="store_true", help="do it (without: show what would be dropped, exit 2)"
+    )
+    s.set_defaults(func=cmd_uninstall)
 
 
 def _worker(sub: Any) -> None:
