@@ -194,3 +194,56 @@ def test_user_code_type_checks_under_mypy_strict(tmp_path: Path) -> None:
     assert ok.returncode == 0, ok.stdout + ok.stderr
     wrong = subprocess.run([*mypy, "wrong.py"], cwd=tmp_path, capture_output=True, text=True)
     assert "Incompatible types in assignment" in wrong.stdout, wrong.stdout
+
+
+def _venv(where: Path) -> Path:
+    subprocess.run([sys.executable, "-m", "venv", str(where)], check=True)
+    return where / "bin"
+
+
+def _pip(bin_: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(bin_ / "python"), "-m", "pip", "-q", "--disable-pip-version-check", *args],
+        capture_output=True, text=True, check=True, timeout=600,
+    )  # fmt: skip
+
+
+def test_a_0_1_0_install_named_andal_is_replaced_cleanly(tmp_path: Path) -> None:
+    """The 0.1.0 distribution was named ``andal``; the README's upgrade (uninstall it, then
+    install andal-pg) leaves one distribution owning the import, the new version on the
+    command line and a clean ``pip check``. Installed over it without that step, the
+    command warns with the fix."""
+    (old_commit,) = [ln.split()[1] for ln in (ROOT / "sql/releases.txt").read_text().splitlines()
+                     if ln.startswith("0.1.0 ")]  # fmt: skip
+    old_tree = tmp_path / "old"
+    old_tree.mkdir()
+    archive = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", "--format=tar", old_commit],
+        check=True, capture_output=True,
+    ).stdout  # fmt: skip
+    with tarfile.open(fileobj=__import__("io").BytesIO(archive)) as tar:
+        tar.extractall(old_tree, filter="data")
+    wheels = tmp_path / "wheels"
+    for tree in (old_tree, ROOT):
+        subprocess.run(
+            [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels), str(tree)],
+            check=True, capture_output=True, timeout=600,
+        )  # fmt: skip
+    (old_wheel,) = wheels.glob("andal-0.1.0-*.whl")
+    (new_wheel,) = wheels.glob(f"andal_pg-{andal.__version__}-*.whl")
+    bin_ = _venv(tmp_path / "venv")
+    _pip(bin_, "install", str(old_wheel))
+    _pip(bin_, "install", str(new_wheel))  # over it, as a user who skips the README would
+    warned = subprocess.run([str(bin_ / "andal"), "--version"], capture_output=True, text=True)
+    assert "old distribution `andal` 0.1.0" in warned.stderr, warned.stderr
+    _pip(bin_, "uninstall", "-y", "andal", "andal-pg")  # the README's upgrade
+    _pip(bin_, "install", str(new_wheel))
+    listed = subprocess.run(
+        [str(bin_ / "python"), "-m", "pip", "list", "--format=freeze"],
+        capture_output=True, text=True, check=True,
+    ).stdout.lower().splitlines()  # fmt: skip
+    names = {line.split("==")[0] for line in listed}
+    assert "andal-pg" in names and "andal" not in names
+    clean = subprocess.run([str(bin_ / "andal"), "--version"], capture_output=True, text=True)
+    assert clean.stdout.strip() == f"andal {andal.__version__}" and clean.stderr == ""
+    subprocess.run([str(bin_ / "python"), "-m", "pip", "check"], check=True, capture_output=True)

@@ -51,7 +51,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _main(argv)
 
 
+def _old_distribution() -> None:
+    """Warn when the 0.1.0 distribution named ``andal`` is installed beside ``andal-pg``: both
+    own the ``andal`` package, and uninstalling the old one later would delete files of the
+    new one."""
+    from importlib import metadata
+
+    try:
+        old = metadata.distribution("andal")
+    except metadata.PackageNotFoundError:
+        return
+    print(
+        f"andal: warning: the old distribution `andal` {old.version} is installed too; run"
+        " `pip uninstall -y andal andal-pg` then install andal-pg again (README, Install)",
+        file=sys.stderr,
+    )
+
+
 def _main(argv: Sequence[str] | None) -> int:
+    _old_distribution()
     args = parser().parse_args(argv)
     func: Callable[[argparse.Namespace], int] = args.func
     given = [*(args.dsn or []), *getattr(args, "dsn_after", [])] or [_dsn_from_environment()]
