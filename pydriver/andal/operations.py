@@ -407,7 +407,8 @@ def requeue_dead_matching(
 
 def schedule(name: str, queue: str | None, options: dict[str, Any]) -> Call[datetime]:
     """``options``: cron, every, payload, timezone, category, priority, max_attempts, missed,
-    catch_up, enabled (left out: the function's default, or for an update, as before)."""
+    catch_up, enabled (left out: the function's default). ``queue.schedule`` defines the whole
+    schedule: an update of an existing name takes the defaults for what it leaves out too."""
     casts = {
         "cron": "text", "timezone": "text", "category": "text", "priority": "int",
         "max_attempts": "int", "missed": "text", "catch_up": "int", "enabled": "boolean",
