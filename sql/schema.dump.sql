@@ -2356,6 +2356,13 @@ exception
 end
 $$;
 
+CREATE FUNCTION queue._completions_keep() RETURNS interval
+    LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$ select interval '1 hour' $$;
+
+COMMENT ON FUNCTION queue._completions_keep() IS 'Private: how long queue.job answers for a completed job of a queue without history.';
+
 CREATE FUNCTION queue._config(queue_name text) RETURNS queue.queues
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -4204,6 +4211,23 @@ CREATE FUNCTION queue._prom_label(value text) RETURNS text
     select '"' || replace(replace(replace(value, '\', '\\'), '"', '\"'), e'\n', '\n') || '"'
 $$;
 
+CREATE FUNCTION queue._prune_completions() RETURNS integer
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
+    AS $$
+declare
+    v_n int;
+begin
+    delete from queue.completions as c
+    where c.completed_at < now() - queue._completions_keep();
+    get diagnostics v_n = row_count;
+    return v_n;
+end
+$$;
+
+COMMENT ON FUNCTION queue._prune_completions() IS 'Private: delete expired rows of queue.completions.';
+
 CREATE FUNCTION queue._rate_left(rate_log timestamp with time zone[], rate_starts integer, rate_per interval, at timestamp with time zone) RETURNS integer
     LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -4364,6 +4388,19 @@ begin
         wait_hist = array(select u.a + u.b from unnest(s.wait_hist, excluded.wait_hist) as u (a, b));
 end
 $$;
+
+CREATE FUNCTION queue._record_completions(ids bigint[], queues text[], span int8range, completed_at timestamp with time zone) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+    insert into queue.completions (ids, queues, span, completed_at)
+    values (_record_completions.ids, _record_completions.queues, _record_completions.span,
+        _record_completions.completed_at);
+end
+$$;
+
+COMMENT ON FUNCTION queue._record_completions(ids bigint[], queues text[], span int8range, completed_at timestamp with time zone) IS 'Private: record the jobs one call completed (queue.completions).';
 
 CREATE FUNCTION queue._refuse_read_only(call text) RETURNS void
     LANGUAGE plpgsql STABLE
@@ -5299,6 +5336,8 @@ begin
             queue._check_result(complete.result, 'result'), v_job.errors, v_now + v_history
         );
     end if;
+    perform queue._record_completions(array[v_id], array[v_queue], int8range(v_id, v_id, '[]'),
+        v_now);
     delete from queue.watches as w where w.job_id = v_id;  -- queue.watch's row
     if v_job.watched or found then
         perform queue._notify('andal_done', v_id::text);
@@ -5335,8 +5374,10 @@ CREATE FUNCTION queue.complete_many(job_ids bigint[], tokens uuid[], results jso
     AS $$
 #variable_conflict use_column
 declare
-    v_ids bigint[];  -- the completed (job, token) pairs
+    v_ids bigint[];  -- the completed (job, token) pairs, and their queues
     v_toks uuid[];
+    v_queues text[];
+    v_span int8range;
     v_keys text[];
     v_key_queues text[];
     v_key_results jsonb[];
@@ -5462,7 +5503,8 @@ begin
                 s.wait_hist[13] + excluded.wait_hist[13], s.wait_hist[14] + excluded.wait_hist[14],
                 s.wait_hist[15] + excluded.wait_hist[15], s.wait_hist[16] + excluded.wait_hist[16]]
     )
-    select array_agg(g.id), array_agg(g.token),
+    select array_agg(g.id), array_agg(g.token), array_agg(g.queue),
+        int8range(min(g.id), max(g.id), '[]'),
         -- cache effects in key order: concurrent batches lock entries in one order
         array_agg(g.cache_key order by g.cache_key) filter (where g.cache_key is not null),
         array_agg(g.queue order by g.cache_key) filter (where g.cache_key is not null),
@@ -5485,7 +5527,7 @@ begin
         array_agg(complete_many.results[g.n]) filter (where g.workflow),
         array_agg(g.id) filter (where g.has_parents),
         array_agg(g.only_child) filter (where g.workflow)
-    into v_ids, v_toks, v_keys, v_key_queues, v_key_results, v_history, v_watched,
+    into v_ids, v_toks, v_queues, v_span, v_keys, v_key_queues, v_key_results, v_history, v_watched,
         v_gated, v_gated_queues, v_flow, v_flow_results, v_flow_children, v_flow_only
     from gone as g;
 
@@ -5498,6 +5540,9 @@ begin
         perform queue._free_slots(v_gated, v_gated_queues);
     end if;
 
+    if v_ids is not null then
+        perform queue._record_completions(v_ids, v_queues, v_span, v_now);
+    end if;
     if v_history is not null then
         insert into queue.history (
             job_id, queue, category, priority, state, payload, attempt, max_attempts,
@@ -5949,6 +5994,14 @@ begin
             r.completed_at, null, null, null, r.result, null, null
         from queue.results as r
         where r.job_id = job.job_id
+        union all
+        (select 5, job.job_id, 'completed', c.queues[array_position(c.ids, job.job_id)], null,
+            null, null, null, null, null, null, c.completed_at, null, null, null, null, null,
+            c.completed_at + queue._completions_keep()
+         from queue.completions as c
+         where c.span @> job.job_id and job.job_id = any (c.ids)
+         order by c.completed_at desc
+         limit 1)
     ) as s
     order by s.src
     limit 1;
@@ -6174,6 +6227,11 @@ begin
         perform queue._history_roll();
     exception when others then
         perform queue._maintain_failed('rolling the history partitions', sqlstate, sqlerrm);
+    end;
+    begin
+        perform queue._prune_completions();
+    exception when others then
+        perform queue._maintain_failed('pruning the recent completions', sqlstate, sqlerrm);
     end;
     return v_reaped;
 end
@@ -7588,6 +7646,14 @@ ALTER TABLE queue.categories ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
     CACHE 1
 );
 
+CREATE TABLE queue.completions (
+    ids bigint[] NOT NULL,
+    queues text[] NOT NULL,
+    span int8range NOT NULL,
+    completed_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
+    CONSTRAINT completions_shape_check CHECK ((cardinality(ids) = cardinality(queues)))
+);
+
 CREATE TABLE queue.config (
     id boolean DEFAULT true NOT NULL,
     max_lease interval DEFAULT '1 day'::interval NOT NULL,
@@ -7985,6 +8051,10 @@ CREATE INDEX view_sources_source_idx ON cache.view_sources USING btree (source);
 
 CREATE INDEX categories_paused_idx ON queue.categories USING btree (id) WHERE (max_running = 0);
 
+CREATE INDEX completions_at_idx ON queue.completions USING brin (completed_at);
+
+CREATE INDEX completions_span_idx ON queue.completions USING gist (span);
+
 CREATE INDEX dead_letters_died_idx ON queue.dead_letters USING btree (died_at);
 
 CREATE INDEX dead_letters_queue_idx ON queue.dead_letters USING btree (queue, died_at);
@@ -8202,6 +8272,8 @@ REVOKE ALL ON FUNCTION queue._claim(worker text, queues text[], batch integer, l
 
 REVOKE ALL ON FUNCTION queue._complete_one(job_id bigint, token uuid, result jsonb) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION queue._completions_keep() FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION queue._config(queue_name text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._configure_queue(queue text, max_attempts integer, lease interval, backoff text, backoff_base interval, backoff_cap interval, jitter real, notify boolean, payload_limit integer, keep_results boolean, cache_policy text, timeout interval, results_retention interval, dead_retention interval) FROM PUBLIC;
@@ -8298,6 +8370,8 @@ REVOKE ALL ON FUNCTION queue._pending_queues() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._prom_label(value text) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION queue._prune_completions() FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION queue._rate_left(rate_log timestamp with time zone[], rate_starts integer, rate_per interval, at timestamp with time zone) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._rate_record(category_ids bigint[], taken integer[], at timestamp with time zone) FROM PUBLIC;
@@ -8305,6 +8379,8 @@ REVOKE ALL ON FUNCTION queue._rate_record(category_ids bigint[], taken integer[]
 REVOKE ALL ON FUNCTION queue._reap(lim integer, queues text[]) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._record(queue_name text, category_name text, completed integer, retried integer, dead integer, run_ms double precision[], wait_ms double precision[]) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._record_completions(ids bigint[], queues text[], span int8range, completed_at timestamp with time zone) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._refuse_read_only(call text) FROM PUBLIC;
 

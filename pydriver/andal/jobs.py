@@ -86,7 +86,7 @@ def children(conn: psycopg.Connection, job_id: int) -> list[Child]:
 
 def job(conn: psycopg.Connection, job_id: int) -> JobInfo | None:
     """The job as andal remembers it; None when it does not (it never existed, or it
-    finished in a queue that keeps no history, or its history expired)."""
+    completed over an hour ago in a queue that keeps no history, or its history expired)."""
     with translated():
         row = conn.execute(sql.JOB, {"job_id": job_id}).fetchone()
     return None if row is None else JobInfo(*row)

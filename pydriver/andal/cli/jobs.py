@@ -41,8 +41,8 @@ def cmd_job(args: argparse.Namespace, connect: Connect, error: type[Exception]) 
         links = _workflow(conn, args.id)
     if row is None:
         raise error(
-            f"andal does not remember job {args.id}: it never existed, or it finished in a"
-            " queue that keeps no history (queue.set_history)",
+            f"andal does not remember job {args.id}: it never existed, or it completed over an"
+            " hour ago in a queue that keeps no history (andal history set)",
             EXIT_SQL,
         )
     job = dict(zip(JOB_COLUMNS, row, strict=True)) | links

@@ -115,6 +115,8 @@ begin
             queue._check_result(complete.result, 'result'), v_job.errors, v_now + v_history
         );
     end if;
+    perform queue._record_completions(array[v_id], array[v_queue], int8range(v_id, v_id, '[]'),
+        v_now);
     delete from queue.watches as w where w.job_id = v_id;  -- queue.watch's row
     if v_job.watched or found then
         perform queue._notify('andal_done', v_id::text);
@@ -190,8 +192,10 @@ set jit = off
 as $$
 #variable_conflict use_column
 declare
-    v_ids bigint[];  -- the completed (job, token) pairs
+    v_ids bigint[];  -- the completed (job, token) pairs, and their queues
     v_toks uuid[];
+    v_queues text[];
+    v_span int8range;
     v_keys text[];
     v_key_queues text[];
     v_key_results jsonb[];
@@ -317,7 +321,8 @@ begin
                 s.wait_hist[13] + excluded.wait_hist[13], s.wait_hist[14] + excluded.wait_hist[14],
                 s.wait_hist[15] + excluded.wait_hist[15], s.wait_hist[16] + excluded.wait_hist[16]]
     )
-    select array_agg(g.id), array_agg(g.token),
+    select array_agg(g.id), array_agg(g.token), array_agg(g.queue),
+        int8range(min(g.id), max(g.id), '[]'),
         -- cache effects in key order: concurrent batches lock entries in one order
         array_agg(g.cache_key order by g.cache_key) filter (where g.cache_key is not null),
         array_agg(g.queue order by g.cache_key) filter (where g.cache_key is not null),
@@ -340,7 +345,7 @@ begin
         array_agg(complete_many.results[g.n]) filter (where g.workflow),
         array_agg(g.id) filter (where g.has_parents),
         array_agg(g.only_child) filter (where g.workflow)
-    into v_ids, v_toks, v_keys, v_key_queues, v_key_results, v_history, v_watched,
+    into v_ids, v_toks, v_queues, v_span, v_keys, v_key_queues, v_key_results, v_history, v_watched,
         v_gated, v_gated_queues, v_flow, v_flow_results, v_flow_children, v_flow_only
     from gone as g;
 
@@ -353,6 +358,9 @@ begin
         perform queue._free_slots(v_gated, v_gated_queues);
     end if;
 
+    if v_ids is not null then
+        perform queue._record_completions(v_ids, v_queues, v_span, v_now);
+    end if;
     if v_history is not null then
         insert into queue.history (
             job_id, queue, category, priority, state, payload, attempt, max_attempts,

@@ -6,10 +6,12 @@
 --   2. queue.history: a finished job of a queue that keeps history (its newest row: the
 --      highest finished_seq, rows without one older than any with one, then finished_at);
 --   3. queue.dead_letters: a dead or cancelled job (kept until purge_dead);
---   4. queue.results: a completed job of a queue with keep_results (result and time only).
+--   4. queue.results: a completed job of a queue with keep_results (result and time only);
+--   5. queue.completions: any job completed in the last hour (queue._completions_keep),
+--      whatever its queue keeps (its queue and time only; kept_until: when it is forgotten).
 -- A job found in none of them is one andal does not remember: it never existed, or it
--- completed in a queue that keeps no history (nor results), or its history expired, or its
--- dead letter was purged. queue.job returns no row then.
+-- completed over an hour ago in a queue that keeps no history (nor results), or its history
+-- expired, or its dead letter was purged. queue.job returns no row then.
 
 -- _live_state: the state of a live job from its row.
 create or replace function queue._live_state(
@@ -89,6 +91,14 @@ begin
             r.completed_at, null, null, null, r.result, null, null
         from queue.results as r
         where r.job_id = job.job_id
+        union all
+        (select 5, job.job_id, 'completed', c.queues[array_position(c.ids, job.job_id)], null,
+            null, null, null, null, null, null, c.completed_at, null, null, null, null, null,
+            c.completed_at + queue._completions_keep()
+         from queue.completions as c
+         where c.span @> job.job_id and job.job_id = any (c.ids)
+         order by c.completed_at desc
+         limit 1)
     ) as s
     order by s.src
     limit 1;

@@ -67,7 +67,8 @@ $$;
 -- queue.stats()' WAL bytes per job, prunes counters and samples older than a day, forgets
 -- queue and category rows that say nothing (queue._forget_unused), drops the workflow
 -- results no child needs any more (queue._workflow_sweep), and rolls the job
--- history (drops its expired partitions, creates those needed ahead). It also fires the due
+-- history (drops its expired partitions, creates those needed ahead) and forgets the
+-- completions older than an hour (queue._prune_completions). It also fires the due
 -- ticks of every schedule and runs andal's own housekeeping schedules (queue.schedules()).
 -- Each call also applies the cache writes of jobs' ends that were deferred because a
 -- producer held the key (cache._apply_deferred) and forgets the watches (queue.watch) of
@@ -129,6 +130,11 @@ begin
         perform queue._history_roll();
     exception when others then
         perform queue._maintain_failed('rolling the history partitions', sqlstate, sqlerrm);
+    end;
+    begin
+        perform queue._prune_completions();
+    exception when others then
+        perform queue._maintain_failed('pruning the recent completions', sqlstate, sqlerrm);
     end;
     return v_reaped;
 end

@@ -1,10 +1,10 @@
 -- queue.job after a job finished, without history: dead and cancelled jobs answer from the
 -- dead letters, a completed job of a queue with keep_results from its result; a completed
--- job of a queue that keeps neither is not remembered (no row, as for an id andal never
--- had).
+-- job of a queue that keeps neither is remembered for an hour (queue.completions), then
+-- forgotten by queue.maintain() (no row, as for an id andal never had).
 begin;
 \ir ../_fixtures.psql
-select plan(10);
+select plan(15);
 
 select queue.enqueue('{}', queue => 'q', max_attempts => 1) as dead \gset
 select token as t from queue.claim('w', queues => '{q}') \gset
@@ -29,8 +29,18 @@ select is((select queue from queue.job(:kept)), 'kept', 'and its queue');
 select queue.enqueue('{}', queue => 'q') as done \gset
 select token as t from queue.claim('w', queues => '{q}') \gset
 select queue.complete(:done, :'t') \g /dev/null
+select is((select state from queue.job(:done)), 'completed',
+    'a completed job of a queue without history is remembered');
+select is((select queue from queue.job(:done)), 'q', 'with its queue');
+select is((select kept_until - finished_at from queue.job(:done)), interval '1 hour',
+    'for an hour');
+select queue.maintain() \g /dev/null
+select is((select state from queue.job(:done)), 'completed', 'maintain keeps it in the hour');
+update queue.completions set completed_at = completed_at - interval '61 minutes';
+select queue.maintain() \g /dev/null
 select is_empty($$ select * from queue.job($$ || :done || $$) $$,
-    'a completed job of a queue without history is not remembered');
+    'after the hour maintain forgets it: no row');
+select is_empty($$ select * from queue.completions $$, 'and its record is gone');
 
 select is_empty($$ select * from queue.job(987654321) $$, 'no row for an id andal never had');
 select throws_ok($$ select * from queue.job(null) $$, '22004', null, 'null job_id: 22004');

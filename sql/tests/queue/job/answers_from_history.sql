@@ -49,7 +49,9 @@ select token as t from queue.claim('w', queues => '{other}') \gset
 select queue.complete(:o, :'t') \g /dev/null
 select is((select count(*) from queue.history where queue = 'other'), 0::bigint,
     'a queue without history writes none');
-select is_empty(format('select * from queue.job(%s)', :o), 'and forgets its completed jobs');
+select is((select kept_until from queue.job(:o)),
+    (select completed_at + interval '1 hour' from queue.completions where :o = any (ids)),
+    'and remembers its completed jobs an hour only (queue.completions, not its history)');
 
 select * from finish();
 rollback;
