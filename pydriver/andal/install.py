@@ -43,6 +43,8 @@ from .roles import (
     check_attributes,
     check_shared,
     choose_prefix,
+    create_roles,
+    missing_roles,
     role_names,
     shared_role_databases,
     warn_stderr,
@@ -153,6 +155,7 @@ def install(
         prefix = choose_prefix(conn, recorded, role_prefix)
         check_attributes(conn, prefix)
         check_shared(conn, prefix, exclusive_roles, warn or warn_stderr)
+        repaired = _repair_roles(conn, prefix) if recorded is not None else []
         for version, path in migrations(root):
             if version in _applied(conn):  # read again: an install may have run meanwhile
                 continue
@@ -165,7 +168,8 @@ def install(
                 )
             done.append(f"migration {path.name}")
             locked()
-        done += _apply_functions(conn, root, prefix, log)
+        done += _apply_functions(conn, root, prefix, log, force=bool(repaired))
+        done += repaired
         if _has_prefix_column(conn):
             conn.execute(
                 "update queue.install_state set role_prefix = %(p)s where role_prefix <> %(p)s",
@@ -214,14 +218,30 @@ def _exists(conn: psycopg.Connection, relation: str) -> bool:
     return bool(row and row[0])
 
 
+def _repair_roles(conn: psycopg.Connection, prefix: str) -> list[str]:
+    """An install whose roles are gone (its database restored into a new cluster: a dump
+    carries no roles, so the grants to them were lost too) gets them back; the functions are
+    then re-applied, with their grants. Returns the step, or nothing when none is missing."""
+    missing = missing_roles(conn, prefix)
+    if not missing:
+        return []
+    create_roles(conn, missing)
+    return [
+        f"repaired roles {', '.join(missing)}: they did not exist in this cluster (a restored"
+        " dump carries no roles); created them and granted again what the install grants them"
+    ]
+
+
 def _apply_functions(
-    conn: psycopg.Connection, root: Path, prefix: str, log: Callable[[str], None]
-) -> list[str]:
-    """Re-apply every function file in one transaction when their digest changed."""
+    conn: psycopg.Connection, root: Path, prefix: str, log: Callable[[str], None],
+    force: bool = False,
+) -> list[str]:  # fmt: skip
+    """Re-apply every function file in one transaction when their digest changed (or
+    ``force``)."""
     files = function_files(root)
     digest = functions_digest(files)
     state = conn.execute("select functions_digest from queue.install_state where id").fetchone()
-    if state is not None and state[0] == digest:
+    if state is not None and state[0] == digest and not force:
         return []
     log(f"applying {len(files)} function files")
     with conn.transaction():

@@ -155,6 +155,31 @@ def refuse(conn: psycopg.Connection, sqlstate: str, message: str, hint: str) -> 
     )
 
 
+def missing_roles(conn: psycopg.Connection, prefix: str) -> list[str]:
+    """The install's roles that do not exist in the cluster (a database restored into a new
+    cluster: a dump carries no roles)."""
+    names = role_names(prefix)
+    rows = conn.execute("select rolname from pg_catalog.pg_roles where rolname = any(%s)", (names,))
+    present = {r[0] for r in rows}
+    return [n for n in names if n not in present]
+
+
+def create_roles(conn: psycopg.Connection, names: list[str]) -> None:
+    """Create the install's roles ``names`` (NOLOGIN, as the first install did); 42501 with
+    the fix when the installing role may not."""
+    try:
+        with conn.transaction():
+            for name in names:
+                conn.execute(
+                    psycopg.sql.SQL("create role {} nologin").format(psycopg.sql.Identifier(name))
+                )
+    except psycopg.errors.InsufficientPrivilege:
+        listed = ", ".join(names)
+        refuse(conn, "42501", f"andal needs the roles {listed} and may not create them",
+               f"Have a superuser run: create role <name> nologin (for each of {listed}), or"
+               " grant CREATEROLE to the installing role.")  # fmt: skip
+
+
 def warn_stderr(message: str) -> None:
     print(f"andal install: {message}", file=sys.stderr, flush=True)
 

@@ -4,3 +4,7 @@
 -- privilege only adds to the global default, which grants EXECUTE on functions to PUBLIC.
 revoke execute on all functions in schema queue from public;
 revoke execute on all functions in schema cache from public;
+-- The install's roles use both schemas (migrations 0001 and 0007 granted it first). Granted
+-- again at every apply of the functions: a database restored where its roles did not exist
+-- (pg_restore into a new cluster) gets it back with the functions' own grants.
+grant usage on schema queue, cache to andal_producer, andal_worker, andal_admin, andal_monitor;

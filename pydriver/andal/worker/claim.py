@@ -150,6 +150,8 @@ class Claimer:
         try:
             with src.pool.connection() as conn:
                 conn.execute(sql.INSTALLED)
+                # the server that answered: with a multi-host DSN, the new primary's
+                host = f"{conn.info.host}:{conn.info.port}"
         except psycopg.Error as exc:
             event(
                 "database_still_down",
@@ -164,7 +166,7 @@ class Claimer:
             since, src.down_since = src.down_since, None
         if was_down:
             down_s = None if since is None else round(time.monotonic() - since, 3)
-            event("database_up", worker=self.name, database=src.label, down_s=down_s)
+            event("database_up", worker=self.name, database=src.label, host=host, down_s=down_s)
         self.hint(src)  # notifications were missed while away
         return True
 
