@@ -163,3 +163,16 @@ def test_andal_status_runs_on_the_standby(pair: Pair) -> None:
     )
     assert out.returncode == 0, out.stderr
     assert '"r"' in out.stdout
+
+
+def test_the_dashboard_on_the_standby_marks_it_a_replica(pair: Pair) -> None:
+    from webapp import andal_web, get
+
+    with andal_web(pair.standby_dsn("t")) as server:
+        status, html = get(server.base + "/")
+    assert status == 200
+    assert "replica, lag" in html
+    assert ">r<" in html or "/queues/r" in html, "the primary's queues are shown"
+    with andal_web(pair.primary_dsn("t")) as server:
+        status, html = get(server.base + "/")
+    assert status == 200 and "replica, lag" not in html

@@ -96,15 +96,17 @@ class Web:
         self.cookie_path = self.root or "/"
         self.live = Shared(settings.refresh / 2)
 
-    def render(
+    async def render(
         self, request: Request, template: str, status: int = 200, **context: Any
     ) -> Response:
         notice = security.take_notice(request, self.signer)
+        lag = await run_in_threadpool(self.live.get, "replica", pages.replica_lag, self.db)
         html = self.env.get_template(template).render(
             root=self.root,
             csrf=security.csrf_token(request, self.signer),
             can_act=self.db.can_act,
             version=self.db.version,
+            replica_lag=lag,
             refresh_ms=int(self.settings.refresh * 1000),
             notice=notice,
             **context,
@@ -132,7 +134,7 @@ class Web:
 
     async def overview(self, request: Request) -> Response:
         data = await run_in_threadpool(self.live.get, "overview", pages.overview, self.db)
-        return self.render(request, "overview.html", nav="overview", **data)
+        return await self.render(request, "overview.html", nav="overview", **data)
 
     async def overview_fragment(self, request: Request) -> Response:
         data = await run_in_threadpool(self.live.get, "overview", pages.overview, self.db)
@@ -147,8 +149,8 @@ class Web:
             pages.queue, self.db, name, q.get("state") or None, _before(q.get("before"))
         )
         if not (figures["total"] or data["jobs"]):
-            return self.render(request, "no_queue.html", 404, nav="queues", name=name)
-        return self.render(request, "queue.html", nav="queues", **figures, **data)
+            return await self.render(request, "no_queue.html", 404, nav="queues", name=name)
+        return await self.render(request, "queue.html", nav="queues", **figures, **data)
 
     async def queue_fragment(self, request: Request) -> Response:
         name = request.path_params["name"]
@@ -161,10 +163,10 @@ class Web:
     async def job(self, request: Request) -> Response:
         job_id = _int(request.path_params["job_id"])
         if job_id is None:
-            return self.render(request, "job.html", 404, nav="job", job_id=None, job=None)
+            return await self.render(request, "job.html", 404, nav="job", job_id=None, job=None)
         data = await run_in_threadpool(pages.job, self.db, job_id)
         status = 200 if data["job"] else 404
-        return self.render(request, "job.html", status, nav="job", job_id=job_id, **data)
+        return await self.render(request, "job.html", status, nav="job", job_id=job_id, **data)
 
     async def find_job(self, request: Request) -> Response:
         job_id = _int(request.query_params.get("id", "").strip())
@@ -183,11 +185,11 @@ class Web:
         here = "/dead?" + urllib.parse.urlencode(
             {"queue": queue_name or "", "reason": reason or ""}
         )
-        return self.render(request, "dead.html", nav="dead", here=here, **data)
+        return await self.render(request, "dead.html", nav="dead", here=here, **data)
 
     async def workers(self, request: Request) -> Response:
         data = await run_in_threadpool(self.live.get, "workers", pages.workers, self.db)
-        return self.render(request, "workers.html", nav="workers", **data)
+        return await self.render(request, "workers.html", nav="workers", **data)
 
     async def workers_fragment(self, request: Request) -> Response:
         data = await run_in_threadpool(self.live.get, "workers", pages.workers, self.db)

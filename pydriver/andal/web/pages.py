@@ -190,3 +190,10 @@ def workers(db: Database) -> dict[str, Any]:
         [(queries.WORKERS, {"lim": WORKERS_SHOWN}), (queries.WORKER_TOTALS, None)]
     )
     return {"workers": shown, "total_workers": totals[0]["workers"]}
+
+
+def replica_lag(db: Database) -> float | None:
+    """On a hot standby, the seconds since the last transaction it replayed; None on a
+    primary (the "replica, lag N s" mark of every page)."""
+    value = db.read_one(queries.REPLICA_LAG)
+    return None if value is None else float(value)

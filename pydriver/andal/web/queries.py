@@ -23,6 +23,12 @@ MEMBER_OF = (
 INSTALLED = "select to_regnamespace('queue') is not null and to_regclass('queue.jobs') is not null"
 
 VERSION = "select queue.version()"
+#: On a hot standby: seconds since the last transaction it replayed (its lag while the
+#: primary writes); null on a primary.
+REPLICA_LAG = (
+    "select case when pg_is_in_recovery() then"
+    " coalesce(extract(epoch from now() - pg_last_xact_replay_timestamp()), 0)::float8 end"
+)
 
 #: The install's monitor role (its prefix names the others).
 MONITOR_ROLE = "select role_name from queue.roles() where kind = 'monitor'"
