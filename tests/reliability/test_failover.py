@@ -5,6 +5,9 @@ promoted. Then:
 
 * every enqueue that returned an id before, during or after the switch is in the promoted
   database, and ran (acknowledged enqueues lost: 0);
+* a schedule (every second) fires each tick once across the switch (its tick jobs all ran,
+  never more ticks than seconds), and a local cache's follower hears of a change made on the
+  new primary;
 * every transactional job's effect (a row of ``done``, committed with its completion) exists
   once (doubled effects: 0: ``done`` has the job id as its primary key, so a second commit
   would fail and be retried, never kept twice);
@@ -44,6 +47,9 @@ def pair() -> Iterator[Pair]:
         install(pair.primary_dsn("t"))
         with psycopg.connect(pair.primary_dsn("t"), autocommit=True) as c:
             make_tables(c)
+            c.execute(
+                "select queue.schedule(name => 'tick', queue => 'leased', every => '1 second')"
+            )
         yield pair
     finally:
         pair.destroy()
@@ -92,8 +98,11 @@ def test_failover_to_the_synchronous_standby_loses_nothing(pair: Pair, tmp_path:
     args = ("--queue", "tx", "--queue", "leased", "--lease", "2", "--poll", "0.2")
     workers = [procs.spawn(dsn, log, *args, module="workers.recording") for log in logs]
     producer = Producer(dsn)
+    cache = andal.Cache(dsn, loader=lambda key: "v1", poll_interval=0.2, max_staleness=2)
+    started = time.monotonic()
     try:
         producer.start()
+        assert cache.get("k") == "v1"
         wait_for(lambda: done_count(dsn) >= JOBS // 6, timeout=120, what="a sixth done")
         killed_at = pair.crash()
         pair.promote()
@@ -106,6 +115,12 @@ def test_failover_to_the_synchronous_standby_loses_nothing(pair: Pair, tmp_path:
         new = pair.standby_dsn("t")
         acked_tx, acked_leased = producer.acked["tx"], producer.acked["leased"]
         with psycopg.connect(new, autocommit=True) as c:
+            # disabled, not removed: removing a schedule forgets its ticks
+            c.execute(
+                "select queue.schedule(name => 'tick', queue => 'leased', every => '1 second',"
+                " enabled => false)"
+            )
+            ticking_s = time.monotonic() - started
 
             def drained() -> bool:
                 return c.execute("select count(*) from queue.jobs").fetchone()[0] == 0
@@ -113,11 +128,18 @@ def test_failover_to_the_synchronous_standby_loses_nothing(pair: Pair, tmp_path:
             wait_for(drained, timeout=120, what="every job done on the new primary")
             done = {r[0] for r in c.execute("select job_id from done")}
             ran = {r[0] for r in c.execute("select distinct job_id from runs")}
+            ticks = [r[0] for r in c.execute("select job_id from queue.schedule_ticks")]
+            # the follower hears of a change made on the new primary
+            c.execute("select cache.put(key => 'k', value => '\"v2\"')")
+            wait_for(lambda: cache.get("k") == "v2", timeout=30, what="the cache follower")
+        assert [j for j in ticks if j not in ran] == [], "a tick's job did not run"
+        assert 0 < len(ticks) <= ticking_s + 2, f"{len(ticks)} ticks in {ticking_s:.0f} s"
         assert [j for j in acked_tx if j not in done] == [], "acknowledged tx jobs lost"
         assert [j for j in acked_leased if j not in ran] == [], "acknowledged leased jobs lost"
         for proc in workers:
             assert proc.poll() is None, "a worker exited instead of reconnecting"
     finally:
+        cache.close()
         codes = [procs.stop(p) for p in workers]
     events = [json.loads(line) for log in logs for line in log.read_text().splitlines()
               if line.startswith("{")]  # fmt: skip
@@ -129,5 +151,5 @@ def test_failover_to_the_synchronous_standby_loses_nothing(pair: Pair, tmp_path:
     print(
         f"\nfailover: acked {len(acked_tx) + len(acked_leased)} lost 0 doubled 0;"
         f" first job done on the new primary {first_done_s:.1f} s after the kill;"
-        f" producer errors {producer.errors}"
+        f" producer errors {producer.errors}; {len(ticks)} schedule ticks, each once"
     )

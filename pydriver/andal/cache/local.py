@@ -39,6 +39,7 @@ from psycopg_pool import ConnectionPool
 
 from .. import statements as sql
 from ..errors import translated
+from ..worker.databases import is_connection_error
 from . import repair
 from .follower import Follower, choose, report_listening
 from .observe import Observed
@@ -348,8 +349,18 @@ class Cache(Observed):
             return cur.execute(sql.CACHE_GET, params).fetchone()
 
     def _fetch(self, key: str, stale_ok: bool, conn: psycopg.Connection | None) -> Any:
+        """The shared entry's row. On a connection of the pool's, a read that finds its
+        connection lost (a pooled connection from before a failover or a server restart)
+        is tried once more, on a new one, instead of failing the caller."""
         queue = self.refresh_queue if stale_ok else None
-        with self._conn(conn) as c:
+        try:
+            with self._conn(conn) as c:
+                return self._get_row(c, key, queue)
+        except psycopg.OperationalError as exc:
+            if conn is not None or not is_connection_error(exc):
+                raise
+        self._pool.check()  # the others of its time are lost too: the pool replaces them
+        with self._conn(None) as c:
             return self._get_row(c, key, queue)
 
     def _refill(
