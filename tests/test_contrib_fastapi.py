@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
-from typing import Any
+from typing import Annotated, Any
 
 import psycopg
 import pytest
@@ -21,19 +21,18 @@ import andal
 from andal.contrib.fastapi import STATE_KEY, get_client, lifespan
 
 APP_NAME = "andal_fastapi_test"
+Client = Annotated[andal.AsyncClient, Depends(get_client)]
 
 
 def make_app(**given: Any) -> FastAPI:
     app = FastAPI(lifespan=lifespan(**given))
 
     @app.post("/jobs/{queue}")
-    async def create(
-        queue: str, body: dict[str, Any], client: andal.AsyncClient = Depends(get_client)
-    ) -> dict[str, Any]:
+    async def create(queue: str, body: dict[str, Any], client: Client) -> dict[str, Any]:
         return {"job": await client.enqueue(body, queue)}
 
     @app.get("/jobs/{job_id}")
-    async def wait(job_id: int, client: andal.AsyncClient = Depends(get_client)) -> dict[str, Any]:
+    async def wait(job_id: int, client: Client) -> dict[str, Any]:
         done = await client.wait(job_id, timeout=60, poll=0.2)
         return {"state": done and done.state, "result": done and done.result}
 
