@@ -98,6 +98,22 @@ def test_a_worker_beside_the_app_runs_the_job_and_stops_with_it(dsn: str) -> Non
     wait_for(lambda: not sessions(dsn, "fa-side"), timeout=30, what="the worker's sessions")
 
 
+def test_a_worker_factory_serves_each_start_of_the_app(dsn: str) -> None:
+    made: list[andal.Worker] = []
+
+    def make() -> andal.Worker:
+        made.append(andal.Worker(dsn, {"fa_twice": lambda job: None}, poll=0.2, grace=5))
+        return made[-1]
+
+    app = make_app(dsn=named(dsn), worker=make)
+    for _ in range(2):  # a Worker runs once: the second start needs a new one
+        with TestClient(app) as http:
+            job_id = http.post("/jobs/fa_twice", json={}).json()["job"]
+            assert http.get(f"/jobs/{job_id}").json()["state"] is None  # done and forgotten
+    assert len(made) == 2 and [w.join(0) for w in made] == [0, 0]
+    assert made[0].counts["completed"] == made[1].counts["completed"] == 1
+
+
 @pytest.fixture
 def empty_db() -> Iterator[str]:
     name = f"andal_empty_{uuid.uuid4().hex[:10]}"

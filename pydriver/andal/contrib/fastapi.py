@@ -16,8 +16,9 @@ route dependency, and optionally a worker beside the app::
 app stops. The client holds no connection between calls (each call opens a short one), so
 there is nothing else to close. ``worker=andal.Worker(...)`` (not started) runs that worker
 in threads of the app's process from startup to shutdown (``Worker.start``/``stop``/
-``join``); several app processes then mean several workers. A worker of its own process
-(``andal worker MODULE``) is the usual choice in production: docs/integrations.md.
+``join``; or ``worker=`` a function that makes one); several app processes then mean
+several workers. A worker of its own process (``andal worker MODULE``) is the usual choice
+in production: docs/integrations.md.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ def lifespan(
     dsn: str | Sequence[str] | None = None,
     *,
     routes: Mapping[str, str | int] | None = None,
-    worker: Worker | None = None,
+    worker: Worker | Callable[[], Worker] | None = None,
     check: bool = True,
 ) -> Lifespan:
     """A FastAPI/Starlette ``lifespan``: ``FastAPI(lifespan=lifespan(dsn))``. It can be
@@ -51,8 +52,10 @@ def lifespan(
 
     ``dsn``: one DSN or several (``AsyncClient``; default ``$ANDAL_DSN``, then
     ``$DATABASE_URL``, read at startup); ``routes``: the client's; ``worker``: a worker to
-    run beside the app (started at startup, stopped and joined at shutdown); ``check``: fail
-    the startup when a database does not answer or andal is not installed in it."""
+    run beside the app (started at startup, stopped and joined at shutdown), or a function
+    making one at each startup (a ``Worker`` runs once: an app started twice, as tests do,
+    needs the function); ``check``: fail the startup when a database does not answer or
+    andal is not installed in it."""
 
     @asynccontextmanager
     async def run(app: Any) -> AsyncIterator[None]:
@@ -60,16 +63,17 @@ def lifespan(
         if check:
             for one in client.dsns:  # unreachable: psycopg.OperationalError; NotInstalled
                 await AsyncClient(one).version()
-        if worker is not None:
-            await asyncio.to_thread(worker.start)  # connects: off the event loop
+        beside = worker() if worker is not None and not isinstance(worker, Worker) else worker
+        if beside is not None:
+            await asyncio.to_thread(beside.start)  # connects: off the event loop
         setattr(app.state, STATE_KEY, client)
         try:
             yield
         finally:
             delattr(app.state, STATE_KEY)
-            if worker is not None:
-                worker.stop()
-                await asyncio.to_thread(worker.join)  # its running handlers: up to its grace
+            if beside is not None:
+                beside.stop()
+                await asyncio.to_thread(beside.join)  # its running handlers: up to its grace
 
     return run
 
