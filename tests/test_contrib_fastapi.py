@@ -109,7 +109,7 @@ def test_a_worker_factory_serves_each_start_of_the_app(dsn: str) -> None:
     for _ in range(2):  # a Worker runs once: the second start needs a new one
         with TestClient(app) as http:
             job_id = http.post("/jobs/fa_twice", json={}).json()["job"]
-            assert http.get(f"/jobs/{job_id}").json()["state"] is None  # done and forgotten
+            assert http.get(f"/jobs/{job_id}").json()["state"] == "completed"
     assert len(made) == 2 and [w.join(0) for w in made] == [0, 0]
     assert made[0].counts["completed"] == made[1].counts["completed"] == 1
 
