@@ -140,6 +140,14 @@ def _worker(sub: Any) -> None:
         "--no-vacuum", action="store_true", help="never vacuum, even with autovacuum off"
     )
     s.add_argument(
+        "--apply-policy",
+        action="store_true",
+        help="write the handlers' declared queue policies (timeout, max_attempts, lease,"
+        " backoff) and schedules (periodic) over the database's where they differ (default:"
+        " only a queue never configured and an absent schedule take them; a difference is"
+        " logged once, as policy_conflict or schedule_conflict, and the database wins)",
+    )
+    s.add_argument(
         "--metrics-port", type=int, metavar="N", help="serve Prometheus metrics on :N/metrics"
     )
     s.add_argument(

@@ -44,6 +44,7 @@ from .databases import (
     dsn_list,
     is_connection_error,
 )
+from .declared import Backoff, Periodic, Policy
 from .handlers import (
     F,
     Fail,
@@ -61,6 +62,7 @@ from .interrupt import Interrupter
 from .listen import listen_via, report_listening
 from .observe import Observer
 from .options import check_options, listen_dsns
+from .policy import Conflict, PolicyError, PolicyReport, apply_policy
 from .shutdown import Shutdown
 from .slots import Slots
 from .startup import StartOptions, StartRooms, Startup
@@ -79,17 +81,24 @@ if TYPE_CHECKING:
 __all__ = [
     "EXIT_CONFIG",
     "VACUUM_LOCK_KEY",
+    "Backoff",
+    "Conflict",
     "Fail",
     "Handler",
     "HandlerFn",
     "Job",
     "JobInterrupted",
+    "Periodic",
+    "Policy",
+    "PolicyError",
+    "PolicyReport",
     "Registry",
     "Retry",
     "Seconds",
     "Source",
     "VacuumReport",
     "Worker",
+    "apply_policy",
     "as_interval",
     "check_installed",
     "database_label",
@@ -133,6 +142,12 @@ class Worker:
     one OpenTelemetry trace per job attempt (default: on when a tracer provider has been set
     by the time the worker starts; True: always, False: never).
     ``cache``: an ``andal.cache.Cache`` whose hit/miss counters the metrics export.
+
+    Policy: at start, before claiming, each database that answers takes the policies and
+    schedules the handlers declare (``apply_policy``): a queue never configured takes the
+    code's, a schedule absent is created; where the database holds a different value it is
+    logged once and the database wins, unless ``apply_policy`` (``--apply-policy``): then the
+    code's value is written.
     """
 
     def __init__(
@@ -159,6 +174,7 @@ class Worker:
         metrics: bool | None = None,
         tracing: bool | None = None,
         cache: Cache | None = None,
+        apply_policy: bool = False,
     ) -> None:
         dsns = dsn_list(dsn)
         check_options(concurrency, batch, poll, grace, lease, metrics_port, pooler, tracing)
@@ -192,6 +208,8 @@ class Worker:
         self.metrics_port = metrics_port
         self.metrics_addr = metrics_addr
         self.cache = cache
+        #: Write the handlers' policies and schedules over the database's (``--apply-policy``).
+        self.apply_policy = apply_policy
         #: This worker's Prometheus metrics (None when off).
         self.metrics = self._make_metrics(
             metrics if metrics is not None else metrics_port is not None
@@ -270,7 +288,7 @@ class Worker:
             lease=self.lease, listen=self.listen, pooler=self.pooler, heartbeat=self.heartbeat,
             pool_timeout=self.pool_timeout, maintain_every=self.maintain_every,
             vacuum=self.vacuum, metrics_port=self.metrics_port, metrics_addr=self.metrics_addr,
-            tracing=self.tracing,
+            tracing=self.tracing, apply_policy=self.apply_policy,
         )  # fmt: skip
 
     def _start_rooms(self) -> StartRooms:
@@ -286,11 +304,17 @@ class Worker:
     # -- public API ---------------------------------------------------------------------
 
     def handler(
-        self, queue: str, *, transactional: bool = False, limit: int | None = None
-    ) -> Callable[[F], F]:
+        self, queue: str, *, transactional: bool = False, limit: int | None = None,
+        timeout: Seconds | None = None, max_attempts: int | None = None,
+        lease: Seconds | None = None, backoff: str | Backoff | None = None,
+    ) -> Callable[[F], F]:  # fmt: skip
         """Decorator: register the handler of ``queue`` (a function or an ``async def``) on
-        this worker's registry; ``limit``: at most this many of its jobs at once."""
-        return self.registry.handler(queue, transactional=transactional, limit=limit)
+        this worker's registry; ``limit``: at most this many of its jobs at once; the others:
+        the queue's policy (``Registry.add``)."""
+        return self.registry.handler(
+            queue, transactional=transactional, limit=limit, timeout=timeout,
+            max_attempts=max_attempts, lease=lease, backoff=backoff,
+        )  # fmt: skip
 
     def run(self, install_signals: bool | None = None) -> int:
         """Work until ``stop()`` (or SIGTERM/SIGINT). Returns 0 after a graceful stop, 1 when

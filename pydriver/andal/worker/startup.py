@@ -25,6 +25,7 @@ from .heartbeat import Heartbeat
 from .limits import Limits
 from .listen import VIA_POLLING, Dryness, Listener, abort_target, listen_via, lost_event
 from .maintenance import Maintenance
+from .policy import apply_policy
 from .registration import Registration
 from .state import _Dry, _Lane, _Run, one_line
 from .transact import Transactions, TxGroup
@@ -58,6 +59,7 @@ class StartOptions:
     metrics_port: int | None = None
     metrics_addr: str = "0.0.0.0"
     tracing: bool | None = None
+    apply_policy: bool = False
 
 
 @dataclass(frozen=True)
@@ -124,6 +126,7 @@ class Startup:
         self.queue_set = set(wanted)
         r.slots.configure(bool(self.leased_queues), [g.is_async for g in self.tx_groups])
         self.check_sources()
+        self.apply_policies(wanted)
         self.prepared = True
         sync_tx = any(h.transactional and not h.is_async for h in handlers)
         self.make_pools(3 + (o.concurrency if sync_tx else 0))
@@ -150,6 +153,17 @@ class Startup:
         tracing = o.tracing if o.tracing is not None else tracing_.configured()
         r.observer.start_tracing(bool(tracing))
         r.observer.serve(o.metrics_port, o.metrics_addr)
+
+    def apply_policies(self, queues: list[str]) -> None:
+        """Each database that answers takes the policies and schedules of ``queues``'
+        handlers (``policy.apply_policy``; ``apply_policy``: over the database's values),
+        before anything is claimed. A refused one raises ``PolicyError``."""
+        for src in self.r.sources:
+            if src.up:
+                apply_policy(
+                    src.dsn, self.r.registry, apply=self.o.apply_policy, queues=queues,
+                    worker=self.o.name, database=src.label,
+                )  # fmt: skip
 
     def make_pools(self, max_size: int) -> None:
         """Each database's connection pool (opened by ``start_threads``) and lanes."""
