@@ -120,19 +120,20 @@ def apply_policy(
     ``andal.Registry``), as the module's docstring says: a queue never configured takes the
     code's policy, an absent schedule is created, a difference is logged once and the
     database wins unless ``apply``. ``queues``: only these queues' policies and the schedules
-    into them (default: every registered queue's); ``worker``, ``database``: the names the log
-    lines carry. Raises ``PolicyError`` when the database refuses a value; connection errors
-    as psycopg raises them."""
-    wanted = set(registry.queues() if queues is None else queues)
+    into them (default: every policy and every schedule, one into a queue without a handler
+    here too); ``worker``, ``database``: the names the log lines carry. Raises
+    ``PolicyError`` when the database refuses a value; connection errors as psycopg raises
+    them."""
+    wanted = None if queues is None else set(queues)
     report = PolicyReport(database or database_label(dsn))
     context = {"worker": worker, "database": report.database}
     with psycopg.connect(dsn, autocommit=True) as conn:
         defaults = _Defaults(conn)
         for queue, policy in registry.policies().items():
-            if queue in wanted:
+            if wanted is None or queue in wanted:
                 _refused(f"the policy of queue {queue!r}", _queue, conn, queue, policy,
                          defaults, apply, report, context)  # fmt: skip
-        periodics = [p for p in registry.periodics() if p.queue in wanted]
+        periodics = [p for p in registry.periodics() if wanted is None or p.queue in wanted]
         if periodics:
             existing = {s.name: s for s in _ops().schedules().run(conn)}
             for entry in periodics:

@@ -126,7 +126,7 @@ class Startup:
         self.queue_set = set(wanted)
         r.slots.configure(bool(self.leased_queues), [g.is_async for g in self.tx_groups])
         self.check_sources()
-        self.apply_policies(wanted)
+        self.apply_policies()
         self.prepared = True
         sync_tx = any(h.transactional and not h.is_async for h in handlers)
         self.make_pools(3 + (o.concurrency if sync_tx else 0))
@@ -154,14 +154,15 @@ class Startup:
         r.observer.start_tracing(bool(tracing))
         r.observer.serve(o.metrics_port, o.metrics_addr)
 
-    def apply_policies(self, queues: list[str]) -> None:
-        """Each database that answers takes the policies and schedules of ``queues``'
-        handlers (``policy.apply_policy``; ``apply_policy``: over the database's values),
-        before anything is claimed. A refused one raises ``PolicyError``."""
+    def apply_policies(self) -> None:
+        """Each database that answers takes the registry's policies and schedules (those of
+        ``queues`` only, when given), before anything is claimed (``policy.apply_policy``;
+        with ``apply_policy``: over the database's values). A refusal raises
+        ``PolicyError``."""
         for src in self.r.sources:
             if src.up:
                 apply_policy(
-                    src.dsn, self.r.registry, apply=self.o.apply_policy, queues=queues,
+                    src.dsn, self.r.registry, apply=self.o.apply_policy, queues=self.o.queues,
                     worker=self.o.name, database=src.label,
                 )  # fmt: skip
 
