@@ -172,6 +172,11 @@ def _worker(sub: Any) -> None:
         help="a direct connection (not through the pooler) for LISTEN and the vacuum's lock;"
         " one per --dsn, in the same order",
     )
+    _log_options(s)
+    s.set_defaults(func=cmd_worker)
+
+
+def _log_options(s: Any) -> None:
     s.add_argument(
         "--log-level",
         default="info",
@@ -185,7 +190,6 @@ def _worker(sub: Any) -> None:
         help="log lines as JSON objects, or readable lines (default: pretty on a terminal,"
         " JSON otherwise)",
     )
-    s.set_defaults(func=cmd_worker)
 
 
 def _enqueue(sub: Any) -> None:

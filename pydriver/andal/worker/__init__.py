@@ -142,12 +142,8 @@ class Worker:
     one OpenTelemetry trace per job attempt (default: on when a tracer provider has been set
     by the time the worker starts; True: always, False: never).
     ``cache``: an ``andal.cache.Cache`` whose hit/miss counters the metrics export.
-
-    Policy: at start, before claiming, each database that answers takes the policies and
-    schedules the handlers declare (``apply_policy``): a queue never configured takes the
-    code's, a schedule absent is created; where the database holds a different value it is
-    logged once and the database wins, unless ``apply_policy`` (``--apply-policy``): then the
-    code's value is written.
+    ``apply_policy``: the handlers' declared policies and schedules are written over the
+    database's at start (default: only where there are none; see ``policy``).
     """
 
     def __init__(
@@ -208,7 +204,6 @@ class Worker:
         self.metrics_port = metrics_port
         self.metrics_addr = metrics_addr
         self.cache = cache
-        #: Write the handlers' policies and schedules over the database's (``--apply-policy``).
         self.apply_policy = apply_policy
         #: This worker's Prometheus metrics (None when off).
         self.metrics = self._make_metrics(
@@ -308,9 +303,8 @@ class Worker:
         timeout: Seconds | None = None, max_attempts: int | None = None,
         lease: Seconds | None = None, backoff: str | Backoff | None = None,
     ) -> Callable[[F], F]:  # fmt: skip
-        """Decorator: register the handler of ``queue`` (a function or an ``async def``) on
-        this worker's registry; ``limit``: at most this many of its jobs at once; the others:
-        the queue's policy (``Registry.add``)."""
+        """Decorator: register the handler of ``queue`` (a function or an ``async def``) and
+        its queue's policy on this worker's registry (the keywords: ``Registry.add``'s)."""
         return self.registry.handler(
             queue, transactional=transactional, limit=limit, timeout=timeout,
             max_attempts=max_attempts, lease=lease, backoff=backoff,
