@@ -12,15 +12,19 @@ import os
 import signal
 import subprocess
 import sys
+import uuid
+from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 
 import psycopg
 import pytest
-from conftest import wait_for
+from conftest import PGHOST, PGPORT, PGUSER, make_dsn, wait_for
+from pytest_postgresql.janitor import DatabaseJanitor
 from workers.inproc import running
 
 import andal
+from andal.client import route
 from andal.worker import apply_policy
 
 
@@ -245,6 +249,40 @@ def test_periodic_without_a_queue_takes_the_decorated_handlers() -> None:
     worker = andal.Worker("dbname=unused", reg)
     worker.handler("third", max_attempts=2, backoff="linear")(noop)
     assert reg.policies() == {"third": andal.worker.Policy(max_attempts=2, backoff="linear")}
+
+
+@pytest.fixture(scope="module")
+def dsn_b(template_db: str) -> Iterator[str]:
+    """A second andal database."""
+    name = f"andal_t_{uuid.uuid4().hex[:10]}"
+    janitor = DatabaseJanitor(
+        user=PGUSER, host=PGHOST, port=PGPORT, dbname=name, template_dbname=template_db
+    )
+    janitor.init()
+    try:
+        yield make_dsn(name)
+    finally:
+        janitor.drop()
+
+
+def test_several_databases_each_take_the_policy_and_a_schedule_goes_to_one(
+    dsn: str, dsn_b: str
+) -> None:
+    dsns = [dsn, dsn_b]
+    reg = andal.Registry()
+    queues = ["pol_multi_a", "pol_multi_b", "pol_multi_c", "pol_multi_d"]
+    for queue in queues:
+        reg.add(queue, noop, max_attempts=2)
+        reg.periodic(f"{queue}-tick", every=60, queue=queue)
+    assert {route(q, 2) for q in queues} == {0, 1}  # both databases get one
+    start_and_stop(dsns, reg)
+    for i, target in enumerate(dsns):
+        with psycopg.connect(target, autocommit=True) as c:
+            assert all(settings(c, q)["max_attempts"] == 2 for q in queues)
+            names = {r[0] for r in c.execute("select name from queue.schedules")}
+            assert {f"{q}-tick" for q in queues} & names == {
+                f"{q}-tick" for q in queues if route(q, 2) == i
+            }
 
 
 # -- the command line -------------------------------------------------------------------------

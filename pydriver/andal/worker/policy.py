@@ -113,6 +113,7 @@ def apply_policy(
     *,
     apply: bool = False,
     queues: Iterable[str] | None = None,
+    schedules_for: Iterable[str] | None = None,
     worker: str | None = None,
     database: str | None = None,
 ) -> PolicyReport:
@@ -121,10 +122,13 @@ def apply_policy(
     code's policy, an absent schedule is created, a difference is logged once and the
     database wins unless ``apply``. ``queues``: only these queues' policies and the schedules
     into them (default: every policy and every schedule, one into a queue without a handler
-    here too); ``worker``, ``database``: the names the log lines carry. Raises
+    here too); ``schedules_for``: only the schedules into these queues (default: as
+    ``queues``; a worker of several databases gives each the schedules of the queues routed
+    to it); ``worker``, ``database``: the names the log lines carry. Raises
     ``PolicyError`` when the database refuses a value; connection errors as psycopg raises
     them."""
     wanted = None if queues is None else set(queues)
+    placed = wanted if schedules_for is None else set(schedules_for)
     report = PolicyReport(database or database_label(dsn))
     context = {"worker": worker, "database": report.database}
     with psycopg.connect(dsn, autocommit=True) as conn:
@@ -133,7 +137,7 @@ def apply_policy(
             if wanted is None or queue in wanted:
                 _refused(f"the policy of queue {queue!r}", _queue, conn, queue, policy,
                          defaults, apply, report, context)  # fmt: skip
-        periodics = [p for p in registry.periodics() if wanted is None or p.queue in wanted]
+        periodics = [p for p in registry.periodics() if placed is None or p.queue in placed]
         if periodics:
             existing = {s.name: s for s in _ops().schedules().run(conn)}
             for entry in periodics:
@@ -170,10 +174,14 @@ class _Defaults:
         self.settings: dict[str, Any] | None = None
 
     def get(self) -> dict[str, Any]:
-        while self.settings is None:
+        for _ in range(3):  # a random name with a row: ask again
+            if self.settings is not None:
+                break
             probe = _ops().queue_settings(f"andal.defaults.{uuid.uuid4().hex}").run(self.conn)
-            if not probe.configured:  # a random name with a row: ask again
+            if not probe.configured:
                 self.settings = _settings(probe)
+        if self.settings is None:
+            raise RuntimeError("queue.queue_settings answered no queue without a row")
         return self.settings
 
 

@@ -155,15 +155,21 @@ class Startup:
         r.observer.serve(o.metrics_port, o.metrics_addr)
 
     def apply_policies(self) -> None:
-        """Each database that answers takes the registry's policies and schedules (those of
-        ``queues`` only, when given), before anything is claimed (``policy.apply_policy``;
-        with ``apply_policy``: over the database's values). A refusal raises
-        ``PolicyError``."""
-        for src in self.r.sources:
+        """Each database that answers takes the registry's policies (those of ``queues``
+        only, when given), before anything is claimed (``policy.apply_policy``; with
+        ``apply_policy``: over the database's values). A schedule goes to the database its
+        queue routes to (``andal.client.route``: once, not once per database; skipped this
+        start when that one does not answer). A refusal raises ``PolicyError``."""
+        from ..client import route  # andal.client imports andal.worker: imported here
+
+        o, r = self.o, self.r
+        into = {p.queue for p in r.registry.periodics() if not o.queues or p.queue in o.queues}
+        for src in r.sources:
             if src.up:
+                here = [q for q in into if q is not None and route(q, len(r.sources)) == src.index]
                 apply_policy(
-                    src.dsn, self.r.registry, apply=self.o.apply_policy, queues=self.o.queues,
-                    worker=self.o.name, database=src.label,
+                    src.dsn, r.registry, apply=o.apply_policy, queues=o.queues,
+                    schedules_for=here, worker=o.name, database=src.label,
                 )  # fmt: skip
 
     def make_pools(self, max_size: int) -> None:
