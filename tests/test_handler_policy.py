@@ -249,6 +249,12 @@ def test_periodic_without_a_queue_takes_the_decorated_handlers() -> None:
     worker = andal.Worker("dbname=unused", reg)
     worker.handler("third", max_attempts=2, backoff="linear")(noop)
     assert reg.policies() == {"third": andal.worker.Policy(max_attempts=2, backoff="linear")}
+    copied = andal.Registry({"fourth": reg["third"]})  # a Handler keeps its policy
+    assert copied.policies() == {"fourth": andal.worker.Policy(max_attempts=2, backoff="linear")}
+    both = andal.Registry({"a": noop, "b": noop})
+    both.periodic("twice", every=5)(noop)
+    with pytest.raises(ValueError, match="decorates the handler of several queues"):
+        both.periodics()
 
 
 @pytest.fixture(scope="module")

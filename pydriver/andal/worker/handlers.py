@@ -283,8 +283,9 @@ class Registry:
         found = [q for q, h in self._handlers.items() if entry.fn is not None and h.fn is entry.fn]
         if len(found) != 1:
             raise ValueError(
-                f"schedule {entry.name!r} names no queue: give queue=, or decorate the handler"
-                " of its queue with it (stacked with @registry.handler)"
+                f"schedule {entry.name!r} names no queue and decorates the handler of "
+                f"{'no queue' if not found else 'several queues'}: give queue=, or decorate"
+                " the handler of its one queue with it (stacked with @registry.handler)"
             )
         return replace(entry, queue=found[0])
 

@@ -131,13 +131,15 @@ def apply_policy(
     placed = wanted if schedules_for is None else set(schedules_for)
     report = PolicyReport(database or database_label(dsn))
     context = {"worker": worker, "database": report.database}
+    policies = {q: p for q, p in registry.policies().items() if wanted is None or q in wanted}
+    periodics = [p for p in registry.periodics() if placed is None or p.queue in placed]
+    if not policies and not periodics:
+        return report  # nothing declared: no connection
     with psycopg.connect(dsn, autocommit=True) as conn:
         defaults = _Defaults(conn)
-        for queue, policy in registry.policies().items():
-            if wanted is None or queue in wanted:
-                _refused(f"the policy of queue {queue!r}", _queue, conn, queue, policy,
-                         defaults, apply, report, context)  # fmt: skip
-        periodics = [p for p in registry.periodics() if placed is None or p.queue in placed]
+        for queue, policy in policies.items():
+            _refused(f"the policy of queue {queue!r}", _queue, conn, queue, policy,
+                     defaults, apply, report, context)  # fmt: skip
         if periodics:
             existing = {s.name: s for s in _ops().schedules().run(conn)}
             for entry in periodics:
