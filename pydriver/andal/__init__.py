@@ -46,7 +46,17 @@ from .errors import (
 )
 from .jobs import Child, JobInfo, Parent
 from .sources import release
-from .worker import Fail, Handler, Job, JobInterrupted, Registry, Retry, Worker
+from .worker import (
+    Backoff,
+    Fail,
+    Handler,
+    Job,
+    JobInterrupted,
+    PolicyError,
+    Registry,
+    Retry,
+    Worker,
+)
 from .workflows import chain, group
 
 __version__ = release()
@@ -55,6 +65,7 @@ __all__ = [
     "REFRESH_QUEUE",
     "AndalError",
     "AsyncClient",
+    "Backoff",
     "BadInput",
     "Cache",
     "Child",
@@ -72,6 +83,7 @@ __all__ = [
     "NotPermitted",
     "NullArgument",
     "Parent",
+    "PolicyError",
     "PrimaryOnly",
     "Registry",
     "Retry",

@@ -172,6 +172,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
             tracing=False if args.no_tracing else None,
             pooler=args.pooler,
             listen_dsn=args.listen_dsn,
+            apply_policy=args.apply_policy,
         )
         return worker.run()
     except ValueError as exc:  # e.g. --queue without a handler

@@ -151,6 +151,14 @@ def _worker(sub: Any) -> None:
         "--no-vacuum", action="store_true", help="never vacuum, even with autovacuum off"
     )
     s.add_argument(
+        "--apply-policy",
+        action="store_true",
+        help="write the handlers' declared queue policies (timeout, max_attempts, lease,"
+        " backoff) and schedules (periodic) over the database's where they differ (default:"
+        " only a queue never configured and an absent schedule take them; a difference is"
+        " logged once, as policy_conflict or schedule_conflict, and the database wins)",
+    )
+    s.add_argument(
         "--metrics-port", type=int, metavar="N", help="serve Prometheus metrics on :N/metrics"
     )
     s.add_argument(
@@ -175,6 +183,11 @@ def _worker(sub: Any) -> None:
         help="a direct connection (not through the pooler) for LISTEN and the vacuum's lock;"
         " one per --dsn, in the same order",
     )
+    _log_options(s)
+    s.set_defaults(func=cmd_worker)
+
+
+def _log_options(s: Any) -> None:
     s.add_argument(
         "--log-level",
         default="info",
@@ -188,7 +201,6 @@ def _worker(sub: Any) -> None:
         help="log lines as JSON objects, or readable lines (default: pretty on a terminal,"
         " JSON otherwise)",
     )
-    s.set_defaults(func=cmd_worker)
 
 
 def _enqueue(sub: Any) -> None:

@@ -45,6 +45,7 @@ from .databases import (
     is_connection_error,
     pooler_mode,
 )
+from .declared import Backoff, Periodic, Policy
 from .handlers import (
     F,
     Fail,
@@ -62,6 +63,7 @@ from .interrupt import Interrupter
 from .listen import listen_via, report_listening
 from .observe import Observer
 from .options import check_options, listen_dsns
+from .policy import Conflict, PolicyError, PolicyReport, apply_policy
 from .shutdown import Shutdown
 from .slots import Slots
 from .startup import StartOptions, StartRooms, Startup
@@ -80,17 +82,24 @@ if TYPE_CHECKING:
 __all__ = [
     "EXIT_CONFIG",
     "VACUUM_LOCK_KEY",
+    "Backoff",
+    "Conflict",
     "Fail",
     "Handler",
     "HandlerFn",
     "Job",
     "JobInterrupted",
+    "Periodic",
+    "Policy",
+    "PolicyError",
+    "PolicyReport",
     "Registry",
     "Retry",
     "Seconds",
     "Source",
     "VacuumReport",
     "Worker",
+    "apply_policy",
     "as_interval",
     "check_installed",
     "database_label",
@@ -134,6 +143,8 @@ class Worker:
     one OpenTelemetry trace per job attempt (default: on when a tracer provider has been set
     by the time the worker starts; True: always, False: never).
     ``cache``: an ``andal.cache.Cache`` whose hit/miss counters the metrics export.
+    ``apply_policy``: the handlers' declared policies and schedules are written over the
+    database's at start (default: only where there are none; see ``policy``).
     """
 
     def __init__(
@@ -160,6 +171,7 @@ class Worker:
         metrics: bool | None = None,
         tracing: bool | None = None,
         cache: Cache | None = None,
+        apply_policy: bool = False,
     ) -> None:
         dsns = dsn_list(dsn)
         check_options(concurrency, batch, poll, grace, lease, metrics_port, pooler, tracing)
@@ -193,6 +205,7 @@ class Worker:
         self.metrics_port = metrics_port
         self.metrics_addr = metrics_addr
         self.cache = cache
+        self.apply_policy = apply_policy
         #: This worker's Prometheus metrics (None when off).
         self.metrics = self._make_metrics(
             metrics if metrics is not None else metrics_port is not None
@@ -271,7 +284,7 @@ class Worker:
             lease=self.lease, listen=self.listen, pooler=self.pooler, heartbeat=self.heartbeat,
             pool_timeout=self.pool_timeout, maintain_every=self.maintain_every,
             vacuum=self.vacuum, metrics_port=self.metrics_port, metrics_addr=self.metrics_addr,
-            tracing=self.tracing,
+            tracing=self.tracing, apply_policy=self.apply_policy,
         )  # fmt: skip
 
     def _start_rooms(self) -> StartRooms:
@@ -287,11 +300,16 @@ class Worker:
     # -- public API ---------------------------------------------------------------------
 
     def handler(
-        self, queue: str, *, transactional: bool = False, limit: int | None = None
-    ) -> Callable[[F], F]:
-        """Decorator: register the handler of ``queue`` (a function or an ``async def``) on
-        this worker's registry; ``limit``: at most this many of its jobs at once."""
-        return self.registry.handler(queue, transactional=transactional, limit=limit)
+        self, queue: str, *, transactional: bool = False, limit: int | None = None,
+        timeout: Seconds | None = None, max_attempts: int | None = None,
+        lease: Seconds | None = None, backoff: str | Backoff | None = None,
+    ) -> Callable[[F], F]:  # fmt: skip
+        """Decorator: register the handler of ``queue`` (a function or an ``async def``) and
+        its queue's policy on this worker's registry (the keywords: ``Registry.add``'s)."""
+        return self.registry.handler(
+            queue, transactional=transactional, limit=limit, timeout=timeout,
+            max_attempts=max_attempts, lease=lease, backoff=backoff,
+        )  # fmt: skip
 
     def run(self, install_signals: bool | None = None) -> int:
         """Work until ``stop()`` (or SIGTERM/SIGINT). Returns 0 after a graceful stop, 1 when

@@ -12,7 +12,7 @@ from __future__ import annotations
 import inspect
 import uuid
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
@@ -20,6 +20,7 @@ import psycopg
 
 from ..jobs import Parent
 from ..jobs import parents as jobs_parents
+from .declared import Backoff, Periodic, Policy
 
 Seconds = float | int | timedelta
 HandlerFn = Callable[..., Any]
@@ -159,13 +160,15 @@ class Handler:
 
     ``is_async``: ``fn`` is a coroutine function (awaited on the worker's event loop).
     ``limit``: at most this many of the queue's jobs run at once in one worker (None: only
-    the worker's ``concurrency`` bounds them)."""
+    the worker's ``concurrency`` bounds them). ``policy``: the queue's policy declared with
+    it (``Registry.handler(timeout=...)``; None: none, the database's stays)."""
 
     queue: str
     fn: HandlerFn
     transactional: bool = False
     is_async: bool = False
     limit: int | None = None
+    policy: Policy | None = None
 
 
 def undecodable(handler: Handler, error: str) -> Handler:
@@ -184,13 +187,17 @@ def undecodable(handler: Handler, error: str) -> Handler:
 
 
 class Registry:
-    """Handlers by queue. Fill it with ``@registry.handler("queue")`` or from a mapping."""
+    """Handlers by queue, with their queues' policies and the schedules declared with them.
+    Fill it with ``@registry.handler("queue")`` (and ``@registry.periodic(...)``) or from a
+    mapping queue -> function or ``Handler``."""
 
     def __init__(self, handlers: Mapping[str, HandlerFn | Handler] | None = None) -> None:
         self._handlers: dict[str, Handler] = {}
+        self._periodics: dict[str, Periodic] = {}
         for queue, fn in (handlers or {}).items():
             if isinstance(fn, Handler):
-                self.add(queue, fn.fn, transactional=fn.transactional, limit=fn.limit)
+                policy = fn.policy.keywords() if fn.policy else {}
+                self.add(queue, fn.fn, transactional=fn.transactional, limit=fn.limit, **policy)
             else:
                 self.add(queue, fn)
 
@@ -199,10 +206,15 @@ class Registry:
         return handlers if isinstance(handlers, Registry) else cls(handlers)
 
     def add(
-        self, queue: str, fn: HandlerFn, *, transactional: bool = False, limit: int | None = None
-    ) -> Handler:
+        self, queue: str, fn: HandlerFn, *, transactional: bool = False, limit: int | None = None,
+        timeout: Seconds | None = None, max_attempts: int | None = None,
+        lease: Seconds | None = None, backoff: str | Backoff | None = None,
+    ) -> Handler:  # fmt: skip
         """Register ``fn`` (a function or an ``async def``) as the handler of ``queue``.
-        ``limit``: at most this many of the queue's jobs at once per worker."""
+        ``limit``: at most this many of the queue's jobs at once per worker. ``timeout``,
+        ``max_attempts``, ``lease`` and ``backoff`` (a kind, or an ``andal.Backoff``): the
+        queue's policy, ``queue.configure_queue``'s options of those names, which a worker
+        gives the queue at its start when it was never configured (``apply_policy``)."""
         if not isinstance(queue, str) or not queue:
             raise ValueError("a queue name must be a non-empty string")
         if not callable(fn):
@@ -211,20 +223,71 @@ class Registry:
             raise ValueError(f"queue {queue!r} already has a handler")
         if limit is not None and (not isinstance(limit, int) or limit < 1):
             raise ValueError(f"the limit of queue {queue!r} must be a positive integer")
-        handler = Handler(queue, fn, transactional, is_coroutine_function(fn), limit)
+        policy = Policy(timeout, max_attempts, lease, backoff) or None
+        handler = Handler(queue, fn, transactional, is_coroutine_function(fn), limit, policy)
         self._handlers[queue] = handler
         return handler
 
     def handler(
-        self, queue: str, *, transactional: bool = False, limit: int | None = None
-    ) -> Callable[[F], F]:
-        """Decorator: register ``fn`` as the handler of ``queue``."""
+        self, queue: str, *, transactional: bool = False, limit: int | None = None,
+        timeout: Seconds | None = None, max_attempts: int | None = None,
+        lease: Seconds | None = None, backoff: str | Backoff | None = None,
+    ) -> Callable[[F], F]:  # fmt: skip
+        """Decorator: register ``fn`` as the handler of ``queue`` (the keywords: ``add``'s)."""
+        policy = Policy(timeout, max_attempts, lease, backoff).keywords()
 
         def register(fn: F) -> F:
-            self.add(queue, fn, transactional=transactional, limit=limit)
+            self.add(queue, fn, transactional=transactional, limit=limit, **policy)
             return fn
 
         return register
+
+    def periodic(
+        self, name: str, cron: str | None = None, *, queue: str | None = None,
+        payload: Any = None, timezone: str | None = None, every: Seconds | None = None,
+        missed: str | None = None, catch_up: int | None = None, category: str | None = None,
+        priority: int | None = None, enabled: bool | None = None,
+    ) -> Callable[[F], F]:  # fmt: skip
+        """Declare the schedule ``name`` (``queue.schedule``'s options of the same names;
+        left out: its default), which a worker creates at its start when it is absent. It is
+        declared at once; the call returns a decorator: on a handler (stacked with
+        ``@registry.handler``, in either order) and without ``queue=``, the schedule is for
+        that handler's queue."""
+        if name in self._periodics:
+            raise ValueError(f"schedule {name!r} is already declared")
+        entry = Periodic(
+            name, cron, queue, payload, timezone, every, missed, catch_up, category, priority,
+            enabled,
+        )  # fmt: skip
+        self._periodics[name] = entry
+
+        def bind(fn: F) -> F:
+            if entry.queue is None:
+                self._periodics[name] = replace(entry, fn=fn)
+            return fn
+
+        return bind
+
+    def policies(self) -> dict[str, Policy]:
+        """The declared policies, by queue (the queues that have one)."""
+        return {q: h.policy for q, h in self._handlers.items() if h.policy is not None}
+
+    def periodics(self) -> list[Periodic]:
+        """The declared schedules, each with its queue (a decorated handler's when none was
+        given). ``ValueError`` for one that names no queue and decorates no handler."""
+        return [self._queue_of(entry) for entry in self._periodics.values()]
+
+    def _queue_of(self, entry: Periodic) -> Periodic:
+        if entry.queue is not None:
+            return entry
+        found = [q for q, h in self._handlers.items() if entry.fn is not None and h.fn is entry.fn]
+        if len(found) != 1:
+            raise ValueError(
+                f"schedule {entry.name!r} names no queue and decorates the handler of "
+                f"{'no queue' if not found else 'several queues'}: give queue=, or decorate"
+                " the handler of its one queue with it (stacked with @registry.handler)"
+            )
+        return replace(entry, queue=found[0])
 
     def queues(self) -> list[str]:
         return list(self._handlers)

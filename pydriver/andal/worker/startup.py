@@ -25,6 +25,7 @@ from .heartbeat import Heartbeat
 from .limits import Limits
 from .listen import VIA_POLLING, Dryness, Listener, abort_target, listen_via, lost_event
 from .maintenance import Maintenance
+from .policy import apply_policy
 from .registration import Registration
 from .state import _Dry, _Lane, _Run, one_line
 from .transact import Transactions, TxGroup
@@ -58,6 +59,7 @@ class StartOptions:
     metrics_port: int | None = None
     metrics_addr: str = "0.0.0.0"
     tracing: bool | None = None
+    apply_policy: bool = False
 
 
 @dataclass(frozen=True)
@@ -124,6 +126,7 @@ class Startup:
         self.queue_set = set(wanted)
         r.slots.configure(bool(self.leased_queues), [g.is_async for g in self.tx_groups])
         self.check_sources()
+        self.apply_policies()
         self.prepared = True
         sync_tx = any(h.transactional and not h.is_async for h in handlers)
         self.make_pools(3 + (o.concurrency if sync_tx else 0))
@@ -150,6 +153,24 @@ class Startup:
         tracing = o.tracing if o.tracing is not None else tracing_.configured()
         r.observer.start_tracing(bool(tracing))
         r.observer.serve(o.metrics_port, o.metrics_addr)
+
+    def apply_policies(self) -> None:
+        """Each database that answers takes the registry's policies (those of ``queues``
+        only, when given), before anything is claimed (``policy.apply_policy``; with
+        ``apply_policy``: over the database's values). A schedule goes to the database its
+        queue routes to (``andal.client.route``: once, not once per database; skipped this
+        start when that one does not answer). A refusal raises ``PolicyError``."""
+        from ..client import route  # andal.client imports andal.worker: imported here
+
+        o, r = self.o, self.r
+        into = {p.queue for p in r.registry.periodics() if not o.queues or p.queue in o.queues}
+        for src in r.sources:
+            if src.up:
+                here = [q for q in into if q is not None and route(q, len(r.sources)) == src.index]
+                apply_policy(
+                    src.dsn, r.registry, apply=o.apply_policy, queues=o.queues,
+                    schedules_for=here, worker=o.name, database=src.label,
+                )  # fmt: skip
 
     def make_pools(self, max_size: int) -> None:
         """Each database's connection pool (opened by ``start_threads``) and lanes."""
