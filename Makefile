@@ -40,7 +40,7 @@ $(VENV)/.installed: pyproject.toml setup.py sql/functions/queue/version.sql
 venv: $(VENV)/.installed ## create .venv and install andal with its test extras
 
 dist: venv ## build the wheel and the sdist into dist/ (pip install dist/andal_pg-*.whl)
-	rm -rf dist
+	rm -rf dist build
 	$(PY) -m build --outdir dist .
 
 deps: ## install the Debian packages the tests need (pgTAP, pg_prove, plpgsql_check, Chromium)

@@ -7409,7 +7409,7 @@ COMMENT ON FUNCTION queue.unschedule(name text) IS 'Remove a named schedule; tru
 CREATE FUNCTION queue.version() RETURNS text
     LANGUAGE sql IMMUTABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$ select '0.1.0'::text $$;
+    AS $$ select '0.2.0'::text $$;
 
 COMMENT ON FUNCTION queue.version() IS 'The installed andal release.';
 

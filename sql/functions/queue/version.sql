@@ -6,7 +6,7 @@ create or replace function queue.version() returns text
 language sql immutable
 security definer
 set search_path = pg_catalog, pg_temp
-as $$ select '0.1.0'::text $$;
+as $$ select '0.2.0'::text $$;
 
 comment on function queue.version() is 'The installed andal release.';
 revoke all on function queue.version() from public;
