@@ -35,7 +35,8 @@ def releases() -> list[tuple[str, str]]:
 
 
 def extract(commit: str, dest: Path) -> Path:
-    """The release's ``sql/`` and installer from git history, under ``dest``."""
+    """The release's ``sql/`` and its Python package (whose installer it runs) from git
+    history, under ``dest``."""
     known = subprocess.run(
         ["git", "-C", str(ROOT), "cat-file", "-e", f"{commit}^{{commit}}"], capture_output=True
     )
@@ -44,7 +45,7 @@ def extract(commit: str, dest: Path) -> Path:
             f"commit {commit} of a recorded release is not in this clone's history: the upgrade"
             " test needs the full history (git fetch --unshallow)"
         )
-    paths = ["sql/schema", "sql/functions", "pydriver/andal/install.py"]
+    paths = ["sql/schema", "sql/functions", "pydriver/andal"]
     archive = subprocess.run(
         ["git", "-C", str(ROOT), "archive", "--format=tar", commit, *paths],
         check=True, capture_output=True,
@@ -55,13 +56,17 @@ def extract(commit: str, dest: Path) -> Path:
 
 
 def install_release(tree: Path, dsn: str, shards: int | None) -> None:
-    """Install with the release's own installer, on the release's own SQL."""
-    env = dict(os.environ, ANDAL_SQL_DIR=str(tree / "sql"))
+    """Install with the release's own installer (``python -m andal.install`` of its package,
+    found first on the path), on the release's own SQL."""
+    path = os.pathsep.join([str(tree / "pydriver"), os.environ.get("PYTHONPATH", "")])
+    env = dict(os.environ, ANDAL_SQL_DIR=str(tree / "sql"), PYTHONPATH=path)
     env.pop("ANDAL_SHARDS", None)
-    argv = [sys.executable, str(tree / "pydriver" / "andal" / "install.py"), dsn]
+    argv = [sys.executable, "-m", "andal.install", dsn]
+    if "--role-prefix" in (tree / "pydriver" / "andal" / "install.py").read_text():
+        argv += ["--role-prefix", "andal"]  # the roles of the fresh install it is compared to
     subprocess.run(
         [*argv, *(["--shards", str(shards)] if shards else [])],
-        env=env, check=True, capture_output=True, timeout=300,
+        env=env, check=True, capture_output=True, timeout=300, cwd=tree,
     )  # fmt: skip
 
 
