@@ -23,6 +23,7 @@ from conftest import (
 from pytest_postgresql.janitor import DatabaseJanitor
 
 from andal.install import install, manifest, sql_dir
+from andal.roles import DEFAULT_PREFIX
 
 
 @pytest.fixture
@@ -81,6 +82,10 @@ def test_second_install_changes_nothing(empty_db: str) -> None:
 
 def test_upgrade_in_place_equals_fresh_install(empty_db: str, tmp_path: Path) -> None:
     """An install of an older release (first migration only), upgraded, equals a fresh one."""
+    if TEST_PREFIX != DEFAULT_PREFIX:  # an install older than the record of its prefix is
+        pytest.skip(
+            "upgraded to the andal_* roles, which the suite leaves alone under ANDAL_TEST_PREFIX"
+        )
     old = tmp_path / "sql"
     (old / "schema").mkdir(parents=True)
     shutil.copy(sql_dir() / "schema" / "0001_queue.sql", old / "schema")
