@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from conftest import ROLES, TEST_PREFIX
 
-from andal.roles import with_roles
+from andal.roles import DEFAULT_PREFIX, with_roles
 
 AUDIT = Path(__file__).with_name("audit.sql")
 
@@ -27,8 +27,8 @@ AUDIT = Path(__file__).with_name("audit.sql")
 def audit(tmp_path_factory: pytest.TempPathFactory) -> str:
     """audit.sql; under ANDAL_TEST_PREFIX a copy naming the install's roles as the installer
     does (andal.roles.with_roles), since the audit names andal's roles literally."""
-    if TEST_PREFIX == "andal":
-        return audit
+    if TEST_PREFIX == DEFAULT_PREFIX:
+        return str(AUDIT)
     copy = tmp_path_factory.mktemp("audit") / AUDIT.name
     copy.write_text(with_roles(AUDIT.read_text(), TEST_PREFIX))
     return str(copy)
