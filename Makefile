@@ -11,7 +11,14 @@ PGHOST ?= 127.0.0.1
 PGPORT ?= 5432
 PGUSER ?= postgres
 export PGHOST PGPORT PGUSER
-TEST_DB ?= andal_pgtap
+# The first part of every database and role name the tests make on the (shared) server:
+# `make test ANDAL_TEST_PREFIX=ci7` installs with roles ci7_producer ... into ci7_pgtap ...
+ANDAL_TEST_PREFIX := $(or $(ANDAL_TEST_PREFIX),andal)
+export ANDAL_TEST_PREFIX
+TEST_DB ?= $(ANDAL_TEST_PREFIX)_pgtap
+# COMMAND... run on the SQL test files of a directory (@DIR@), under another prefix than
+# andal on a copy naming the roles ANDAL_TEST_PREFIX_worker ... (.ci/with-test-roles.sh)
+WITH_TEST_ROLES = bash .ci/with-test-roles.sh '$(ANDAL_TEST_PREFIX)'
 # Shard count of the live table: `make install SHARDS=8`; make test also runs the suites on a
 # sharded install with TEST_SHARDS shards.
 SHARDS ?=
@@ -64,20 +71,22 @@ test: venv deps ## every test, on an unsharded and a sharded install, then the b
 	$(MAKE) --no-print-directory bench-quick
 
 test-sql: venv ## pgTAP tests in a fresh database (SHARDS=4: on a sharded install)
+	@$(WITH_TEST_ROLES)  # refuses a prefix that cannot start a name
 	@psql -q -X -d postgres -c 'drop database if exists $(TEST_DB)' -c 'create database $(TEST_DB)'
 	$(PY) -m andal.install "postgresql://$(PGUSER)@$(PGHOST):$(PGPORT)/$(TEST_DB)" \
-		--role-prefix andal $(if $(SHARDS),--shards $(SHARDS)) >/dev/null
+		--role-prefix $(ANDAL_TEST_PREFIX) $(if $(SHARDS),--shards $(SHARDS)) >/dev/null
 	@psql -q -X -d $(TEST_DB) -c 'create extension if not exists pgtap'
-	pg_prove -d $(TEST_DB) --recurse --ext .sql sql/tests/
+	$(WITH_TEST_ROLES) sql/tests pg_prove -d $(TEST_DB) --recurse --ext .sql @DIR@/
 	@psql -q -X -d postgres -c 'drop database if exists $(TEST_DB)'
 
 test-isolation: venv ## isolation specs (sql/isolation) with PostgreSQL's isolationtester, in a fresh database (SHARDS=4: sharded)
+	@$(WITH_TEST_ROLES)  # refuses a prefix that cannot start a name
 	@psql -q -X -d postgres -c 'drop database if exists $(ISOLATION_DB)' -c 'create database $(ISOLATION_DB)'
 	$(PY) -m andal.install "postgresql://$(PGUSER)@$(PGHOST):$(PGPORT)/$(ISOLATION_DB)" \
-		--role-prefix andal $(if $(SHARDS),--shards $(SHARDS)) >/dev/null
+		--role-prefix $(ANDAL_TEST_PREFIX) $(if $(SHARDS),--shards $(SHARDS)) >/dev/null
 	@rm -rf sql/isolation/output/$(ISOLATION_DB); mkdir -p sql/isolation/output/$(ISOLATION_DB); rc=0; \
-	$(PG_ISOLATION_REGRESS) --use-existing --bindir='$(PG_BINDIR)' --host=$(PGHOST) \
-		--port=$(PGPORT) --user=$(PGUSER) --dbname=$(ISOLATION_DB) --inputdir=sql/isolation \
+	$(WITH_TEST_ROLES) sql/isolation $(PG_ISOLATION_REGRESS) --use-existing --bindir='$(PG_BINDIR)' \
+		--host=$(PGHOST) --port=$(PGPORT) --user=$(PGUSER) --dbname=$(ISOLATION_DB) --inputdir=@DIR@ \
 		--outputdir=sql/isolation/output/$(ISOLATION_DB) $(ISOLATION_SPECS) || rc=$$?; \
 	psql -q -X -d postgres -c 'drop database if exists $(ISOLATION_DB)'; \
 	if [ $$rc -ne 0 ]; then cat sql/isolation/output/$(ISOLATION_DB)/regression.diffs >&2; fi; \

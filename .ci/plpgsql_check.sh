@@ -3,12 +3,14 @@
 # Creates a scratch database, installs andal into it, reports errors and warnings, drops it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-db="andal_lint_$$"
+prefix=${ANDAL_TEST_PREFIX:-andal}  # names what this makes on a shared server
+bash .ci/with-test-roles.sh "$prefix"
+db="${prefix}_lint_$$"
 psql -q -X -d postgres -c "create database $db" >/dev/null
 trap 'psql -q -X -d postgres -c "drop database if exists $db" >/dev/null' EXIT
-# (the plain role names: a database of its own, dropped at exit, whose derived roles would stay)
+# (the suite's role names: a database of its own, dropped at exit, whose derived roles would stay)
 .venv/bin/python -m andal.install "postgresql://${PGUSER:-postgres}@${PGHOST:-127.0.0.1}:${PGPORT:-5432}/$db" \
-    --role-prefix andal >/dev/null
+    --role-prefix "$prefix" >/dev/null
 out=$(psql -q -X -At -v ON_ERROR_STOP=1 -d "$db" <<'SQL'
 set client_min_messages = warning;
 create extension plpgsql_check;

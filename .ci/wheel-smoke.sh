@@ -9,12 +9,23 @@ cd "$(dirname "$0")/.."
 export PGHOST PGPORT PGUSER
 py=${PYTHON:-.venv/bin/python}
 work=$(mktemp -d /tmp/andal-wheel-XXXXXX)
-db="andal_wheel_$$"
+prefix=${ANDAL_TEST_PREFIX:-andal}  # names what this makes on a shared server
+bash .ci/with-test-roles.sh "$prefix"
+db="${prefix}_wheel_$$"
+# Under another prefix than andal the install takes roles named after the database (a default
+# install would take andal_* or andal_<db> ones); they are dropped with the database.
+role_args=()
+[ "$prefix" = andal ] || role_args=(--role-prefix "$db")
 dsn="postgresql://$PGUSER@$PGHOST:$PGPORT/$db"
 worker_pid=
 cleanup() {
   [ -n "$worker_pid" ] && kill "$worker_pid" 2>/dev/null && wait "$worker_pid" 2>/dev/null
   psql -q -X -d postgres -c "drop database if exists $db" >/dev/null || true
+  if [ ${#role_args[@]} -gt 0 ]; then
+    for kind in producer worker admin monitor; do
+      psql -q -X -d postgres -c "drop role if exists ${db}_$kind" >/dev/null || true
+    done
+  fi
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -37,7 +48,7 @@ PY
 version=$("$andal" --version)
 echo "wheel-smoke: $version"
 psql -q -X -d postgres -c "create database $db"
-"$andal" --dsn "$dsn" install
+"$andal" --dsn "$dsn" install "${role_args[@]}"
 [ "$(psql -X -At -d "$db" -c 'select queue.version()')" = "${version#andal }" ]
 psql -q -X -d "$db" -c "select from queue.configure_queue(queue => 'smoke', keep_results => true)" >/dev/null
 "$andal" --dsn "$dsn" enqueue smoke '{"n": 41}'

@@ -7,13 +7,12 @@ import os
 import signal
 import subprocess
 import sys
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
 import pytest
-from conftest import PGHOST, PGUSER, drop_roles_of, make_dsn, wait_for
+from conftest import PGHOST, PGUSER, drop_roles_of, make_dsn, own_prefix_args, test_name, wait_for
 from workers.recording import make_tables
 
 HERE = Path(__file__).resolve().parent
@@ -44,7 +43,7 @@ def refused(result: subprocess.CompletedProcess, code: int, message: str) -> Non
 @pytest.fixture
 def empty_db() -> Iterator[str]:
     """A database without andal in it."""
-    name = f"andal_cli_{uuid.uuid4().hex[:8]}"
+    name = test_name("cli")
     server = make_dsn("postgres")
     with psycopg.connect(server, autocommit=True) as c:
         c.execute(f"create database {name}")
@@ -60,9 +59,10 @@ def empty_db() -> Iterator[str]:
 
 
 def test_install_then_again(empty_db: str) -> None:
-    out = ok(andal_cmd("install", dsn=empty_db))
+    own = own_prefix_args(empty_db.rsplit("/", 1)[1])
+    out = ok(andal_cmd("install", *own, dsn=empty_db))
     assert "applied migration 0001_queue.sql" in out and "installed" in out
-    out = ok(andal_cmd("install", dsn=empty_db))
+    out = ok(andal_cmd("install", *own, dsn=empty_db))
     assert "already installed; nothing to do" in out
     with psycopg.connect(empty_db) as c:
         assert c.execute("select to_regclass('queue.jobs') is not null").fetchone()[0]

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from conftest import PGHOST, PGUSER, make_dsn
+from conftest import PGHOST, PGUSER, make_dsn, test_name
 
 import andal
 from andal.cli import parser
@@ -119,7 +119,7 @@ def test_every_option_has_help() -> None:
 
 @pytest.fixture
 def empty_db() -> Iterator[str]:
-    name = f"andal_ops_{uuid.uuid4().hex[:8]}"
+    name = test_name("ops")
     with psycopg.connect(make_dsn("postgres"), autocommit=True) as c:
         c.execute(f"create database {name}")
     try:

@@ -13,13 +13,12 @@ import os
 import re
 import subprocess
 import sys
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import PGHOST, PGPORT, PGUSER, make_dsn
+from conftest import PGHOST, PGPORT, PGUSER, make_dsn, test_name
 from pytest_postgresql.janitor import DatabaseJanitor
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -78,7 +77,7 @@ def run(block: Block, dsn: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture
 def fresh_db(template_db: str) -> Iterator[str]:
-    name = f"andal_doc_{uuid.uuid4().hex[:10]}"
+    name = test_name("doc", 10)
     janitor = DatabaseJanitor(
         user=PGUSER, host=PGHOST, port=PGPORT, dbname=name, template_dbname=template_db
     )

@@ -13,19 +13,29 @@ from collections.abc import Iterator
 
 import psycopg
 import pytest
-from conftest import PGHOST, PGPORT, PGUSER, drop_roles_of, make_dsn
+from conftest import (
+    PGHOST,
+    PGPORT,
+    PGUSER,
+    ROLES,
+    TEST_PREFIX,
+    drop_roles_of,
+    make_dsn,
+    own_prefix,
+    test_name,
+)
 from pytest_postgresql.janitor import DatabaseJanitor
 
 from andal.install import INSTALL_LOCK, LOCK_TABLE, install
-from andal.roles import ROLE_PREFIX, derived_prefix
+from andal.roles import DEFAULT_PREFIX, ROLE_PREFIX, derived_prefix, shared_role_databases
 
-PREFIX = f"andal_t{uuid.uuid4().hex[:6]}"
+PREFIX = f"{TEST_PREFIX}_t{uuid.uuid4().hex[:6]}"
 CLAIM_APART = "select job_id from queue.claim(worker => 'w', queues => '{apart}')"
 
 
 @pytest.fixture
 def prefixed_db() -> Iterator[str]:
-    name = f"andal_r_{uuid.uuid4().hex[:10]}"
+    name = test_name("r", 10)
     janitor = DatabaseJanitor(user=PGUSER, host=PGHOST, port=PGPORT, dbname=name)
     janitor.init()
     try:
@@ -42,18 +52,18 @@ def test_an_install_with_its_own_roles(prefixed_db: str) -> None:
     with psycopg.connect(prefixed_db, autocommit=True) as c:
         can = c.execute(
             "select has_function_privilege(%s, 'queue.claim(text, text[], int, interval)',"
-            " 'execute'), has_function_privilege('andal_worker',"
+            " 'execute'), has_function_privilege(%s,"
             " 'queue.claim(text, text[], int, interval)', 'execute'),"
             " has_function_privilege(%s, 'queue.enqueue(jsonb, text, text, int, interval,"
             " int, text, text, jsonb)', 'execute'),"
-            " has_schema_privilege('andal_producer', 'queue', 'usage')",
-            (f"{PREFIX}_worker", f"{PREFIX}_producer"),
+            " has_schema_privilege(%s, 'queue', 'usage')",
+            (f"{PREFIX}_worker", ROLES["worker"], f"{PREFIX}_producer", ROLES["producer"]),
         ).fetchone()
         assert can == (True, False, True, False)
         reads = c.execute(
             "select has_function_privilege(%s, 'queue.stats()', 'execute'),"
-            " has_function_privilege('andal_monitor', 'queue.stats()', 'execute')",
-            (f"{PREFIX}_monitor",),
+            " has_function_privilege(%s, 'queue.stats()', 'execute')",
+            (f"{PREFIX}_monitor", ROLES["monitor"]),
         ).fetchone()
         assert reads == (True, False), "the read-only role is the install's own too"
         assert c.execute("select role_prefix from queue.install_state").fetchone() == (PREFIX,)
@@ -62,7 +72,7 @@ def test_an_install_with_its_own_roles(prefixed_db: str) -> None:
 
     assert install(prefixed_db) == [], "re-installing keeps the recorded prefix, changes nothing"
     with pytest.raises(psycopg.Error) as refused:
-        install(prefixed_db, role_prefix="andal")
+        install(prefixed_db, role_prefix=TEST_PREFIX)
     assert refused.value.diag.sqlstate == "55000"
     result = subprocess.run(
         [sys.executable, "-m", "andal.cli", "--dsn", prefixed_db, "install",
@@ -75,7 +85,7 @@ def test_an_install_with_its_own_roles(prefixed_db: str) -> None:
 
 
 def _databases(n: int) -> Iterator[list[str]]:
-    names = [f"andal_r_{uuid.uuid4().hex[:10]}" for _ in range(n)]
+    names = [test_name("r", 10) for _ in range(n)]
     janitors = [DatabaseJanitor(user=PGUSER, host=PGHOST, port=PGPORT, dbname=x) for x in names]
     for j in janitors:
         j.init()
@@ -111,7 +121,7 @@ def test_roles_shared_with_another_database_are_named(three_dbs: list[str]) -> N
     """The same roles in two databases: the second install says which database shares them
     and how to keep them apart; with exclusive roles it is refused and writes nothing."""
     first, second, third = three_dbs
-    shared = f"andal_s{uuid.uuid4().hex[:6]}"
+    shared = f"{TEST_PREFIX}_s{uuid.uuid4().hex[:6]}"
     try:
         warnings: list[str] = []
         install(make_dsn(first), role_prefix=shared, warn=warnings.append)
@@ -154,8 +164,8 @@ def test_prefixed_installs_are_isolated(three_dbs: list[str]) -> None:
     """Each database with its own prefix: no warning, and a worker of one cannot claim in the
     other (though it may connect to it)."""
     one, two = three_dbs[:2]
-    p1, p2 = f"andal_a{uuid.uuid4().hex[:6]}", f"andal_b{uuid.uuid4().hex[:6]}"
-    login = f"andal_wl_{uuid.uuid4().hex[:6]}"
+    p1, p2 = f"{TEST_PREFIX}_a{uuid.uuid4().hex[:6]}", f"{TEST_PREFIX}_b{uuid.uuid4().hex[:6]}"
+    login = test_name("wl", 6)
     try:
         warnings: list[str] = []
         install(make_dsn(one), role_prefix=p1, warn=warnings.append)
@@ -189,8 +199,8 @@ def test_a_role_without_grants_cannot_hold_up_an_upgrade(three_dbs: list[str]) -
     """The advisory key is public knowledge; once andal is installed the installer locks a
     table of andal's instead, which a role without grants can neither lock nor block."""
     name = three_dbs[0]
-    stranger = f"andal_st_{uuid.uuid4().hex[:6]}"
-    install(make_dsn(name))
+    stranger = test_name("st", 6)
+    install(make_dsn(name), role_prefix=own_prefix(name))
     with psycopg.connect(make_dsn("postgres"), autocommit=True) as su:
         su.execute(f'create role "{stranger}" login')
     try:
@@ -218,25 +228,34 @@ def test_a_role_without_grants_cannot_hold_up_an_upgrade(three_dbs: list[str]) -
 def test_a_second_database_gets_roles_of_its_own(dsn: str, three_dbs: list[str]) -> None:
     """The module's database uses the andal_* roles; a default install of another database of
     the cluster takes roles derived from its own name, so a member granted one database's
-    worker role can claim there and nowhere else."""
+    worker role can claim there and nowhere else. (Under ANDAL_TEST_PREFIX the module's
+    database uses other roles: the test runs while another database uses the andal_* roles.)"""
     other = three_dbs[0]
     own = derived_prefix(other)
+    if TEST_PREFIX != DEFAULT_PREFIX:
+        with psycopg.connect(make_dsn(other)) as c:
+            if not shared_role_databases(c, DEFAULT_PREFIX):
+                pytest.skip(
+                    f"no database uses the {DEFAULT_PREFIX}_* roles: a default install"
+                    " would take them, and the suite makes none under ANDAL_TEST_PREFIX"
+                )
     warnings: list[str] = []
     steps = install(make_dsn(other), warn=warnings.append)
     assert warnings == [], "nothing is shared, so nothing to warn about"
     assert steps[-1].startswith(f"roles {own}_producer, {own}_worker"), steps[-1]
-    login_plain, login_own = (f"andal_wl_{uuid.uuid4().hex[:6]}" for _ in range(2))
+    login_plain, login_own = (test_name("wl", 6) for _ in range(2))
     try:
         with psycopg.connect(make_dsn(other), autocommit=True) as c:
             names = dict(c.execute("select kind, role_name from queue.roles()").fetchall())
             assert names["worker"] == f"{own}_worker" and names["monitor"] == f"{own}_monitor"
             can = c.execute(
-                "select has_function_privilege('andal_worker',"
-                " 'queue.claim(text, text[], int, interval)', 'execute')"
+                "select has_function_privilege(%s, 'queue.claim(text, text[], int, interval)',"
+                " 'execute')",
+                (ROLES["worker"],),
             ).fetchone()
-            assert can == (False,), "the andal_* roles of the other database have no right here"
+            assert can == (False,), "the roles of the module's database have no right here"
         with psycopg.connect(make_dsn("postgres"), autocommit=True) as su:
-            su.execute(f'create role "{login_plain}" login in role andal_worker')
+            su.execute(f'create role "{login_plain}" login in role {ROLES["worker"]}')
             su.execute(f'create role "{login_own}" login in role "{own}_worker"')
         for db in (other, psycopg.conninfo.conninfo_to_dict(dsn)["dbname"]):
             with psycopg.connect(make_dsn(db), autocommit=True) as c:
@@ -290,7 +309,7 @@ def test_an_existing_role_with_powers_is_not_adopted(prefixed_db: str) -> None:
     """A pre-existing role of the install's names that holds more than andal grants (here
     CREATEROLE) would give it to every member granted it for andal: the install refuses,
     names the role and the attribute, and writes nothing; without it, it goes on."""
-    prefix = f"andal_p{uuid.uuid4().hex[:6]}"
+    prefix = f"{TEST_PREFIX}_p{uuid.uuid4().hex[:6]}"
     with psycopg.connect(make_dsn("postgres"), autocommit=True) as c:
         c.execute(f'create role "{prefix}_worker" nologin createrole')
     try:

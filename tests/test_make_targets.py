@@ -6,13 +6,12 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
 import pytest
-from conftest import PGHOST, PGPORT, PGUSER, drop_roles_of, make_dsn
+from conftest import PGHOST, PGPORT, PGUSER, drop_roles_of, make_dsn, test_name
 from pytest_postgresql.janitor import DatabaseJanitor
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -45,7 +44,7 @@ def andal_in(dbname: str) -> bool:
 
 @pytest.fixture
 def empty_db() -> Iterator[str]:
-    name = f"andal_mk_{uuid.uuid4().hex[:10]}"
+    name = test_name("mk", 10)
     janitor = DatabaseJanitor(user=PGUSER, host=PGHOST, port=PGPORT, dbname=name)
     janitor.init()
     try:

@@ -11,7 +11,6 @@ import socket
 import subprocess
 import sys
 import threading
-import uuid
 import zlib
 from collections import Counter
 from collections.abc import Iterator
@@ -19,7 +18,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from conftest import PGHOST, PGPORT, PGUSER, make_dsn, wait_for
+from conftest import PGHOST, PGPORT, PGUSER, make_dsn, test_name, wait_for
 from psycopg.conninfo import conninfo_to_dict
 from pytest_postgresql.janitor import DatabaseJanitor
 from test_observability_metrics import documented_worker_metrics, families
@@ -36,7 +35,7 @@ QUEUE, TX_QUEUE = "multi", "multi_tx"
 def dsn_b(template_db: str) -> Iterator[str]:
     """A second andal database, a copy of the same template as ``dsn``'s (so both hand out
     the same job ids: a token sent to the wrong database would be caught)."""
-    name = f"andal_t_{uuid.uuid4().hex[:10]}"
+    name = test_name("t", 10)
     janitor = DatabaseJanitor(
         user=PGUSER, host=PGHOST, port=PGPORT, dbname=name, template_dbname=template_db
     )

@@ -5,13 +5,12 @@ warning, never an error."""
 from __future__ import annotations
 
 import logging
-import uuid
 from collections.abc import Iterator
 from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 import pytest
-from conftest import wait_for
+from conftest import ROLES, test_name, wait_for
 from workers.inproc import running
 
 import andal
@@ -56,9 +55,9 @@ def dead_tuples(conn: psycopg.Connection, table: str) -> int:
 @pytest.fixture
 def weak_role(dsn: str) -> Iterator[str]:
     """A DSN for a login role that may run a worker (andal_worker) but owns nothing."""
-    role = f"andal_weak_{uuid.uuid4().hex[:8]}"
+    role = test_name("weak")
     with psycopg.connect(dsn, autocommit=True) as c:
-        c.execute(f"create role {role} login in role andal_worker")
+        c.execute(f"create role {role} login in role {ROLES['worker']}")
     parts = urlsplit(dsn)
     netloc = parts.netloc.replace(parts.username or "", role, 1)
     try:

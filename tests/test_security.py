@@ -21,27 +21,32 @@ from typing import Any
 
 import psycopg
 import pytest
-from conftest import PGHOST, PGPORT, PGUSER, drop_roles_of, make_dsn
+from conftest import (
+    PGHOST,
+    PGPORT,
+    PGUSER,
+    ROLES,
+    TEST_PREFIX,
+    drop_roles_of,
+    make_dsn,
+    own_prefix,
+    test_name,
+)
 from psycopg.conninfo import make_conninfo
 from pytest_postgresql.janitor import DatabaseJanitor
 
 from andal.install import install, sql_dir
 
 SUFFIX = uuid.uuid4().hex[:8]
-ATTACKER = f"andal_t_attacker_{SUFFIX}"
+ATTACKER = f"{TEST_PREFIX}_t_attacker_{SUFFIX}"
 LOGINS = {
-    "producer": f"andal_t_producer_{SUFFIX}",
-    "worker": f"andal_t_worker_{SUFFIX}",
-    "admin": f"andal_t_admin_{SUFFIX}",
-    "monitor": f"andal_t_monitor_{SUFFIX}",
-    "nobody": f"andal_t_nobody_{SUFFIX}",
+    "producer": f"{TEST_PREFIX}_t_producer_{SUFFIX}",
+    "worker": f"{TEST_PREFIX}_t_worker_{SUFFIX}",
+    "admin": f"{TEST_PREFIX}_t_admin_{SUFFIX}",
+    "monitor": f"{TEST_PREFIX}_t_monitor_{SUFFIX}",
+    "nobody": f"{TEST_PREFIX}_t_nobody_{SUFFIX}",
 }
-MEMBER_OF = {
-    "producer": "andal_producer",
-    "worker": "andal_worker",
-    "admin": "andal_admin",
-    "monitor": "andal_monitor",
-}
+MEMBER_OF = ROLES
 
 
 @pytest.fixture(scope="module")
@@ -431,7 +436,7 @@ def test_each_role_calls_exactly_its_functions(
 
 
 def test_andal_roles_cannot_log_in(dsn: str) -> None:
-    for role in ("andal_producer", "andal_worker", "andal_admin", "andal_monitor"):
+    for role in ROLES.values():
         with pytest.raises(psycopg.OperationalError, match="not permitted to log in"):
             psycopg.connect(make_conninfo(dsn, user=role)).close()
 
@@ -484,11 +489,11 @@ def test_installed_functions_are_never_executable_by_public(
     `alter default privileges in schema ... revoke execute ... from public` cannot do that
     (PostgreSQL: a per-schema default can only add to the global defaults), so the install
     itself must leave no function of its schemas executable by PUBLIC."""
-    name = f"andal_t_sec_{uuid.uuid4().hex[:8]}"
+    name = test_name("t_sec")
     janitor = DatabaseJanitor(user=PGUSER, host=PGHOST, port=PGPORT, dbname=name)
     janitor.init()
     try:
-        install(make_dsn(name), root=sql_copy_with_unguarded_function)
+        install(make_dsn(name), root=sql_copy_with_unguarded_function, role_prefix=own_prefix(name))
         with psycopg.connect(make_dsn(name), autocommit=True) as c:
             public_exec = c.execute(
                 "select p.oid::regprocedure::text from pg_proc as p"

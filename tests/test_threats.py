@@ -10,15 +10,16 @@ from collections.abc import Iterator
 
 import psycopg
 import pytest
+from conftest import ROLES, TEST_PREFIX
 from psycopg.conninfo import make_conninfo
 
 from andal.install import install
 
 SUFFIX = uuid.uuid4().hex[:8]
-STRANGER = f"andal_t_stranger_{SUFFIX}"
-WORKER = f"andal_t_worker_{SUFFIX}"
-PRODUCER = f"andal_t_producer_{SUFFIX}"
-ADMIN = f"andal_t_admin_{SUFFIX}"
+STRANGER = f"{TEST_PREFIX}_t_stranger_{SUFFIX}"
+WORKER = f"{TEST_PREFIX}_t_worker_{SUFFIX}"
+PRODUCER = f"{TEST_PREFIX}_t_producer_{SUFFIX}"
+ADMIN = f"{TEST_PREFIX}_t_admin_{SUFFIX}"
 
 
 @pytest.fixture(scope="module")
@@ -28,9 +29,9 @@ def roles(dsn: str) -> Iterator[None]:
     with psycopg.connect(dsn, autocommit=True) as c:
         for name, member_of in [
             (STRANGER, None),
-            (WORKER, "andal_worker"),
-            (PRODUCER, "andal_producer"),
-            (ADMIN, "andal_admin"),
+            (WORKER, ROLES["worker"]),
+            (PRODUCER, ROLES["producer"]),
+            (ADMIN, ROLES["admin"]),
         ]:
             c.execute(f'create role "{name}" login')
             if member_of:

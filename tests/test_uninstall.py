@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import psycopg
 import pytest
-from conftest import PGHOST, PGPORT, PGUSER, make_dsn
+from conftest import PGHOST, PGPORT, PGUSER, TEST_PREFIX, make_dsn, test_name
 from pytest_postgresql.janitor import DatabaseJanitor
 
 from andal.install import install
@@ -28,7 +28,7 @@ def andal(dsn: str, *args: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture
 def two_dbs() -> Iterator[tuple[str, str]]:
-    names = [f"andal_un_{uuid.uuid4().hex[:8]}" for _ in range(2)]
+    names = [test_name("un") for _ in range(2)]
     janitors = [DatabaseJanitor(user=PGUSER, host=PGHOST, port=PGPORT, dbname=n) for n in names]
     for j in janitors:
         j.init()
@@ -55,7 +55,7 @@ def roles(dsn: str, prefix: str) -> list[str]:
 
 def test_uninstall_asks_then_drops_schemas_and_own_roles(two_dbs: tuple[str, str]) -> None:
     dsn, _ = two_dbs
-    prefix = f"andal_u{uuid.uuid4().hex[:6]}"
+    prefix = f"{TEST_PREFIX}_u{uuid.uuid4().hex[:6]}"
     install(dsn, role_prefix=prefix)
     with psycopg.connect(dsn, autocommit=True) as c:
         c.execute("select queue.enqueue(payload => '{}', queue => 'q')")
@@ -75,7 +75,7 @@ def test_uninstall_asks_then_drops_schemas_and_own_roles(two_dbs: tuple[str, str
 
 def test_roles_another_database_uses_are_kept(two_dbs: tuple[str, str]) -> None:
     first, second = two_dbs
-    prefix = f"andal_s{uuid.uuid4().hex[:6]}"
+    prefix = f"{TEST_PREFIX}_s{uuid.uuid4().hex[:6]}"
     install(first, role_prefix=prefix)
     install(second, role_prefix=prefix, warn=lambda _m: None)
     done = andal(first, "uninstall", "--yes")

@@ -11,19 +11,19 @@ import os
 import subprocess
 import sys
 import tarfile
-import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
-from conftest import PGHOST, PGPORT, PGUSER, make_dsn
+from conftest import PGHOST, PGPORT, PGUSER, TEST_PREFIX, make_dsn, test_name
 from pytest_postgresql.janitor import DatabaseJanitor
 from schema import committed, dump
 
 import andal
 from andal.install import install
+from andal.roles import DEFAULT_PREFIX, with_roles
 
 ROOT = Path(__file__).resolve().parent.parent
 CLAIM = "queue.claim(worker => 'old', queues => %s::text[])"
@@ -75,7 +75,7 @@ def databases() -> Iterator[Callable[[], str]]:
     made: list[DatabaseJanitor] = []
 
     def new() -> str:
-        name = f"andal_up_{uuid.uuid4().hex[:10]}"
+        name = test_name("up", 10)
         janitor = DatabaseJanitor(user=PGUSER, host=PGHOST, port=PGPORT, dbname=name)
         janitor.init()
         made.append(janitor)
@@ -151,6 +151,8 @@ def contents(
 def test_a_release_upgrades_with_its_data(
     release: tuple[str, str], shards: int | None, databases: Callable[[], str], tmp_path: Path
 ) -> None:
+    if TEST_PREFIX != DEFAULT_PREFIX:  # 0.1.0 grants to andal_* (it has no role prefix)
+        pytest.skip("a release installs the andal_* roles, left alone under ANDAL_TEST_PREFIX")
     version, commit = release
     tree = extract(commit, tmp_path)
     old, fresh = databases(), databases()
@@ -184,8 +186,8 @@ def test_a_release_upgrades_with_its_data(
 
 def test_a_fresh_install_equals_the_committed_schema_dump(databases: Callable[[], str]) -> None:
     name = databases()
-    install(make_dsn(name), role_prefix="andal")
-    assert dump(name) == committed(), (
+    install(make_dsn(name), role_prefix=TEST_PREFIX)
+    assert dump(name) == with_roles(committed(), TEST_PREFIX), (
         "the schema differs from sql/schema.dump.sql: run `make schema-dump` and commit it"
         " with the change"
     )

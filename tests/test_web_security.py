@@ -24,7 +24,7 @@ from typing import Any
 
 import psycopg
 import pytest
-from conftest import make_dsn
+from conftest import ROLES, TEST_PREFIX, make_dsn, test_name
 from psycopg.conninfo import make_conninfo
 from webapp import SCRIPT_PAYLOAD, andal_web, get, seed
 
@@ -35,8 +35,8 @@ from andal.web import queries  # noqa: E402
 from andal.web.db import Database  # noqa: E402
 
 SUFFIX = uuid.uuid4().hex[:8]
-READER_LOGIN = f"andal_t_webreader_{SUFFIX}"
-ADMIN_ONLY_LOGIN = f"andal_t_webadmin_{SUFFIX}"
+READER_LOGIN = f"{TEST_PREFIX}_t_webreader_{SUFFIX}"
+ADMIN_ONLY_LOGIN = f"{TEST_PREFIX}_t_webadmin_{SUFFIX}"
 
 
 class Browser:
@@ -87,9 +87,9 @@ def logins(dsn: str) -> Iterator[dict[str, str]]:
     """A login that may only read, and one that is an admin but not a reader."""
     with psycopg.connect(dsn, autocommit=True) as c:
         c.execute(f'create role "{READER_LOGIN}" login')
-        c.execute(f'grant andal_monitor to "{READER_LOGIN}"')
+        c.execute(f'grant {ROLES["monitor"]} to "{READER_LOGIN}"')
         c.execute(f'create role "{ADMIN_ONLY_LOGIN}" login')
-        c.execute(f'grant andal_admin to "{ADMIN_ONLY_LOGIN}"')
+        c.execute(f'grant {ROLES["admin"]} to "{ADMIN_ONLY_LOGIN}"')
     try:
         yield {
             "reader": make_conninfo(dsn, user=READER_LOGIN),
@@ -152,8 +152,8 @@ def test_read_only_flag_offers_no_action(dsn: str, ids: dict[str, Any]) -> None:
 
 
 def test_an_install_with_its_own_roles() -> None:
-    prefix = f"andal_w{uuid.uuid4().hex[:6]}"
-    name = f"andal_t_web_{uuid.uuid4().hex[:8]}"
+    prefix = f"{TEST_PREFIX}_w{uuid.uuid4().hex[:6]}"
+    name = test_name("t_web")
     server_dsn = make_dsn("postgres")
     with psycopg.connect(server_dsn, autocommit=True) as c:
         c.execute(f"create database {name}")
@@ -214,7 +214,7 @@ def test_an_action_by_a_read_only_role_is_refused(
             assert status == 403 and "read-only" in body
         status, html = browser.get(f"/jobs/{ids['script']}")  # payloads are for admins
         assert status == 200 and "__pwned = 1" not in html
-        assert "payloads are for andal_admin" in html
+        assert "payloads are for andal_admin" in html  # the page's fixed text
     assert dead_state(dsn) == before
 
 
@@ -233,7 +233,7 @@ def test_admin_dsn_acts_for_a_dashboard_that_reads_as_monitor(
         text=True,
         timeout=60,
     )
-    assert refused.returncode == 4 and "not in andal_admin" in refused.stderr
+    assert refused.returncode == 4 and f"not in {ROLES['admin']}" in refused.stderr
 
 
 def test_the_database_refuses_an_action_of_a_read_only_login(
@@ -259,7 +259,7 @@ def test_reads_run_as_andal_monitor_whatever_the_login(dsn: str, ids: dict[str, 
     db = Database(dsn)
     db.open()
     try:
-        assert db.can_act and db.read_one("select current_user") == "andal_monitor"
+        assert db.can_act and db.read_one("select current_user") == ROLES["monitor"]
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
             db.read(queries.PURGE_DEAD_JOBS, {"job_ids": [ids["script"]]})
     finally:
@@ -277,11 +277,11 @@ def test_a_login_that_may_not_read_as_andal_monitor_is_refused_at_start(
         timeout=60,
     )
     assert result.returncode == 4, result.stderr
-    assert "grant andal_monitor to" in result.stderr and "Traceback" not in result.stderr
+    assert f"grant {ROLES['monitor']} to" in result.stderr and "Traceback" not in result.stderr
 
 
 def test_a_database_without_andal_is_refused_at_start() -> None:
-    name = f"andal_t_web_{uuid.uuid4().hex[:8]}"
+    name = test_name("t_web")
     server = make_dsn("postgres")
     with psycopg.connect(server, autocommit=True) as c:
         c.execute(f"create database {name}")

@@ -16,8 +16,22 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from conftest import ROLES, TEST_PREFIX
+
+from andal.roles import DEFAULT_PREFIX, with_roles
 
 AUDIT = Path(__file__).with_name("audit.sql")
+
+
+@pytest.fixture(scope="module")
+def audit(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """audit.sql; under ANDAL_TEST_PREFIX a copy naming the install's roles as the installer
+    does (andal.roles.with_roles), since the audit names andal's roles literally."""
+    if TEST_PREFIX == DEFAULT_PREFIX:
+        return str(AUDIT)
+    copy = tmp_path_factory.mktemp("audit") / AUDIT.name
+    copy.write_text(with_roles(AUDIT.read_text(), TEST_PREFIX))
+    return str(copy)
 
 
 def psql(dsn: str, *args: str) -> subprocess.CompletedProcess:
@@ -30,8 +44,8 @@ def psql(dsn: str, *args: str) -> subprocess.CompletedProcess:
     )
 
 
-def test_audit_is_clean_on_a_fresh_install(rel_dsn: str, figures: dict) -> None:
-    out = psql(rel_dsn, "-f", str(AUDIT))
+def test_audit_is_clean_on_a_fresh_install(rel_dsn: str, figures: dict, audit: str) -> None:
+    out = psql(rel_dsn, "-f", audit)
     assert out.returncode == 0, out.stdout + out.stderr
     assert "andal audit: clean" in out.stderr
     figures.update(findings=0)
@@ -45,19 +59,20 @@ PLANTS = {
     " set search_path = public, pg_catalog, pg_temp",
     "search_path  ": "alter function queue.release(bigint, uuid, interval)"
     " set search_path = pg_temp, pg_catalog",
-    "matrix": "grant execute on function queue.cancel(bigint) to andal_worker",
+    "matrix": f"grant execute on function queue.cancel(bigint) to {ROLES['worker']}",
     "matrix ": "revoke execute on function queue.claim(text, text[], int, interval)"
-    " from andal_worker",
-    "matrix  ": "grant execute on function queue._reap(int, text[]) to andal_admin",
+    f" from {ROLES['worker']}",
+    "matrix  ": f"grant execute on function queue._reap(int, text[]) to {ROLES['admin']}",
     "unknown_function": "create function queue.backdoor() returns int"
     " language sql set search_path = pg_catalog, pg_temp as 'select 1';"
     " revoke all on function queue.backdoor() from public",
-    "role": "alter role andal_worker login",
+    "role": f"alter role {ROLES['worker']} login",
     "schema": "grant create on schema queue to public",
-    "table": "grant select on queue.jobs to andal_producer",
+    "table": f"grant select on queue.jobs to {ROLES['producer']}",
     "default_acl": "alter default privileges in schema queue grant select on tables to public",
-    "foreign_owner": "create role andal_t_audit_owner; create table queue.planted (i int);"
-    " alter table queue.planted owner to andal_t_audit_owner",
+    "foreign_owner": f"create role {TEST_PREFIX}_t_audit_owner;"
+    " create table queue.planted (i int);"
+    f" alter table queue.planted owner to {TEST_PREFIX}_t_audit_owner",
     "foreign_trigger": "create function public.spy() returns trigger language plpgsql as"
     " 'begin return new; end';"
     " create trigger spy after insert on queue.jobs for each row execute function public.spy()",
@@ -65,11 +80,11 @@ PLANTS = {
 
 
 @pytest.mark.parametrize("finding", list(PLANTS), ids=[f"{k.strip()}-{len(k)}" for k in PLANTS])
-def test_audit_catches_a_planted_weakness(rel_dsn: str, finding: str) -> None:
-    out = psql(rel_dsn, "-1", "-c", PLANTS[finding], "-f", str(AUDIT), "-c", "rollback")
+def test_audit_catches_a_planted_weakness(rel_dsn: str, finding: str, audit: str) -> None:
+    out = psql(rel_dsn, "-1", "-c", PLANTS[finding], "-f", audit, "-c", "rollback")
     assert out.returncode == 3, f"the audit missed: {PLANTS[finding]}\n{out.stdout}{out.stderr}"
     assert "andal audit:" in out.stderr and "finding(s)" in out.stderr
     reported = {line.split("|")[0].strip() for line in out.stdout.splitlines() if "|" in line}
     assert finding.strip() in reported, out.stdout
     # nothing was kept
-    assert psql(rel_dsn, "-f", str(AUDIT)).returncode == 0
+    assert psql(rel_dsn, "-f", audit).returncode == 0
