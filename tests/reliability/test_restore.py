@@ -12,13 +12,12 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
 import pytest
-from conftest import PGHOST, PGPORT, PGUSER, make_dsn, wait_for
+from conftest import PGHOST, PGPORT, PGUSER, ROLES, make_dsn, test_name, wait_for
 from pytest_postgresql.janitor import DatabaseJanitor
 
 import andal
@@ -61,7 +60,7 @@ def dump(dsn: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def new_db() -> Iterator[str]:
-    name = f"andal_restored_{uuid.uuid4().hex[:8]}"
+    name = test_name("restored")
     janitor = DatabaseJanitor(user=PGUSER, host=PGHOST, port=PGPORT, dbname=name)
     janitor.init()
     try:
@@ -120,15 +119,17 @@ def test_restore_into_a_new_cluster_recreates_the_roles(dump: Path) -> None:
         restored = subprocess.run(
             ["pg_restore", "-d", target, str(dump)], capture_output=True, text=True
         )
-        assert 'role "andal_worker" does not exist' in restored.stderr, restored.stderr[-2000:]
+        missing = f'role "{ROLES["worker"]}" does not exist'
+        assert missing in restored.stderr, restored.stderr[-2000:]
         repaired = andal_cli(target, "install")
         assert repaired.returncode == 0, repaired.stderr
-        assert "repaired roles andal_producer, andal_worker" in repaired.stdout, repaired.stdout
+        said = f"repaired roles {ROLES['producer']}, {ROLES['worker']}"
+        assert said in repaired.stdout, repaired.stdout
         with psycopg.connect(target, autocommit=True) as c:
             granted = c.execute(
-                "select has_function_privilege('andal_worker',"
-                " 'queue.claim(text, text[], int, interval)', 'execute'),"
-                " has_schema_privilege('andal_monitor', 'queue', 'usage')"
+                "select has_function_privilege(%s, 'queue.claim(text, text[], int, interval)',"
+                " 'execute'), has_schema_privilege(%s, 'queue', 'usage')",
+                (ROLES["worker"], ROLES["monitor"]),
             ).fetchone()
             assert granted == (True, True)
         second = andal_cli(target, "install")
