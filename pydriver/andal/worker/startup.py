@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
+from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import ConnectionPool
 
 from .. import tracing as tracing_
@@ -206,7 +207,8 @@ class Startup:
     def pool_options(self, src: Source) -> dict[str, Any]:
         """The options of ``src``'s connection pools (the threads' and the event loop's).
         Behind a pooler, no server-side prepared statements: the server connection that
-        prepared one may not be the one the next statement lands on."""
+        prepared one may not be the one the next statement lands on. Elsewhere the sessions
+        turn ``idle_in_transaction_session_timeout`` off (``_keep_transactions_open``)."""
         kwargs: dict[str, Any] = {
             "autocommit": True,
             "application_name": f"andal {self.o.name}"[:63],
@@ -214,6 +216,8 @@ class Startup:
         }
         if pooler_mode(self.o.pooler, src) is not None:
             kwargs["prepare_threshold"] = None
+        else:  # (a pooler refuses the startup option: there the DBA's value stays)
+            kwargs["options"] = _keep_transactions_open(src.dsn)
         return {
             "kwargs": kwargs,
             "timeout": self.o.pool_timeout,
@@ -354,3 +358,13 @@ class Startup:
         if src.listen_dsn is not None:
             return src.listen_dsn
         return None if pooler_mode(self.o.pooler, src) == "transaction" else src.dsn
+
+
+def _keep_transactions_open(dsn: str) -> str:
+    """The DSN's ``options`` and ``-c idle_in_transaction_session_timeout=0``. A transactional
+    handler runs inside its claim's transaction, idle while its Python code runs: a DBA's
+    timeout would end the session, roll back the claim with the work and leave the job to run
+    again, with no attempt counted, as often as it takes longer. The job's lease and timeout
+    bound that transaction instead."""
+    given = conninfo_to_dict(dsn).get("options") or ""
+    return f"{given} -c idle_in_transaction_session_timeout=0".strip()
