@@ -95,12 +95,13 @@ test-isolation: venv ## isolation specs (sql/isolation) with PostgreSQL's isolat
 test-py: venv ## pytest suite (real PostgreSQL, real processes; SHARDS=4: on a sharded install)
 	ANDAL_SHARDS=$(SHARDS) $(VENV)/bin/pytest -q $(PYTEST_ARGS)
 
-lint: venv deps ## sqlfluff, ruff, mypy (the whole package) and plpgsql_check
+lint: venv deps ## sqlfluff, ruff, mypy (the whole package), plpgsql_check and the size budgets
 	$(VENV)/bin/sqlfluff lint sql/schema sql/functions
 	$(VENV)/bin/ruff check pydriver tests bench setup.py
 	$(VENV)/bin/ruff format --check pydriver tests bench setup.py
 	$(VENV)/bin/mypy
 	@bash .ci/plpgsql_check.sh
+	$(PY) .ci/budgets.py
 
 schema-dump: venv ## rewrite sql/schema.dump.sql from a fresh install (commit it with the schema change)
 	$(PY) tests/schema.py

@@ -25,5 +25,6 @@ def test_a_failed_step_is_reported_by_name(dsn: str) -> None:
     warnings = [message for severity, message in notices if severity == "WARNING"]
     assert len(warnings) == 1, notices
     assert warnings[0] == (
-        "queue.maintain: rolling the history partitions failed (0A000): cannot bin by months"
+        "queue.maintain: rolling the history and the recent completions failed (0A000):"
+        " cannot bin by months"
     )

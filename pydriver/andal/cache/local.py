@@ -29,8 +29,8 @@ from __future__ import annotations
 import json
 import random
 import time
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager, suppress
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager, suppress
 from typing import Any
 
 import psycopg
@@ -349,19 +349,12 @@ class Cache(Observed):
             return cur.execute(sql.CACHE_GET, params).fetchone()
 
     def _fetch(self, key: str, stale_ok: bool, conn: psycopg.Connection | None) -> Any:
-        """The shared entry's row. On a connection of the pool's, a read that finds its
-        connection lost (a pooled connection from before a failover or a server restart)
-        is tried once more, on a new one, instead of failing the caller."""
+        """The shared entry's row (on the pool's connections: ``_read_once_more``)."""
         queue = self.refresh_queue if stale_ok else None
-        try:
+        if conn is not None:
             with self._conn(conn) as c:
                 return self._get_row(c, key, queue)
-        except psycopg.OperationalError as exc:
-            if conn is not None or not is_connection_error(exc):
-                raise
-        self._pool.check()  # the others of its time are lost too: the pool replaces them
-        with self._conn(None) as c:
-            return self._get_row(c, key, queue)
+        return _read_once_more(self._pool, lambda: self._conn(None), self._get_row, key, queue)
 
     def _refill(
         self,
@@ -407,3 +400,21 @@ class Cache(Observed):
             return False
         life = lifetime(ttl_left, self.local_ttl)
         return self._store.admit(key, value, version, checksum, size, life, inflight)
+
+
+def _read_once_more(
+    pool: ConnectionPool, conn: Callable[[], AbstractContextManager[psycopg.Connection]],
+    read: Callable[[psycopg.Connection, str, str | None], Any], key: str, queue: str | None,
+) -> Any:  # fmt: skip
+    """``read`` on a connection of ``pool``; a read that finds its connection lost (a pooled
+    connection from before a failover or a server restart) is tried once more, on a new
+    one, instead of failing the caller."""
+    try:
+        with conn() as c:
+            return read(c, key, queue)
+    except psycopg.OperationalError as exc:
+        if not is_connection_error(exc):
+            raise
+    pool.check()  # the others of its time are lost too: the pool replaces them
+    with conn() as c:
+        return read(c, key, queue)

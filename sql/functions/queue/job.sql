@@ -92,13 +92,11 @@ begin
         from queue.results as r
         where r.job_id = job.job_id
         union all
-        (select 5, job.job_id, 'completed', c.queues[array_position(c.ids, job.job_id)], null,
+        select 5, job.job_id, 'completed', c.queues[array_position(c.ids, job.job_id)], null,
             null, null, null, null, null, null, c.completed_at, null, null, null, null, null,
             c.completed_at + queue._completions_keep()
-         from queue.completions as c
-         where c.span @> job.job_id and job.job_id = any (c.ids)
-         order by c.completed_at desc
-         limit 1)
+        from queue.completions as c  -- a job completes once: in one row at most
+        where c.span @> job.job_id and job.job_id = any (c.ids)
     ) as s
     order by s.src
     limit 1;

@@ -128,13 +128,10 @@ begin
     end;
     begin
         perform queue._history_roll();
-    exception when others then
-        perform queue._maintain_failed('rolling the history partitions', sqlstate, sqlerrm);
-    end;
-    begin
         perform queue._prune_completions();
     exception when others then
-        perform queue._maintain_failed('pruning the recent completions', sqlstate, sqlerrm);
+        perform queue._maintain_failed('rolling the history and the recent completions',
+            sqlstate, sqlerrm);
     end;
     return v_reaped;
 end
