@@ -1,5 +1,8 @@
-"""docs/architecture.md is a map of the tree: every file it names exists, and every rule file
-of the queue (sql/functions/queue/_*.sql, maintain.sql, version.sql) is in its table."""
+"""docs/architecture.md is a map of the tree: every file it names exists, every rule file
+of the queue (sql/functions/queue/_*.sql, maintain.sql, version.sql) is in its table, and
+the rules with a telling text (the NOTIFY, the dead letter, the history and completion
+records, the statistics writes, the token check) are written in their home file only, or in
+a listed copy with its reason."""
 
 from __future__ import annotations
 
@@ -26,3 +29,40 @@ def test_every_rule_file_is_on_the_map() -> None:
     rules |= {"sql/functions/queue/maintain.sql", "sql/functions/queue/version.sql"}
     unmapped = sorted(r for r in rules if (ROOT / r).is_file() and r not in named_paths())
     assert not unmapped, f"rule files missing from docs/architecture.md: {unmapped}"
+
+
+Q = "sql/functions/queue/"
+#: Each rule's telling text, the file that is its home, and every other file allowed to hold
+#: it, with the reason (a deliberate copy on the hot path, until the one completion funnel).
+RULE_HOMES: dict[str, tuple[str, dict[str, str]]] = {
+    "pg_notify(": (Q + "_notify.sql", {}),
+    "into queue.dead_letters": (Q + "_dead_letter.sql", {}),
+    "insert into queue.completions": (Q + "_completions.sql", {}),
+    "insert into queue.history (": (Q + "_dead_letter.sql", {
+        Q + "complete.sql": "complete and complete_many write the completed job's row in their"
+        " own statement (hot path)",
+    }),
+    "insert into queue.stat_minutes": (Q + "stats.sql", {
+        Q + "complete.sql": "the completion counters, one update per job or one upsert per"
+        " batch, in the completing statement (hot path)",
+        Q + "_tasks.sql": "the rollup of old minutes",
+    }),
+    "lease_expires_at > v_now": (Q + "_lease.sql", {
+        Q + "complete.sql": "the token check inside the completing delete (hot path)",
+        Q + "heartbeat.sql": "the token check inside the heartbeat's update (hot path)",
+        Q + "claim.sql": "the take-back of expired leases inside the claim (hot path)",
+    }),
+}  # fmt: skip
+
+
+def test_each_rule_is_written_in_its_home_only() -> None:
+    """A rule's text appears in its home file and the listed, explained copies only; a new
+    copy elsewhere fails (move it to the home, or list it with its reason)."""
+    sources = [*(ROOT / "sql" / "functions").rglob("*.sql"), *(ROOT / "pydriver").rglob("*.py")]
+    for text, (home, allowed) in RULE_HOMES.items():
+        holders = {str(p.relative_to(ROOT)) for p in sources if text in p.read_text()}
+        assert home in holders, f"{text!r} is not in its home {home}"
+        strays = sorted(holders - {home} - set(allowed))
+        assert not strays, f"{text!r} written outside its home {home}: {strays}"
+        gone = sorted(set(allowed) - holders)
+        assert not gone, f"{text!r}: listed copies no longer there (take them off): {gone}"
