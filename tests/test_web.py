@@ -428,3 +428,22 @@ def test_requeue_every_dead_letter_matching_a_filter(browser: Any, base: str, ds
         )
     assert states == {**{j: "pending" for j in bulk}, other: "cancelled"}
     shot(browser, "dead-letters-requeued")
+
+
+def test_job_page_shows_its_timeline(browser: Any, base: str, ids: dict[str, Any]) -> None:
+    """A dead job's page reads as its life: enqueued, its failed attempt with the worker and
+    the error, then dead; a running job's ends with the attempt in progress."""
+    browser.get(f"{base}/jobs/{ids['exhausted']}")
+    items = browser.find_elements(By.CSS_SELECTOR, "#timeline li")
+    events = [li.get_attribute("data-event") for li in items]
+    assert events == ["enqueued", "attempt failed", "dead"], events
+    failed = items[1].text
+    assert "attempt 1" in failed and " on w0" in failed and "onerror" in failed, failed
+    browser.get(f"{base}/jobs/{ids['retry']}")
+    items = browser.find_elements(By.CSS_SELECTOR, "#timeline li")
+    assert [li.get_attribute("data-event") for li in items] == ["enqueued", "attempt failed"]
+    assert "retry in" in items[1].text, items[1].text
+    browser.get(f"{base}/jobs/{ids['running']}")
+    events = [li.get_attribute("data-event")
+              for li in browser.find_elements(By.CSS_SELECTOR, "#timeline li")]  # fmt: skip
+    assert events == ["enqueued", "attempt started"], events

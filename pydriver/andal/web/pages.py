@@ -7,6 +7,7 @@ ratios, quantiles, a job's state); this module only groups rows by queue and cut
 from __future__ import annotations
 
 from collections import defaultdict
+from datetime import datetime
 from typing import Any
 
 import psycopg
@@ -180,7 +181,32 @@ def job(db: Database, job_id: int) -> dict[str, Any]:
     links: dict[str, list[Any]] = {"parents": [], "children": []}
     if found:  # a workflow's job: its parents and children, with their states
         links = {key: db.read(q, {"job_id": job_id}) for key, q in queries.JOB_LINKS.items()}
-    return {"job": found, "payload": payload, **links}
+    return {"job": found, "payload": payload, "timeline": timeline(found), **links}
+
+
+def timeline(job: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """A job's life in time order, from queue.job()'s row: enqueued, each failed attempt
+    (its worker, error and retry delay, from the error history), the current attempt's
+    start, and its end (completed, dead or cancelled)."""
+    if job is None:
+        return []
+
+    def event(
+        at: Any, what: str, attempt: Any = None, worker: Any = None, detail: str = ""
+    ) -> dict[str, Any]:
+        return {"at": at, "what": what, "attempt": attempt, "worker": worker, "detail": detail}
+
+    events = [event(job["enqueued_at"], "enqueued")]
+    for e in job.get("errors") or []:
+        retry = f"; retry in {e['retry_in']}" if e.get("retry_in") else ""
+        detail = f"{e.get('error', '')}{retry}"
+        events.append(event(_instant(e.get("at")), "attempt failed", e.get("attempt"),
+                            e.get("worker"), detail))  # fmt: skip
+    if job.get("started_at") is not None and job["state"] == "running":
+        events.append(event(job["started_at"], "attempt started", job["attempts"], job["worker"]))
+    if job.get("finished_at") is not None:
+        events.append(event(job["finished_at"], job["state"]))
+    return events
 
 
 def workers(db: Database) -> dict[str, Any]:
@@ -197,3 +223,11 @@ def replica_lag(db: Database) -> float | None:
     primary (the "replica, lag N s" mark of every page)."""
     value = db.read_one(queries.REPLICA_LAG)
     return None if value is None else float(value)
+
+
+def _instant(text: Any) -> Any:
+    """An error entry's time (JSON text) as a datetime, or as given when it is not one."""
+    try:
+        return datetime.fromisoformat(str(text))
+    except ValueError:
+        return text
