@@ -3304,14 +3304,7 @@ begin
         delete from queue.queues as q
         where q.queue in (
             select d.queue from queue.queues as d
-            where d.max_attempts = 5 and d.lease = queue._lease_default()
-              and d.backoff = 'linear' and d.backoff_base = interval '5 seconds'
-              and d.backoff_cap = interval '1 hour' and d.jitter = 0 and d.notify
-              and d.payload_limit = 1048576 and not d.keep_results
-              and d.cache_policy = 'invalidate'
-              and not d.paused and d.history_retention is null
-              and d.timeout is null and d.results_retention = interval '7 days'
-              and d.dead_retention = interval '30 days'
+            where queue._says_nothing(d, queue._queue_defaults())  -- (queue/_policy.sql)
             for update skip locked
         )
         returning 1
@@ -4228,6 +4221,28 @@ $$;
 
 COMMENT ON FUNCTION queue._prune_completions() IS 'Private: delete expired rows of queue.completions.';
 
+CREATE FUNCTION queue._queue_defaults() RETURNS queue.queues
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    v_defaults jsonb;
+    v_sql text;
+begin
+    select 'select jsonb_build_object(' || string_agg(format('%L, (%s)::%s', a.attname,
+            coalesce(pg_get_expr(d.adbin, d.adrelid), 'null'),
+            format_type(a.atttypid, a.atttypmod)), ', ' order by a.attnum) || ')'
+    into v_sql
+    from pg_attribute as a
+    left join pg_attrdef as d on d.adrelid = a.attrelid and d.adnum = a.attnum
+    where a.attrelid = 'queue.queues'::regclass and a.attnum > 0 and not a.attisdropped;
+    execute v_sql into v_defaults;  -- the catalog's own default expressions, no caller's text
+    return jsonb_populate_record(null::queue.queues, v_defaults);
+end
+$$;
+
+COMMENT ON FUNCTION queue._queue_defaults() IS 'Private: the policy of a queue never configured (the column defaults of queue.queues).';
+
 CREATE FUNCTION queue._rate_left(rate_log timestamp with time zone[], rate_starts integer, rate_per interval, at timestamp with time zone) RETURNS integer
     LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -4505,6 +4520,15 @@ begin
     return v_ran;
 end
 $$;
+
+CREATE FUNCTION queue._says_nothing(q queue.queues, defaults queue.queues) RETURNS boolean
+    LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    select to_jsonb(q) - 'queue' - 'updated_at' = to_jsonb(defaults) - 'queue' - 'updated_at'
+$$;
+
+COMMENT ON FUNCTION queue._says_nothing(q queue.queues, defaults queue.queues) IS 'Private: whether a queue row holds only the defaults.';
 
 CREATE FUNCTION queue._scan(queues text[], lim integer, exclude_categories text[], exclude_ids bigint[]) RETURNS TABLE(id bigint, category text, priority integer, available_at timestamp with time zone)
     LANGUAGE plpgsql ROWS 10
@@ -6485,13 +6509,12 @@ begin
         q.timeout, q.results_retention, q.dead_retention, q.history_retention, q.updated_at
     from queue.queues as q
     where q.queue = queue_settings.queue;
-    if not found then
-        -- the column defaults of queue.queues (a missing row means them; a pgTAP test
-        -- compares this row with a freshly inserted one)
-        return query select false, 5, interval '60 seconds',
-            'linear'::text, interval '5 seconds', interval '1 hour', 0::real, true, 1048576,
-            false, 'invalidate'::text, false, null::interval, interval '7 days',
-            interval '30 days', null::interval, null::timestamptz;
+    if not found then  -- a missing row means the column defaults (queue/_policy.sql)
+        return query select false, d.max_attempts, d.lease, d.backoff, d.backoff_base,
+            d.backoff_cap, d.jitter, d.notify, d.payload_limit, d.keep_results,
+            d.cache_policy, d.paused, d.timeout, d.results_retention, d.dead_retention,
+            d.history_retention, null::timestamptz
+        from queue._queue_defaults() as d;
     end if;
 end
 $$;
@@ -8367,6 +8390,8 @@ REVOKE ALL ON FUNCTION queue._prom_label(value text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._prune_completions() FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION queue._queue_defaults() FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION queue._rate_left(rate_log timestamp with time zone[], rate_starts integer, rate_per interval, at timestamp with time zone) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._rate_record(category_ids bigint[], taken integer[], at timestamp with time zone) FROM PUBLIC;
@@ -8384,6 +8409,8 @@ REVOKE ALL ON FUNCTION queue._retention(lim integer) FROM PUBLIC;
 REVOKE ALL ON FUNCTION queue._run_task(task text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._run_tasks() FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._says_nothing(q queue.queues, defaults queue.queues) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._scan(queues text[], lim integer, exclude_categories text[], exclude_ids bigint[]) FROM PUBLIC;
 

@@ -18,14 +18,7 @@ begin
         delete from queue.queues as q
         where q.queue in (
             select d.queue from queue.queues as d
-            where d.max_attempts = 5 and d.lease = queue._lease_default()
-              and d.backoff = 'linear' and d.backoff_base = interval '5 seconds'
-              and d.backoff_cap = interval '1 hour' and d.jitter = 0 and d.notify
-              and d.payload_limit = 1048576 and not d.keep_results
-              and d.cache_policy = 'invalidate'
-              and not d.paused and d.history_retention is null
-              and d.timeout is null and d.results_retention = interval '7 days'
-              and d.dead_retention = interval '30 days'
+            where queue._says_nothing(d, queue._queue_defaults())  -- (queue/_policy.sql)
             for update skip locked
         )
         returning 1

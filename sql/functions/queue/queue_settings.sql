@@ -40,13 +40,12 @@ begin
         q.timeout, q.results_retention, q.dead_retention, q.history_retention, q.updated_at
     from queue.queues as q
     where q.queue = queue_settings.queue;
-    if not found then
-        -- the column defaults of queue.queues (a missing row means them; a pgTAP test
-        -- compares this row with a freshly inserted one)
-        return query select false, 5, interval '60 seconds',
-            'linear'::text, interval '5 seconds', interval '1 hour', 0::real, true, 1048576,
-            false, 'invalidate'::text, false, null::interval, interval '7 days',
-            interval '30 days', null::interval, null::timestamptz;
+    if not found then  -- a missing row means the column defaults (queue/_policy.sql)
+        return query select false, d.max_attempts, d.lease, d.backoff, d.backoff_base,
+            d.backoff_cap, d.jitter, d.notify, d.payload_limit, d.keep_results,
+            d.cache_policy, d.paused, d.timeout, d.results_retention, d.dead_retention,
+            d.history_retention, null::timestamptz
+        from queue._queue_defaults() as d;
     end if;
 end
 $$;
