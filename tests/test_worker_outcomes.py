@@ -143,6 +143,24 @@ def test_exhausted_attempts_dead_letter(dsn: str, conn: psycopg.Connection, clea
     assert worker.counts["retried"] == 1 and worker.counts["dead"] == 1
 
 
+def test_a_long_error_is_kept_to_sqls_bound_only(
+    dsn: str, conn: psycopg.Connection, clean: None
+) -> None:
+    """The worker sends a handler's whole error; the one bound on what is kept is SQL's
+    (max_error_bytes, 65,536 by default), with its cut marker: 10,000 characters all kept."""
+    andal.configure_queue(conn, "wordy", max_attempts=1)
+    short, long = (andal.enqueue(conn, {"n": n}, "wordy") for n in (10_000, 100_000))
+
+    def handle(job: andal.Job) -> None:
+        raise RuntimeError("x" * job.payload["n"])
+
+    with running(andal.Worker(dsn, {"wordy": handle}, poll=0.1)):
+        wait_for(lambda: dead(conn, short) and dead(conn, long), timeout=20, what="both dead")
+    assert "x" * 10_000 in dead(conn, short)[1]
+    kept = dead(conn, long)[1]
+    assert "cut at" in kept and 60_000 < len(kept.encode()) <= 65_536 + 32, len(kept)
+
+
 # -- transactional outcomes -----------------------------------------------------------------
 
 

@@ -24,9 +24,6 @@ if TYPE_CHECKING:
     from .databases import Source
 
 
-_ERROR_LIMIT = 4000  # characters of error text sent to queue.fail
-
-
 def text_array(items: Iterable[str | None]) -> str:
     """A PostgreSQL array literal of strings (each quoted, None as NULL), for a ``::text[]``
     or ``::jsonb[]`` parameter. The driver sends its arrays as literals: psycopg adapts a list
@@ -251,9 +248,9 @@ _STOP = object()
 
 
 def error_text(exc: BaseException) -> str:
-    """The error sent to ``queue.fail``: the exception and a short traceback."""
-    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__, limit=-5))
-    return text if len(text) <= _ERROR_LIMIT else text[: _ERROR_LIMIT - 3] + "..."
+    """The error sent to ``queue.fail``: the exception and its last five frames, whole. The
+    bound on what is kept is SQL's (``queue._bound_error``, ``max_error_bytes``)."""
+    return "".join(traceback.format_exception(type(exc), exc, exc.__traceback__, limit=-5))
 
 
 def one_line(exc: BaseException) -> str:
