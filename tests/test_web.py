@@ -14,6 +14,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from conftest import wait_for
 from webapp import IMG_ERROR, SCREENSHOTS, SCRIPT_PAYLOAD, andal_web, chromium, seed
 
 from andal.web import fmt
@@ -462,3 +463,40 @@ def test_job_page_shows_its_timeline(browser: Any, base: str, dsn: str) -> None:
     events = [li.get_attribute("data-event")
               for li in browser.find_elements(By.CSS_SELECTOR, "#timeline li")]  # fmt: skip
     assert events == ["enqueued", "attempt started"], events
+
+
+def test_overview_puts_queues_in_trouble_first(browser: Any, base: str, dsn: str) -> None:
+    """A queue failing every job, with dead letters, is flagged with the reasons in words, and
+    every flagged queue comes before the others."""
+    with psycopg.connect(dsn, autocommit=True) as c:
+        c.execute("select queue.configure_queue(queue => 'zz_failing', max_attempts => 1)")
+        for _ in range(3):
+            job = c.execute("select queue.enqueue(payload => '{}', queue => 'zz_failing')")
+            job_id = job.fetchone()[0]
+            tok = c.execute(
+                "select token from queue.claim(worker => 'w', queues => '{zz_failing}')"
+            ).fetchone()[0]
+            c.execute("select queue.fail(job_id => %s, token => %s, error => 'no')", (job_id, tok))
+        c.execute("select queue.enqueue(payload => '{}', queue => 'aa_calm')")
+
+    def rows() -> list[tuple[str, str]]:
+        browser.get(base + "/")
+        found = browser.find_elements(By.CSS_SELECTOR, "#queues tbody tr")
+        cell = '[data-col="trouble"]'
+        return [(r.get_attribute("data-queue"), r.find_element(By.CSS_SELECTOR, cell).text)
+                for r in found]  # fmt: skip
+
+    table: list[tuple[str, str]] = []
+
+    def shown() -> bool:
+        table[:] = rows()
+        return any(q == "zz_failing" for q, _ in table)
+
+    wait_for(shown, what="the failing queue on the overview")
+    flags = dict(table)
+    assert "failing 100 %" in flags["zz_failing"] and "3 dead" in flags["zz_failing"], flags
+    assert flags["aa_calm"] == ""
+    troubled = [bool(why) for _, why in table]
+    assert troubled == sorted(troubled, reverse=True), table
+    row = browser.find_element(By.CSS_SELECTOR, '#queues tr[data-queue="zz_failing"]')
+    assert "trouble" in row.get_attribute("class")

@@ -40,6 +40,7 @@ class Settings:
     role_prefix: str | None = None
     root_path: str = ""
     refresh: float = 2.0
+    warn: pages.Thresholds = pages.Thresholds()
     access: security.Access = security.Access()
     secret: str | None = None
 
@@ -134,11 +135,12 @@ class Web:
 
     async def overview(self, request: Request) -> Response:
         data = await run_in_threadpool(self.live.get, "overview", pages.overview, self.db)
+        data = pages.trouble_first(data, self.settings.warn)
         return await self.render(request, "overview.html", nav="overview", **data)
 
     async def overview_fragment(self, request: Request) -> Response:
         data = await run_in_threadpool(self.live.get, "overview", pages.overview, self.db)
-        return self.fragment("_overview.html", **data)
+        return self.fragment("_overview.html", **pages.trouble_first(data, self.settings.warn))
 
     async def queue(self, request: Request) -> Response:
         name = request.path_params["name"]

@@ -60,6 +60,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--refresh", type=float, default=2.0, metavar="S", help="seconds between live updates (2)"
     )
+    p.add_argument(
+        "--warn-failure-rate", type=float, default=0.1, metavar="RATIO",
+        help="flag a queue whose failure rate (last hour) reaches RATIO (default 0.1)",
+    )  # fmt: skip
+    p.add_argument(
+        "--warn-oldest-ready", type=float, default=300.0, metavar="S",
+        help="flag a queue whose oldest ready job waited S seconds (default 300)",
+    )  # fmt: skip
 
 
 def parse_bind(text: str) -> tuple[str, int]:
@@ -122,6 +130,8 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError("--role-prefix: a lower-case letter, then letters, digits or _")
         if not args.refresh > 0:
             raise ValueError("--refresh must be a positive number of seconds")
+        if not (0 < args.warn_failure_rate <= 1 and args.warn_oldest_ready > 0):
+            raise ValueError("--warn-failure-rate: a ratio in (0, 1]; --warn-oldest-ready: > 0")
     except ValueError as exc:
         print(f"andal: {exc}", file=sys.stderr)
         return 2

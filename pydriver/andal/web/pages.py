@@ -7,12 +7,13 @@ ratios, quantiles, a job's state); this module only groups rows by queue and cut
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 import psycopg
 
-from . import charts, queries
+from . import charts, fmt, queries
 from .db import Database
 
 PAGE_SIZE = 50
@@ -23,6 +24,37 @@ MAX_ID = 2**63 - 1
 #: The states of queue.job(), in a job's order of life.
 STATES = ("waiting", "scheduled", "pending", "running", "failed", "completed", "dead",
           "cancelled")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """When the overview flags a queue (``andal web --warn-*``)."""
+
+    failure_rate: float = 0.1
+    oldest_ready_s: float = 300.0
+
+
+def trouble(q: dict[str, Any], warn: Thresholds) -> list[str]:
+    """Why a queue of queue.stats() needs a look, in words (empty: it does not)."""
+    reasons = []
+    rate, dead, oldest = q.get("failure_rate"), q.get("dead") or 0, q.get("oldest_ready_s")
+    if rate is not None and rate >= warn.failure_rate:
+        reasons.append(f"failing {rate * 100:.0f} %")
+    if dead:
+        reasons.append(f"{dead} dead")
+    if oldest is not None and oldest >= warn.oldest_ready_s:
+        reasons.append(f"oldest ready {fmt.age(oldest)}")
+    return reasons
+
+
+def trouble_first(data: dict[str, Any], warn: Thresholds) -> dict[str, Any]:
+    """The overview with each queue's trouble and those in trouble first (the most reasons,
+    then the highest failure rate), the others after them in their order."""
+    flagged = [dict(q, trouble=trouble(q, warn)) for q in data["queues"]]
+    flagged.sort(
+        key=lambda q: (-len(q["trouble"]), -(q.get("failure_rate") or 0) if q["trouble"] else 0)
+    )
+    return dict(data, queues=flagged)
 
 
 def overview(db: Database) -> dict[str, Any]:

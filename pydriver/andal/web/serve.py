@@ -11,7 +11,7 @@ import psycopg
 import uvicorn
 
 from ..cli.base import EXIT_NOT_INSTALLED, EXIT_PORT, connect_failure
-from . import security
+from . import pages, security
 from .app import Settings, create_app
 from .db import Database, SetupError
 
@@ -23,6 +23,7 @@ def serve(args: argparse.Namespace, host: str, port: int, root: str) -> int:
         role_prefix=args.role_prefix,
         root_path=root,
         refresh=args.refresh,
+        warn=pages.Thresholds(args.warn_failure_rate, args.warn_oldest_ready),
         access=security.Access(token=args.auth_token or None, basic=args.basic_auth or None),
         secret=os.environ.get("ANDAL_WEB_SECRET"),
     )
