@@ -113,3 +113,18 @@ def test_bind() -> None:
     for bad in ("8080", "host:", "host:http", "host:70000"):
         with pytest.raises(ValueError):
             command.parse_bind(bad)
+
+
+@pytest.mark.parametrize(
+    ("seconds", "words"),
+    [(0.25, "250 ms"), (5, "5 s"), (60, "1 min"), (90, "1 min 30 s"), (3600, "1 h"),
+     (5400, "1 h 30 min"), (86400, "1 day"), (7 * 86400, "7 days"),
+     (30 * 86400 + 7200, "30 days 2 h")],
+)  # fmt: skip
+def test_intervals_read_in_words(seconds: float, words: str) -> None:
+    from datetime import timedelta
+
+    from andal.web.fmt import span
+
+    assert span(timedelta(seconds=seconds)) == words
+    assert span(None, "none") == "none"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 
@@ -19,6 +19,26 @@ def age(seconds: float | None) -> str:
     if s < 86400:
         return f"{sign}{int(s // 3600)}h{int(s % 3600 // 60):02d}m"
     return f"{sign}{int(s // 86400)}d{int(s % 86400 // 3600):02d}h"
+
+
+_UNITS = (("day", 86400), ("h", 3600), ("min", 60), ("s", 1))
+
+
+def span(value: timedelta | str | None, none: str = "–") -> str:
+    """A setting's interval in words: ``5 s``, ``1 h``, ``1 h 30 min``, ``7 days``
+    (``none`` when there is none). Its two largest units, the rest left out."""
+    if value is None:
+        return none
+    if not isinstance(value, timedelta):
+        return str(value)
+    left, parts = round(value.total_seconds()), []
+    if left < 1:
+        return f"{value.total_seconds() * 1000:.0f} ms"
+    for unit, size in _UNITS:
+        n, left = divmod(left, size)
+        if n:
+            parts.append(f"{n} {unit}s" if unit == "day" and n > 1 else f"{n} {unit}")
+    return " ".join(parts[:2])
 
 
 def ms(value: float | None) -> str:
@@ -65,6 +85,7 @@ def pretty(value: Any) -> str:
 
 FILTERS = {
     "age": age,
+    "span": span,
     "ms": ms,
     "pct": pct,
     "count": count,

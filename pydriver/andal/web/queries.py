@@ -130,22 +130,22 @@ RESUME = "select queue.resume(queue => %(queue)s::text)"
 #: queue.queue_settings(): the queue's policy (the defaults when never configured); the
 #: intervals as PostgreSQL prints them.
 QUEUE_SETTINGS = (
-    "select s.configured, s.max_attempts, s.lease::text, s.backoff, s.backoff_base::text,"
-    " s.backoff_cap::text, s.jitter, s.notify, s.payload_limit, s.keep_results,"
-    " s.cache_policy, s.paused, s.timeout::text, s.results_retention::text,"
-    " s.dead_retention::text, s.history_retention::text, s.updated_at"
+    "select s.configured, s.max_attempts, s.lease, s.backoff, s.backoff_base,"
+    " s.backoff_cap, s.jitter, s.notify, s.payload_limit, s.keep_results,"
+    " s.cache_policy, s.paused, s.timeout, s.results_retention,"
+    " s.dead_retention, s.history_retention, s.updated_at"
     " from queue.queue_settings(queue => %(queue)s::text) as s"
 )
 
 #: The queue's schedules (queue.schedules(), no payload).
 SCHEDULES = (
-    "select s.name, s.cron, s.every::text, s.timezone, s.category, s.priority, s.enabled,"
+    "select s.name, s.cron, s.every, s.timezone, s.category, s.priority, s.enabled,"
     " s.next_at, s.last_fired_at, s.last_job_id, s.last_error"
     " from queue.schedules() as s where s.queue = %(queue)s::text order by s.name"
 )
 
 #: Every rate-limited category (queue.rate_limits()).
 RATE_LIMITS = (
-    "select r.category, r.starts, r.per::text, r.started_in_window, r.max_running"
+    "select r.category, r.starts, r.per, r.started_in_window, r.max_running"
     " from queue.rate_limits() as r"
 )
