@@ -1604,8 +1604,7 @@ begin
             enqueued_at, started_at, finished_at, worker, errors, keep_until
         )
         select g.id, g.queue, g.category, g.priority,
-            case when _bury.reason in ('cancelled', 'parent_failed') then 'cancelled'
-                else 'dead' end, g.payload,
+            queue._ended_state(_bury.reason), g.payload,
             g.attempt, g.max_attempts, g.enqueued_at, g.claimed_at, v_now, g.worker,
             _bury.errors, v_now + q.history_retention
         from gone as g
@@ -2811,6 +2810,15 @@ begin
 end
 $$;
 
+CREATE FUNCTION queue._ended_state(reason text) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    select case when reason in ('cancelled', 'parent_failed') then 'cancelled' else 'dead' end
+$$;
+
+COMMENT ON FUNCTION queue._ended_state(reason text) IS 'Private: the state (dead, cancelled) of a dead letter from its reason.';
+
 CREATE FUNCTION queue._enqueue(payload jsonb, queue text, category text, priority integer, delay interval, max_attempts integer, dedup_key text, cache_key text, cache_value jsonb, timeout interval, trace_context jsonb) RETURNS bigint
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -3859,6 +3867,30 @@ $$;
 
 COMMENT ON FUNCTION queue._history_roll() IS 'Private: drop passed history partitions, create those needed ahead.';
 
+CREATE FUNCTION queue._job_name(state text) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    select case when state = 'ready' then 'pending' else state end
+$$;
+
+COMMENT ON FUNCTION queue._job_name(state text) IS 'Private: the name queue.job gives a state (pending for ready).';
+
+CREATE FUNCTION queue._job_state(status text, due boolean, retried boolean) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    select case
+        when status = 'running' then 'running'
+        when status = 'waiting' then 'waiting'
+        when due then 'ready'
+        when retried then 'failed'
+        else 'scheduled'
+    end
+$$;
+
+COMMENT ON FUNCTION queue._job_state(status text, due boolean, retried boolean) IS 'Private: the state (waiting, scheduled, ready, running, failed) of a live job.';
+
 CREATE FUNCTION queue._json_fits(value jsonb, bound bigint) RETURNS boolean
     LANGUAGE plpgsql IMMUTABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -4078,17 +4110,33 @@ begin
 end
 $$;
 
+CREATE FUNCTION queue._live_counts() RETURNS TABLE(queue text, category text, ready bigint, scheduled bigint, running bigint, waiting bigint, oldest_ready timestamp with time zone)
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    select g.queue, g.category,
+        coalesce(sum(g.n) filter (where s.state = 'ready'), 0)::bigint,
+        coalesce(sum(g.n) filter (where s.state in ('scheduled', 'failed')), 0)::bigint,
+        coalesce(sum(g.n) filter (where s.state = 'running'), 0)::bigint,
+        coalesce(sum(g.n) filter (where s.state = 'waiting'), 0)::bigint,
+        min(g.first_at) filter (where s.state = 'ready')
+    from (
+        select j.queue, coalesce(j.category, '') as category, j.status,
+            j.available_at <= now() as due, j.attempt > 0 as retried, count(*) as n,
+            min(j.available_at) as first_at
+        from queue.jobs as j group by 1, 2, 3, 4, 5
+    ) as g
+    cross join lateral (select queue._job_state(g.status, g.due, g.retried) as state) as s
+    group by 1, 2
+$$;
+
+COMMENT ON FUNCTION queue._live_counts() IS 'Private: the live jobs of each queue and category by state (for status and stats).';
+
 CREATE FUNCTION queue._live_state(status text, available_at timestamp with time zone, attempt integer) RETURNS text
     LANGUAGE sql STABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-    select case
-        when status = 'running' then 'running'
-        when status = 'waiting' then 'waiting'
-        when available_at <= now() then 'pending'
-        when attempt > 0 then 'failed'
-        else 'scheduled'
-    end
+    select queue._job_name(queue._job_state(status, available_at <= now(), attempt > 0))
 $$;
 
 COMMENT ON FUNCTION queue._live_state(status text, available_at timestamp with time zone, attempt integer) IS 'Private: the state (scheduled, pending, failed, running) of a live job.';
@@ -5005,9 +5053,8 @@ declare
     v_limit int := (queue._limits()).max_result_bytes;
 begin
     insert into queue.workflow_results as r (job_id, state, result)
-    select u.id, case when reason = 'completed' then 'completed'
-                      when reason in ('cancelled', 'parent_failed') then 'cancelled'
-                      else 'dead' end,
+    select u.id,
+        case when reason = 'completed' then 'completed' else queue._ended_state(reason) end,
         case when octet_length(u.result::text) > v_limit
             then queue._check_result(u.result, 'result') else u.result end
     from unnest(parents, coalesce(results, '{}')) as u (id, result)
@@ -6008,7 +6055,7 @@ begin
          limit 1)
         union all
         select 3, d.job_id,
-            case when d.reason in ('cancelled', 'parent_failed') then 'cancelled' else 'dead' end,
+            queue._ended_state(d.reason),
             d.queue, d.category, d.priority, d.attempt, d.max_attempts, d.enqueued_at, null,
             null, d.died_at, null, null, null, null, d.errors, null
         from queue.dead_letters as d
@@ -6073,19 +6120,20 @@ declare
     v_done boolean;
 begin
     perform queue._check_name(jobs_by.queue, 'queue', false);
-    if jobs_by.state is not null and jobs_by.state not in (
-        'waiting', 'scheduled', 'pending', 'failed', 'running', 'completed', 'dead', 'cancelled'
-    ) then
-        raise exception 'state must be one of waiting, scheduled, pending, failed, running, '
-            'completed, dead, cancelled (got %)', jobs_by.state
+    -- the states as queue.job names them (queue.states())
+    if jobs_by.state is not null
+       and not exists (select from queue.states() as s where s.job_state = jobs_by.state) then
+        raise exception 'state must be one of % (got %)',
+            (select string_agg(s.job_state, ', ') from queue.states() as s), jobs_by.state
             using errcode = '22023';
     end if;
     if jobs_by.lim is null or jobs_by.lim not between 1 and 1000 then
         raise exception 'lim must be between 1 and 1000 (got %)', jobs_by.lim
             using errcode = '22023';
     end if;
-    v_live := jobs_by.state is null
-        or jobs_by.state in ('waiting', 'scheduled', 'pending', 'failed', 'running');
+    v_live := jobs_by.state is null or exists (
+        select from queue.states() as s where s.job_state = jobs_by.state and s.live
+    );
     v_done := jobs_by.state is null or not v_live;
     return query
     select s.job_id, s.state, s.queue, s.category, s.priority, s.attempts, s.max_attempts,
@@ -6126,7 +6174,7 @@ begin
          limit jobs_by.lim)
         union all
         (select d.job_id,
-            case when d.reason in ('cancelled', 'parent_failed') then 'cancelled' else 'dead' end,
+            queue._ended_state(d.reason),
             d.queue, d.category, d.priority, d.attempt, d.max_attempts, d.enqueued_at, null,
             null, d.died_at, null, null, null, null, d.errors, null
          from queue.dead_letters as d
@@ -6134,8 +6182,7 @@ begin
            and (jobs_by.queue is null or d.queue = jobs_by.queue)
            and (jobs_by.before is null or d.job_id < jobs_by.before)
            and (jobs_by.state is null
-                or jobs_by.state = case when d.reason in ('cancelled', 'parent_failed')
-                    then 'cancelled' else 'dead' end)
+                or jobs_by.state = queue._ended_state(d.reason))
            and not exists (select from queue.jobs as j where j.id = d.job_id)
            and not exists (select from queue.history as h where h.job_id = d.job_id)
          order by d.job_id desc
@@ -7098,6 +7145,26 @@ $$;
 
 COMMENT ON FUNCTION queue.shards() IS 'The live table''s shards: one row per partition with its live job count.';
 
+CREATE FUNCTION queue.states() RETURNS TABLE(state text, meaning text, live boolean, job_state text)
+    LANGUAGE sql IMMUTABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    select v.state, v.meaning, v.live, queue._job_name(v.state)
+    from (values
+        (1, 'waiting', 'waits for its parents to end (enqueued with after)', true),
+        (2, 'scheduled', 'waits for its delay (no attempt yet)', true),
+        (3, 'ready', 'claimable now', true),
+        (4, 'running', 'claimed: a worker holds it under a token and a lease', true),
+        (5, 'failed', 'an attempt failed; the retry waits for its backoff', true),
+        (6, 'completed', 'done', false),
+        (7, 'dead', 'out of attempts, or failed with retryable false', false),
+        (8, 'cancelled', 'withdrawn by queue.cancel, or by the failure of a parent', false)
+    ) as v (n, state, meaning, live)
+    order by v.n
+$$;
+
+COMMENT ON FUNCTION queue.states() IS 'The job states, in a job''s order of life: name, meaning, live, and the name queue.job gives it.';
+
 CREATE FUNCTION queue.stats() RETURNS TABLE(queue text, category text, ready bigint, scheduled bigint, running bigint, dead bigint, oldest_ready_age interval, avg_run_ms double precision, p95_run_ms double precision, completed_1m bigint, completed_15m bigint, completed_1h bigint, retried_1m bigint, retried_15m bigint, retried_1h bigint, dead_1m bigint, dead_15m bigint, dead_1h bigint, failure_rate double precision, retries_per_job double precision, lock_attempts bigint, lock_failures bigint, contention_ratio double precision, pickup_p50_ms double precision, pickup_p95_ms double precision, pickup_p99_ms double precision, wal_bytes_per_job double precision, held_xmin_age bigint, held_xmin_seconds double precision, paused boolean, rate_refusals bigint, waiting bigint)
     LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -7143,16 +7210,7 @@ begin
     limit 1;
 
     return query
-    with live as (
-        select j.queue, coalesce(j.category, '') as category,
-            count(*) filter (where j.status = 'pending' and j.available_at <= now()) as ready,
-            count(*) filter (where j.status = 'pending' and j.available_at > now()) as scheduled,
-            count(*) filter (where j.status = 'running') as running,
-            count(*) filter (where j.status = 'waiting') as waiting,
-            min(j.available_at) filter (
-                where j.status = 'pending' and j.available_at <= now()) as oldest_ready
-        from queue.jobs as j group by 1, 2
-    ),
+    with live as (select * from queue._live_counts()),
     dl as (
         select d.queue, coalesce(d.category, '') as category, count(*) as dead
         from queue.dead_letters as d group by 1, 2
@@ -7336,14 +7394,9 @@ CREATE FUNCTION queue.status() RETURNS TABLE(queue text, ready bigint, scheduled
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
     with live as (
-        select j.queue,
-            count(*) filter (where j.status = 'pending' and j.available_at <= now()) as ready,
-            count(*) filter (where j.status = 'pending' and j.available_at > now()) as scheduled,
-            count(*) filter (where j.status = 'running') as running,
-            now() - min(j.available_at) filter (
-                where j.status = 'pending' and j.available_at <= now()
-            ) as oldest_ready_age
-        from queue.jobs as j group by j.queue
+        select c.queue, sum(c.ready)::bigint as ready, sum(c.scheduled)::bigint as scheduled,
+            sum(c.running)::bigint as running, now() - min(c.oldest_ready) as oldest_ready_age
+        from queue._live_counts() as c group by c.queue
     ),
     dead as (select d.queue, count(*) as dead from queue.dead_letters as d group by d.queue),
     names as (
@@ -8310,6 +8363,8 @@ REVOKE ALL ON FUNCTION queue._cron_walk_minutes(minutes integer[], hours integer
 
 REVOKE ALL ON FUNCTION queue._dead_matching(queue_name text, reason_name text, older_than interval, max_rows integer) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION queue._ended_state(reason text) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION queue._enqueue(payload jsonb, queue text, category text, priority integer, delay interval, max_attempts integer, dedup_key text, cache_key text, cache_value jsonb, timeout interval, trace_context jsonb) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._enqueue_lean(payload jsonb, queue text) FROM PUBLIC;
@@ -8352,6 +8407,10 @@ REVOKE ALL ON FUNCTION queue._history_keep(queue_name text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._history_roll() FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION queue._job_name(state text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._job_state(status text, due boolean, retried boolean) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION queue._json_fits(value jsonb, bound bigint) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._json_number_chars(value numeric) FROM PUBLIC;
@@ -8369,6 +8428,8 @@ REVOKE ALL ON FUNCTION queue._lease_default() FROM PUBLIC;
 REVOKE ALL ON FUNCTION queue._lease_lost(job_id bigint, token uuid) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._limits(OUT max_lease interval, OUT max_delay interval, OUT min_priority integer, OUT max_priority integer, OUT max_error_bytes integer, OUT max_result_bytes integer) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._live_counts() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._live_state(status text, available_at timestamp with time zone, attempt integer) FROM PUBLIC;
 
@@ -8667,6 +8728,12 @@ GRANT ALL ON FUNCTION queue.shard_of(queue text) TO andal_admin;
 
 REVOKE ALL ON FUNCTION queue.shards() FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.shards() TO andal_admin;
+
+REVOKE ALL ON FUNCTION queue.states() FROM PUBLIC;
+GRANT ALL ON FUNCTION queue.states() TO andal_producer;
+GRANT ALL ON FUNCTION queue.states() TO andal_worker;
+GRANT ALL ON FUNCTION queue.states() TO andal_admin;
+GRANT ALL ON FUNCTION queue.states() TO andal_monitor;
 
 REVOKE ALL ON FUNCTION queue.stats() FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.stats() TO andal_admin;

@@ -52,6 +52,9 @@ RULE_HOMES: dict[str, tuple[str, dict[str, str]]] = {
         Q + "heartbeat.sql": "the token check inside the heartbeat's update (hot path)",
         Q + "claim.sql": "the take-back of expired leases inside the claim (hot path)",
     }),
+    # the mapping from stored columns to a job's state
+    "when due then 'ready'": (Q + "states.sql", {}),
+    "reason in ('cancelled', 'parent_failed')": (Q + "states.sql", {}),
 }  # fmt: skip
 
 

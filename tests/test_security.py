@@ -305,6 +305,7 @@ CALLS = {
     "next_available": "select queue.next_available()",
     "version": "select queue.version()",
     "roles": "select * from queue.roles()",
+    "states": "select * from queue.states()",
     "cancel": "select queue.cancel(0)",
     "requeue_dead": "select queue.requeue_dead(0)",
     "purge_dead": "select queue.purge_dead('100 years')",
@@ -340,8 +341,8 @@ CALLS = {
     "rate_limits": "select * from queue.rate_limits()",
 }
 READ = {"job", "jobs_by", "parent_results", "child_jobs"}
-PRODUCER = {"enqueue", "enqueue:trace_context", "enqueue_many", "version", "roles", "shard_of",
-            "watch", *READ}  # fmt: skip
+PRODUCER = {"enqueue", "enqueue:trace_context", "enqueue_many", "version", "roles", "states",
+            "shard_of", "watch", *READ}  # fmt: skip
 WORKER = {
     "claim",
     "complete",
@@ -370,6 +371,7 @@ WORKER = {
     "next_available",
     "version",
     "roles",
+    "states",
     "shard_of",
     "watch",
     "schedules",
@@ -389,6 +391,7 @@ MONITOR = {
     "next_available",
     "version",
     "roles",
+    "states",
     "schedules",
     "queue_settings",
     "rate_limits",

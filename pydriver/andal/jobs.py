@@ -18,6 +18,14 @@ import psycopg
 from . import statements as sql
 from .errors import translated
 
+#: The job states, in a job's order of life: the vocabulary of ``queue.states()`` (its
+#: ``state`` column, tested equal to it), the one of ``queue.status``, ``queue.stats``,
+#: the metrics and ``andal status``.
+STATES = ("waiting", "scheduled", "ready", "running", "failed", "completed", "dead",
+          "cancelled")  # fmt: skip
+#: The names ``queue.job`` and ``queue.jobs_by`` (so ``JobInfo.state``) give the states that
+#: they name otherwise (``queue.states()``'s ``job_state``): kept for compatibility.
+JOB_STATE = {"ready": "pending"}
 #: The states in which a job is finished.
 FINAL = frozenset({"completed", "dead", "cancelled"})
 

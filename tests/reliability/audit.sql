@@ -30,6 +30,7 @@ create or replace temporary view andal_audit_matrix (fn, roles) as values
     ('queue.enqueue_many', '{andal_admin,andal_producer}'),
     ('queue.version', '{andal_admin,andal_monitor,andal_producer,andal_worker}'),
     ('queue.roles', '{andal_admin,andal_monitor,andal_producer,andal_worker}'),
+    ('queue.states', '{andal_admin,andal_monitor,andal_producer,andal_worker}'),
     -- working
     ('queue.claim', '{andal_admin,andal_worker}'),
     ('queue.complete', '{andal_admin,andal_worker}'),

@@ -6,8 +6,8 @@
 -- (queue.watch), its watchers on andal_done. The caller holds the row lock, and settles the
 -- job's slot, statistics and cache afterwards (queue._settle). Its times (died_at,
 -- finished_at, and keep_until from it) are the clock's at the write. Takes the id,
--- not the row: no function signature depends on queue.jobs's row type, so
--- queue.set_shards can replace the table.
+-- not the row: no function signature depends on queue.jobs's row type. Its state in the
+-- history is queue._ended_state of its reason.
 drop function if exists queue._bury(queue.jobs, text, text);
 create or replace function queue._bury(
     job_id bigint, reason text, last_error text, errors jsonb
@@ -46,8 +46,7 @@ begin
             enqueued_at, started_at, finished_at, worker, errors, keep_until
         )
         select g.id, g.queue, g.category, g.priority,
-            case when _bury.reason in ('cancelled', 'parent_failed') then 'cancelled'
-                else 'dead' end, g.payload,
+            queue._ended_state(_bury.reason), g.payload,
             g.attempt, g.max_attempts, g.enqueued_at, g.claimed_at, v_now, g.worker,
             _bury.errors, v_now + q.history_retention
         from gone as g

@@ -255,9 +255,8 @@ declare
     v_limit int := (queue._limits()).max_result_bytes;
 begin
     insert into queue.workflow_results as r (job_id, state, result)
-    select u.id, case when reason = 'completed' then 'completed'
-                      when reason in ('cancelled', 'parent_failed') then 'cancelled'
-                      else 'dead' end,
+    select u.id,
+        case when reason = 'completed' then 'completed' else queue._ended_state(reason) end,
         case when octet_length(u.result::text) > v_limit
             then queue._check_result(u.result, 'result') else u.result end
     from unnest(parents, coalesce(results, '{}')) as u (id, result)

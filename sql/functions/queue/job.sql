@@ -13,27 +13,22 @@
 -- completed over an hour ago in a queue that keeps no history (nor results), or its history
 -- expired, or its dead letter was purged. queue.job returns no row then.
 
--- _live_state: the state of a live job from its row.
+-- _live_state: the state of a live job from its row, as queue.job names it (states.sql).
 create or replace function queue._live_state(
     status text, available_at timestamptz, attempt int
 ) returns text
 language sql stable
 set search_path = pg_catalog, pg_temp
 as $$
-    select case
-        when status = 'running' then 'running'
-        when status = 'waiting' then 'waiting'
-        when available_at <= now() then 'pending'
-        when attempt > 0 then 'failed'
-        else 'scheduled'
-    end
+    select queue._job_name(queue._job_state(status, available_at <= now(), attempt > 0))
 $$;
 
 -- queue.job: one row describing the job, or no row when andal does not remember it (see
 -- above). One statement, so it reads one snapshot: a job that finishes meanwhile is seen
 -- either live or finished, never missing.
--- state: scheduled (waiting for its delay), pending (ready), running, failed (an attempt
--- failed and the retry waits for its backoff), completed, dead, cancelled.
+-- state: the job_state of queue.states(): waiting, scheduled (waiting for its delay),
+-- pending (ready), running, failed (an attempt failed and the retry waits for its
+-- backoff), completed, dead, cancelled.
 -- attempts: runs started; started_at: start of the current (running) or last attempt,
 -- null when unknown (a dead letter); finished_at: when it completed, died or was cancelled;
 -- worker and lease_expires_at: the worker holding it and its lease, while it runs;
@@ -81,7 +76,7 @@ begin
          limit 1)
         union all
         select 3, d.job_id,
-            case when d.reason in ('cancelled', 'parent_failed') then 'cancelled' else 'dead' end,
+            queue._ended_state(d.reason),
             d.queue, d.category, d.priority, d.attempt, d.max_attempts, d.enqueued_at, null,
             null, d.died_at, null, null, null, null, d.errors, null
         from queue.dead_letters as d

@@ -25,19 +25,20 @@ declare
     v_done boolean;
 begin
     perform queue._check_name(jobs_by.queue, 'queue', false);
-    if jobs_by.state is not null and jobs_by.state not in (
-        'waiting', 'scheduled', 'pending', 'failed', 'running', 'completed', 'dead', 'cancelled'
-    ) then
-        raise exception 'state must be one of waiting, scheduled, pending, failed, running, '
-            'completed, dead, cancelled (got %)', jobs_by.state
+    -- the states as queue.job names them (queue.states())
+    if jobs_by.state is not null
+       and not exists (select from queue.states() as s where s.job_state = jobs_by.state) then
+        raise exception 'state must be one of % (got %)',
+            (select string_agg(s.job_state, ', ') from queue.states() as s), jobs_by.state
             using errcode = '22023';
     end if;
     if jobs_by.lim is null or jobs_by.lim not between 1 and 1000 then
         raise exception 'lim must be between 1 and 1000 (got %)', jobs_by.lim
             using errcode = '22023';
     end if;
-    v_live := jobs_by.state is null
-        or jobs_by.state in ('waiting', 'scheduled', 'pending', 'failed', 'running');
+    v_live := jobs_by.state is null or exists (
+        select from queue.states() as s where s.job_state = jobs_by.state and s.live
+    );
     v_done := jobs_by.state is null or not v_live;
     return query
     select s.job_id, s.state, s.queue, s.category, s.priority, s.attempts, s.max_attempts,
@@ -78,7 +79,7 @@ begin
          limit jobs_by.lim)
         union all
         (select d.job_id,
-            case when d.reason in ('cancelled', 'parent_failed') then 'cancelled' else 'dead' end,
+            queue._ended_state(d.reason),
             d.queue, d.category, d.priority, d.attempt, d.max_attempts, d.enqueued_at, null,
             null, d.died_at, null, null, null, null, d.errors, null
          from queue.dead_letters as d
@@ -86,8 +87,7 @@ begin
            and (jobs_by.queue is null or d.queue = jobs_by.queue)
            and (jobs_by.before is null or d.job_id < jobs_by.before)
            and (jobs_by.state is null
-                or jobs_by.state = case when d.reason in ('cancelled', 'parent_failed')
-                    then 'cancelled' else 'dead' end)
+                or jobs_by.state = queue._ended_state(d.reason))
            and not exists (select from queue.jobs as j where j.id = d.job_id)
            and not exists (select from queue.history as h where h.job_id = d.job_id)
          order by d.job_id desc

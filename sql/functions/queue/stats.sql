@@ -97,6 +97,8 @@ $$;
 -- advisory-lock contention, pickup latency quantiles, and WAL bytes per ended job.
 -- Counts of the windows are of attempts that ended in the window; the latency figures are
 -- over the last hour. Reads the live table: for operators and scrapers, not the hot path.
+-- ready, scheduled, running, waiting: live jobs by state (queue.states(); scheduled counts
+-- every job not yet due, the states scheduled and failed).
 -- held_xmin_age / held_xmin_seconds (the same on every row): how many transactions, and for
 -- how long, the oldest snapshot or transaction of this database (another session's, a
 -- prepared transaction, a replication slot) holds back vacuum: while it does, the dead rows
@@ -197,16 +199,7 @@ begin
     limit 1;
 
     return query
-    with live as (
-        select j.queue, coalesce(j.category, '') as category,
-            count(*) filter (where j.status = 'pending' and j.available_at <= now()) as ready,
-            count(*) filter (where j.status = 'pending' and j.available_at > now()) as scheduled,
-            count(*) filter (where j.status = 'running') as running,
-            count(*) filter (where j.status = 'waiting') as waiting,
-            min(j.available_at) filter (
-                where j.status = 'pending' and j.available_at <= now()) as oldest_ready
-        from queue.jobs as j group by 1, 2
-    ),
+    with live as (select * from queue._live_counts()),
     dl as (
         select d.queue, coalesce(d.category, '') as category, count(*) as dead
         from queue.dead_letters as d group by 1, 2

@@ -1,5 +1,5 @@
--- queue.status: one row per known queue: ready, scheduled (pending, not yet available),
--- running and dead jobs, and the age of the oldest ready job. Reads the whole live table:
+-- queue.status: one row per known queue: ready, scheduled (not yet due: the states scheduled
+-- and failed of queue.states()), running and dead jobs, and the age of the oldest ready job. Reads the whole live table:
 -- meant for operators, not for the hot path.
 create or replace function queue.status()
 returns table (
@@ -11,14 +11,9 @@ security definer
 set search_path = pg_catalog, pg_temp
 as $$
     with live as (
-        select j.queue,
-            count(*) filter (where j.status = 'pending' and j.available_at <= now()) as ready,
-            count(*) filter (where j.status = 'pending' and j.available_at > now()) as scheduled,
-            count(*) filter (where j.status = 'running') as running,
-            now() - min(j.available_at) filter (
-                where j.status = 'pending' and j.available_at <= now()
-            ) as oldest_ready_age
-        from queue.jobs as j group by j.queue
+        select c.queue, sum(c.ready)::bigint as ready, sum(c.scheduled)::bigint as scheduled,
+            sum(c.running)::bigint as running, now() - min(c.oldest_ready) as oldest_ready_age
+        from queue._live_counts() as c group by c.queue
     ),
     dead as (select d.queue, count(*) as dead from queue.dead_letters as d group by d.queue),
     names as (
