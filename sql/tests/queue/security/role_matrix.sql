@@ -49,6 +49,7 @@ insert into matrix values
     ('queue.rate_limits()', false, true, true),
     ('queue.version()', true, true, true),
     ('queue.roles()', true, true, true),
+    ('queue.states()', true, true, true),
     ('queue.cancel(bigint)', false, false, true),
     ('queue.requeue_dead(bigint)', false, false, true),
     ('queue.purge_dead(interval)', false, false, true),
@@ -88,7 +89,7 @@ create temp table monitor_may (fn text);
 insert into monitor_may values
     ('queue.status()'), ('queue.stats()'), ('queue.metrics()'), ('queue.workers()'),
     ('queue.next_available(text[])'), ('queue.registered_workers()'),
-    ('queue.version()'), ('queue.roles()'), ('queue.job(bigint)'), ('queue.jobs_by(text,text,bigint,integer)'),
+    ('queue.version()'), ('queue.roles()'), ('queue.states()'), ('queue.job(bigint)'), ('queue.jobs_by(text,text,bigint,integer)'),
     ('queue.stats_by_minute(interval)'), ('queue.category_limits()'), ('queue.schedules()'),
     ('queue.queue_settings(text)'), ('queue.rate_limits()'), ('cache.stats(interval)'),
     ('queue.dead_letters_by(text,text,bigint,integer)'),
