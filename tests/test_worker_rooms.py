@@ -16,7 +16,7 @@ from andal.worker.databases import Source
 from andal.worker.interrupt import Interrupter
 from andal.worker.limits import Limits
 from andal.worker.listen import abort_target
-from andal.worker.state import _failure, _Outcome, _Run
+from andal.worker.state import RunState, _failure, _Outcome, _Run
 
 
 def a_run(src: Source, job_id: int, lease: float = 30.0, queue: str = "q") -> _Run:
@@ -163,13 +163,16 @@ class FakeObserver:
 
 
 def test_interrupter_flags_a_run_once_and_loses_a_timed_out_one() -> None:
+    from andal.worker.slots import Slots
+
     src = Source(0, "dbname=x", "x@h:1", 1.0)
-    observer, counted = FakeObserver(), []
-    stops = Interrupter(threading.Lock(), observer, lambda k, n, s: counted.append(k))  # type: ignore[arg-type]
+    observer = FakeObserver()
+    slots = Slots(4, 100, [src], observer, lambda: False)  # type: ignore[arg-type]
+    stops = Interrupter(slots, observer)  # type: ignore[arg-type]
     late, early, aborted = a_run(src, 1), a_run(src, 2), a_run(src, 3)
     late.time_up, early.time_up = 105.0, 500.0
     for r in (late, early, aborted):
-        r.state = "running"
+        r.move(RunState.RUNNING)
     assert stops.due([late, early, aborted], now=106.0) == [early, aborted]
     assert late.lost and late.job.abort_reason == "timeout" and late.job.abort_requested
     with pytest.raises(andal.JobInterrupted) as stopped:
@@ -177,7 +180,8 @@ def test_interrupter_flags_a_run_once_and_loses_a_timed_out_one() -> None:
     assert stopped.value.reason == "timeout"
     assert stops.stop(aborted, "aborted") and not stops.stop(aborted, "aborted")  # once
     assert not aborted.lost, "an aborted run's outcome is still sent (the acknowledgement)"
-    assert observer.told == [(1, "timeout"), (3, "aborted")] and counted == ["timed_out"]
+    assert observer.told == [(1, "timeout"), (3, "aborted")]
+    assert dict(slots.counts) == {"timed_out": 1}
     assert not early.job.abort_requested
 
 
@@ -206,7 +210,7 @@ def test_trouble_stops_a_misconfigured_worker_and_takes_a_lost_databases_share(
     trouble = Trouble(
         slots,
         observer,
-        Interrupter(slots.lock, observer, slots.count),
+        Interrupter(slots, observer),
         "w",
         lambda: stops.append(True),
         lambda: False,
@@ -366,7 +370,7 @@ def completer_rig(dsn: str, queue: str, slots_for: int, batch: int) -> tuple[Any
     src.complete_lane = _Lane(src.pool)
     slots.configure(leased=True, tx_forms=[])
     trouble = Trouble(
-        slots, observer, Interrupter(slots.lock, observer, slots.count), "w-rooms",
+        slots, observer, Interrupter(slots, observer), "w-rooms",
         lambda: None, lambda: False,
     )  # fmt: skip
     claimer = Claimer(
@@ -393,7 +397,7 @@ def test_completer_records_a_batch_of_successes_and_a_failure(dsn, clean) -> Non
     try:
         assert claimer.claim_leased(src) == (3, 3)
         for run in executor.dispatched:
-            run.state = "running"
+            run.move(RunState.RUNNING)
             ok = run.job.id != ids[2]
             outcome = (
                 _Outcome(run, True, 1.0, result="{}")
@@ -425,7 +429,7 @@ def test_shutdown_hands_back_unstarted_jobs_and_closes_the_pools(dsn, clean) -> 
     src, observer, slots = a_source(dsn, slots_for=2)
     slots.configure(leased=True, tx_forms=[])
     trouble = Trouble(
-        slots, observer, Interrupter(slots.lock, observer, slots.count), "w-rooms",
+        slots, observer, Interrupter(slots, observer), "w-rooms",
         lambda: None, lambda: False,
     )  # fmt: skip
     stopping, helpers_stop = threading.Event(), threading.Event()
@@ -470,12 +474,13 @@ def test_host_shows_the_heartbeat_the_held_leased_runs_only() -> None:
     src = Source(0, "dbname=x", "x@h:1", 1.0)
     observer = Observer("w", None, [src])
     slots = Slots(4, 100, [src], observer, lambda: False)
-    stops = Interrupter(slots.lock, observer, slots.count)
+    stops = Interrupter(slots, observer)
     trouble = Trouble(slots, observer, stops, "w", lambda: None, lambda: False)
     hinted: list[Source] = []
     host = _Host(slots, trouble, observer, stops, hinted.append, lambda where, exc=None: None)
     held, lost, done = a_run(src, 1), a_run(src, 2), a_run(src, 3)
-    lost.lost, done.state = True, "done"
+    lost.lost = True
+    done.move(RunState.DONE)
     src.active.update({1: held, 2: lost, 3: done})
     assert host.held(src) == [held] and host.holding(held) and not host.holding(done)
     host.beaten(src, 0.01)
@@ -516,7 +521,7 @@ def test_startup_wires_the_rooms_and_their_threads_drain_a_queue(dsn, clean) -> 
     observer = Observer("w-start", None, [src])
     stopping, helpers_stop = threading.Event(), threading.Event()
     slots = Slots(2, 10, [src], observer, stopping.is_set)
-    stops = Interrupter(slots.lock, observer, slots.count)
+    stops = Interrupter(slots, observer)
     trouble = Trouble(slots, observer, stops, "w-start", stopping.set, lambda: False)
     errors: list[str] = []
 
@@ -589,7 +594,7 @@ def test_completer_sends_one_success_with_the_next_claim(dsn, clean, stale) -> N
         if stale:  # another claimer's token now: this worker's lease is gone
             with psycopg_connect(dsn) as c:
                 c.execute("update queue.jobs set token = gen_random_uuid() where id = %s", (first,))
-        run.state = "running"
+        run.move(RunState.RUNNING)
         outcome = _Outcome(run, True, 1.0, result='{"quote": "it\'s \\\\ fine"}')
         outcome.rides = slots.handler_done(run, outcome.ok)
         src.done.put(outcome)

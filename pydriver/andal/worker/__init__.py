@@ -180,9 +180,10 @@ class Worker:
         #: Every connection string, in order.
         self.dsns: tuple[str, ...] = tuple(dsns)
         #: One ``Source`` per database, in the order of ``dsns``.
+        labels, directs = database_labels(dsns), listen_dsns(listen_dsn, len(dsns))
         self.sources: list[Source] = [
-            Source(i, d, label, poll)
-            for i, (d, label) in enumerate(zip(dsns, database_labels(dsns), strict=True))
+            Source(i, d, label, poll, direct)
+            for i, (d, label, direct) in enumerate(zip(dsns, labels, directs, strict=True))
         ]
         self.registry = Registry.coerce(handlers)
         self.only_queues = list(queues) if queues else None
@@ -196,8 +197,6 @@ class Worker:
         #: "transaction" or "session": a pooler (pgbouncer) is between the worker and the
         #: databases (see docs/poolers.md); None: direct connections.
         self.pooler = pooler
-        for src, direct in zip(self.sources, listen_dsns(listen_dsn, len(dsns)), strict=True):
-            src.listen_dsn = direct
         self.heartbeat = heartbeat
         self.pool_timeout = pool_timeout
         self.maintain_every = maintain_every
@@ -247,7 +246,7 @@ class Worker:
         """The worker's rooms (the executor and the maintenance of each database are made
         at start, see ``Startup.prepare``)."""
         #: Tells handlers to stop at their deadline or on an abort request.
-        self.interrupter = Interrupter(self.slots.lock, self.observer, self.slots.count)
+        self.interrupter = Interrupter(self.slots, self.observer)
         self.trouble = Trouble(
             self.slots,
             self.observer,

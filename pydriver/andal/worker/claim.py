@@ -139,8 +139,7 @@ class Claimer:
             return
         if self.should_stop() or not self.slots.reserve(src, 1):
             return
-        with self.slots.lock:
-            probe.searching += 1
+        self.slots.searching(probe, 1)
         assert self.executor is not None
         self.executor.probe(src, group)
 
@@ -161,9 +160,7 @@ class Claimer:
                 error=one_line(exc),
             )
             return False
-        with self.slots.lock:
-            was_down, src.up = not src.up, True
-            since, src.down_since = src.down_since, None
+        was_down, since = self.slots.came_up(src)
         if was_down:
             down_s = None if since is None else round(time.monotonic() - since, 3)
             event("database_up", worker=self.name, database=src.label, host=host, down_s=down_s)
@@ -292,15 +289,7 @@ class Claimer:
         self.trouble.refusals = 0
         if runs:
             self.observer.claimed(src, runs, started_ns)
-        with self.slots.lock:
-            closed = self.slots.closed
-            for run in runs:
-                if closed:
-                    run.state = "released"
-                src.active[run.job.id] = run
-            if runs:
-                self.slots.counts["claimed"] += len(runs)
-                src.counts["claimed"] += len(runs)
+        closed = self.slots.took(src, runs)
         if closed:  # the stop has already handed back the unstarted jobs: these too
             self.slots.back(src, n - len(runs))
             self.release(runs, "not started")

@@ -17,7 +17,7 @@ import queue as queues_
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import psycopg
 
@@ -30,11 +30,30 @@ from .interrupt import aborted
 from .state import _LINGER, _STOP, _Backoff, _Outcome, _Run, one_line, plain_array, text_array
 
 if TYPE_CHECKING:
-    from .claim import Claimer
     from .execute import Executor, InternalError
     from .observe import Observer
     from .slots import Slots
     from .trouble import Trouble
+
+
+class NextClaim(Protocol):
+    """What the completer needs of the claim room (``claim.Claimer``) to send the next claim
+    with a batch of completions, and to hand over the jobs it took."""
+
+    leased_queues: list[str]
+
+    def leased_params(self, n: int) -> dict[str, Any] | None: ...
+
+    def claimed(
+        self,
+        src: Source,
+        n: int,
+        rows: list[tuple[Any, ...]],
+        took: float,
+        started_ns: int,
+        hints: int,
+        keep: list[_Run] | None = None,
+    ) -> int: ...
 
 
 class Completer:
@@ -42,11 +61,11 @@ class Completer:
     ``src``'s completer thread).
 
     ``slots``: the shared state; ``observer``: metrics, traces and job logs; ``trouble``: a
-    failed statement or a lost lease; ``claims``: the claim room (the next claim rides on a
-    batch of completions); ``name``, ``batch``: the worker's; ``should_stop()``,
-    ``internal_error(where)``: the worker's controls; ``in_handler``: the completer threads
-    running a handler (with one slot, see ``_complete``), which a stop does not wait for.
-    ``executor`` (set at start) runs that job.
+    failed statement or a lost lease; ``claims``: the claim room, seen as a ``NextClaim``
+    (the next claim rides on a batch of completions); ``name``, ``batch``: the worker's;
+    ``should_stop()``, ``internal_error(where)``: the worker's controls; ``in_handler``: the
+    completer threads running a handler (with one slot, see ``_complete``), which a stop
+    does not wait for. ``executor`` (set at start) runs that job.
     """
 
     def __init__(
@@ -54,7 +73,7 @@ class Completer:
         slots: Slots,
         observer: Observer,
         trouble: Trouble,
-        claims: Claimer,
+        claims: NextClaim,
         name: str,
         batch: int,
         should_stop: Callable[[], bool],
@@ -65,8 +84,11 @@ class Completer:
         self.name, self.batch, self.should_stop = name, batch, should_stop
         self.internal_error, self.in_handler = internal_error, in_handler
         self.executor: Executor | None = None
+        #: Per database (index): the jobs its completer claimed to run in its own thread.
+        self.inline: dict[int, list[_Run]] = {}
 
     def run(self, src: Source) -> None:
+        inline = self.inline.setdefault(src.index, [])
         while True:
             first = src.done.get()
             if first is _STOP:
@@ -102,12 +124,12 @@ class Completer:
                 self.internal_error("completer")
                 for o in batch:  # whatever happened, the slots are free again
                     self.slots.finish(o.run)
-            while src.inline:  # the job its claim took, with one slot (see _complete)
+            while inline:  # the job its claim took, with one slot (see _complete)
                 me = threading.current_thread()
                 self.in_handler.add(me)
                 try:
                     assert self.executor is not None
-                    self.executor.run_here(src.inline.pop())
+                    self.executor.run_here(inline.pop())
                 except Exception:
                     self.internal_error("slot")
                 finally:
@@ -126,25 +148,13 @@ class Completer:
             self._record_batch(outcomes, ride)
         finally:
             if ride[0]:
-                with self.slots.lock:
-                    src.riding -= ride[0]
-                src.wake.set()
+                self.slots.unride(src, ride[0])
 
     def _record_batch(self, outcomes: list[_Outcome], ride: list[int]) -> None:
-        keep: list[_Outcome] = []
-        dropped: list[_Outcome] = []
-        with self.slots.lock:
-            for o in outcomes:
-                if o.run.lost or o.run.state == "released":
-                    o.run.state = "done"
-                    dropped.append(o)
-                    self.slots.counts["discarded"] += 1
-                    o.run.source.counts["discarded"] += 1
-                else:
-                    o.run.state = "finishing"
-                    if o.run.job.abort_reason == ABORTED and o.ok:  # learnt after it returned
-                        o = aborted(o.run, o)
-                    keep.append(o)
+        keep, dropped = self.slots.to_record(outcomes)
+        for i, o in enumerate(keep):  # finishing now: no abort request reaches them any more
+            if o.ok and o.run.job.abort_reason == ABORTED:  # learnt after it returned
+                keep[i] = aborted(o.run, o)
         for o in dropped:
             event("outcome_discarded", logging.DEBUG, worker=self.name, **o.run.fields())
             self.slots.finish(o.run)
@@ -231,7 +241,7 @@ class Completer:
         """The claim sent with the completions took ``rows``. With one slot, the completer
         runs the job it claimed itself, once its batch is recorded (``run``): the only outcome
         it can wait for is that job's, and two thread hand-offs per job are saved."""
-        keep = src.inline if self.slots.concurrency == 1 else None
+        keep = self.inline.setdefault(src.index, []) if self.slots.concurrency == 1 else None
         self.claims.claimed(src, n, rows, took, ns, hints, keep)
 
     def _claim_refused(self, src: Source, exc: psycopg.Error, completions: int) -> None:

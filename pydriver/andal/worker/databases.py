@@ -125,12 +125,14 @@ class Source:
     (they hold no slot).
     """
 
-    def __init__(self, index: int, dsn: str, label: str, poll: float) -> None:
+    def __init__(
+        self, index: int, dsn: str, label: str, poll: float, listen_dsn: str | None = None
+    ) -> None:
         self.index = index
         self.dsn = dsn
         #: A direct connection string for LISTEN and the vacuum's session lock, when the
         #: worker's DSN goes through a transaction-mode pooler (None: not given).
-        self.listen_dsn: str | None = None
+        self.listen_dsn = listen_dsn
         #: Whether a pooler answered for the server at the worker's start (``behind_pooler``)
         #: though the worker was not told of one: it then runs as with pooler="transaction".
         self.pooled = False
@@ -140,7 +142,6 @@ class Source:
         self.busy = 0
         self.reporting = 0
         self.riding = 0  # successes waiting for the completer, whose claim rides on them
-        self.inline: list[_Run] = []  # claimed by the completer, to run in its own thread
         self.counts: Counter[str] = Counter()
         self.pool: ConnectionPool | None = None
         self.claim_lane: _Lane | None = None  # the claim loop's connection
@@ -155,6 +156,16 @@ class Source:
     @property
     def held(self) -> int:
         return len(self.active)
+
+    def attach(self, pool: ConnectionPool) -> None:
+        """At the worker's start: its pool, and the claim loop's and the completer's lanes."""
+        self.pool = pool
+        self.claim_lane, self.complete_lane = _Lane(pool), _Lane(pool)
+
+    def close(self) -> None:
+        """At the worker's stop: close its pool (its lanes' connections go with it)."""
+        if self.pool is not None:
+            self.pool.close(timeout=1)
 
     def __repr__(self) -> str:
         state = "up" if self.up else "down"

@@ -131,20 +131,13 @@ class Executor:
 
     def _begin(self, run: _Run) -> bool:
         """Whether ``run`` starts now: not when a stop released it or its lease is gone."""
-        with self.slots.lock:
-            if run.state != "claimed":
-                skip, finish = True, False  # released by a stop before it started
-            elif run.lost:
-                run.state = "done"
-                skip, finish = True, True
-            else:
-                run.state = "running"
-                skip = finish = False
-        if skip:
-            if finish:
-                self.slots.finish(run)
-            self.queue_done(run)
-        return not skip
+        started = self.slots.start(run)
+        if started:
+            return True
+        if started is False:  # its lease is gone (None: released by a stop before it started)
+            self.slots.finish(run)
+        self.queue_done(run)
+        return False
 
     def _ran(self, run: _Run, outcome: _Outcome, took: float) -> None:
         """A leased handler returned or raised: free its slot, hand its outcome on."""

@@ -38,16 +38,10 @@ class _Host:
         self.interrupter, self.hint_, self.internal_error_ = interrupter, hint, internal_error
 
     def held(self, src: Source) -> list[_Run]:
-        with self.slots.lock:
-            return [
-                r
-                for r in src.active.values()
-                if not r.lost and not r.handler.transactional and r.state != "done"
-            ]
+        return self.slots.held(src)
 
     def holding(self, run: _Run) -> bool:
-        with self.slots.lock:
-            return run.state in ("claimed", "running")
+        return self.slots.holding(run)
 
     def lost(self, run: _Run, detected_by: str) -> None:
         self.trouble_.lease_lost(run, detected_by)

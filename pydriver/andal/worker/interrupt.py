@@ -17,15 +17,15 @@ tells the handler, once (``Interrupter.stop``):
   acknowledgement the database asks for (``queue.fail``: the job ends cancelled, never
   retried; see ``aborted``), logged at info (``abort_requested``, then ``cancelled``).
 
-``Interrupter`` needs the lock of the runs' state, the ``Observer`` and a counter; the
-heartbeat calls it (through its ``Host``) at each run's deadline and on each abort it reads.
+``Interrupter`` needs the owner of the runs' state (``RunStops``: ``Slots``) and the
+``Observer``; the heartbeat calls it (through its ``Host``) at each run's deadline and on each
+abort it reads.
 """
 
 from __future__ import annotations
 
-import threading
 import time
-from collections.abc import Callable
+from typing import Any, Protocol
 
 from .databases import Source
 from .handlers import TIMEOUT
@@ -38,22 +38,26 @@ from .state import _Outcome, _Run
 TIMEOUT_SLACK = 1.0
 
 
+class RunStops(Protocol):
+    """What ``Interrupter`` needs of the runs' owner (``slots.Slots``)."""
+
+    def ask_stop(self, run: _Run, reason: str, loses: bool) -> tuple[bool, Any]: ...
+
+    def lose_at_deadline(self, run: _Run, reason: str) -> tuple[bool, bool]: ...
+
+    def count(self, key: str, n: int = 1, src: Source | None = None) -> None: ...
+
+
 class Interrupter:
     """Tells a run's handler to stop (``stop``); see the module's docstring."""
 
-    def __init__(
-        self,
-        lock: threading.Lock,
-        observer: Observer,
-        count: Callable[[str, int, Source | None], None],
-    ) -> None:
-        self.lock = lock
+    def __init__(self, runs: RunStops, observer: Observer) -> None:
+        self.runs = runs
         self.observer = observer
-        self.count = count  # Slots.count: the worker's counts (``timed_out``)
 
     def _told(self, run: _Run, reason: str) -> None:
         if reason == TIMEOUT:
-            self.count("timed_out", 1, run.source)
+            self.runs.count("timed_out", 1, run.source)
         self.observer.interrupted(run, reason)
 
     def due(self, runs: list[_Run], now: float) -> list[_Run]:
@@ -71,14 +75,9 @@ class Interrupter:
         whether this call did (once per run). A timed-out run is lost from then on (its
         outcome is discarded); an aborted one whose handler already returned is not touched
         (its outcome is on its way: ``aborted`` turns it into the acknowledgement)."""
-        with self.lock:
-            stop = run.job._stop
-            if stop.reason is not None or run.lost or run.state not in ("claimed", "running"):
-                return False
-            stop.reason = reason
-            if reason == TIMEOUT:
-                run.lost = True
-            task = None if run.ran else run.task
+        asked, task = self.runs.ask_stop(run, reason, loses=reason == TIMEOUT)
+        if not asked:
+            return False
         if task is not None:
             task.get_loop().call_soon_threadsafe(task.cancel)
         self._told(run, reason)
@@ -92,11 +91,7 @@ class Interrupter:
             return False
         if self.stop(run, TIMEOUT):
             return True
-        with self.lock:
-            was_lost, run.lost = run.lost, True
-            first = run.job._stop.reason is None
-            if first:
-                run.job._stop.reason = TIMEOUT
+        was_lost, first = self.runs.lose_at_deadline(run, TIMEOUT)
         if first and not was_lost:
             self._told(run, TIMEOUT)
         return True

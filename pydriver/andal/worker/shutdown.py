@@ -85,32 +85,11 @@ class Shutdown:
         deadline = time.monotonic() + self.pool_timeout + 1
         for t in self.claimers:
             t.join(max(deadline - time.monotonic(), 0.01))
-        with self.slots.lock:
-            self.slots.closed = True
-            unstarted = [r for s in self.sources for r in s.active.values() if r.state == "claimed"]
-            for r in unstarted:
-                r.state = "released"
-        self.release_all(unstarted, "not started")
+        self.release_all(self.slots.close(), "not started")
         code = 0
-        deadline = time.monotonic() + self.grace
-        with self.slots.cv:
-            while (self.slots.busy > 0 or self.slots.reporting > 0) and not self.hard_stop():
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    break
-                self.slots.cv.wait(min(left, 0.2))
-        if self.slots.busy > 0 or self.slots.reporting > 0:
+        if not self.slots.wait_idle(time.monotonic() + self.grace, self.hard_stop):
             code = 1
-            with self.slots.lock:
-                late = [
-                    r
-                    for s in self.sources
-                    for r in s.active.values()
-                    if r.state in ("claimed", "running") and not r.lost
-                ]
-                for r in late:
-                    r.state = "released"
-            self.release_all(late, "grace period over")
+            self.release_all(self.slots.release_late(), "grace period over")
         if self.executor is not None:
             self.executor.stop()
         for src in self.sources:
@@ -129,8 +108,7 @@ class Shutdown:
             if registration is not None and src.pool is not None and src.up:
                 registration.unregister(src.pool)
         for src in self.sources:
-            if src.pool is not None:
-                src.pool.close(timeout=1)
+            src.close()
         return code
 
     def release_all(self, runs: list[_Run], why: str) -> None:

@@ -2,10 +2,14 @@
 
 A worker has ``concurrency`` handler slots over all its databases. ``Slots`` holds who has
 them (``busy``: slots in use; ``reporting``: runs whose handler returned and whose outcome is
-on its way; per database ``Source.busy``, ``reporting``, ``riding`` and ``active``), the
-worker's counts, and the one lock (and its condition, ``cv``) that guards all of it. Every
-room changes that state through these methods only: reserve slots for a claim, give them back,
-free a slot when a handler returns, finish a run when its outcome is recorded.
+on its way; per database ``Source.busy``, ``reporting``, ``riding``, ``active``, ``up``, the
+probes searching), the worker's counts, the runs' states (``RunState``), and the one lock
+(and its condition, ``cv``) that guards all of it: ``Held`` the runs, the databases' state
+and the counts, ``Slots`` (which extends it) the slots. Every room changes that state through
+these methods only: reserve slots for a claim, hold its runs (``took``), start a run, give
+slots back, free a slot when a handler returns, sort a completer's batch (``to_record``),
+lose a lease (``lose``), finish a run when its outcome is recorded, a database going down or
+up (``went_down``, ``came_up``), and a stop (``close``, ``release_late``, ``wait_idle``).
 
 The fairness rule between databases is ``room``'s; the backpressure (at most twice
 ``concurrency`` jobs in hand per database) too.
@@ -17,13 +21,178 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from .databases import Source
 from .observe import Observer
-from .state import _Run
+from .state import Probe, RunState, _Outcome, _Run
 
 
-class Slots:
+class Held:
+    """The runs one worker holds, their states (``RunState``) and the databases' (``up``,
+    the probes searching), the worker's counts, and the one lock (and its condition, ``cv``)
+    that guards them and the slots (``Slots``, which extends it)."""
+
+    def __init__(self, sources: Sequence[Source], observer: Observer) -> None:
+        self.sources = list(sources)
+        self.observer = observer
+        self.lock = threading.Lock()
+        self.cv = threading.Condition(self.lock)
+        #: What happened, over all databases (each ``Source`` counts its own too).
+        self.counts: Counter[str] = Counter()
+        #: Set by a stop (under the lock): a claim landing later is released at once.
+        self.closed = False
+
+    def count(self, key: str, n: int = 1, src: Source | None = None) -> None:
+        with self.lock:
+            self.counts[key] += n
+            if src is not None:
+                src.counts[key] += n
+
+    def ended(self, run: _Run, outcome: str, error: str | None = None) -> None:
+        """Count a job attempt's outcome (counts, metrics) and end its trace."""
+        self.count(outcome, src=run.source)
+        self.observer.outcome(run, outcome, error)
+
+    @staticmethod
+    def end_trace(run: _Run, outcome: str, error: str | None = None) -> None:
+        Observer.end_trace(run, outcome, error)
+
+    def took(self, src: Source, runs: list[_Run]) -> bool:
+        """A claim's ``runs`` are held now (``src.active``) and counted. Returns whether a
+        stop closed the slots first: the runs are then released (the caller hands them back)."""
+        with self.lock:
+            closed = self.closed
+            for run in runs:
+                if closed:
+                    run.move(RunState.RELEASED)
+                src.active[run.job.id] = run
+            if runs:
+                self.counts["claimed"] += len(runs)
+                src.counts["claimed"] += len(runs)
+        return closed
+
+    def start(self, run: _Run) -> bool | None:
+        """``run``'s handler is about to start: True, it is running; False, its lease is gone
+        (it is done: finish it); None, a stop released it before it started."""
+        with self.lock:
+            if run.state is not RunState.CLAIMED:
+                return None
+            if run.lost:
+                run.move(RunState.DONE)
+                return False
+            run.move(RunState.RUNNING)
+            return True
+
+    def to_record(self, outcomes: list[_Outcome]) -> tuple[list[_Outcome], list[_Outcome]]:
+        """A completer's batch: the outcomes to record (their runs finishing) and the ones to
+        discard (lost or released: done, counted ``discarded``)."""
+        keep: list[_Outcome] = []
+        dropped: list[_Outcome] = []
+        with self.lock:
+            for o in outcomes:
+                if o.run.lost or o.run.state is RunState.RELEASED:
+                    o.run.move(RunState.DONE)
+                    dropped.append(o)
+                    self.counts["discarded"] += 1
+                    o.run.source.counts["discarded"] += 1
+                else:
+                    o.run.move(RunState.FINISHING)
+                    keep.append(o)
+        return keep, dropped
+
+    def lose(self, run: _Run) -> bool:
+        """``run``'s lease is lost (its outcome will be discarded): counted once; returns
+        whether this call is the first to say so."""
+        with self.lock:
+            if run.lost:
+                return False
+            run.lost = True
+            self.counts["lease_lost"] += 1
+            run.source.counts["lease_lost"] += 1
+        return True
+
+    def ask_stop(self, run: _Run, reason: str, loses: bool) -> tuple[bool, Any]:
+        """Flag ``run``'s stop for ``reason`` (``Interrupter.stop``), once and only while its
+        handler may run; ``loses``: its outcome is discarded from now on. Returns whether
+        this call flagged it, and the asyncio task to cancel (None: none, or it returned)."""
+        with self.lock:
+            stop = run.job._stop
+            if stop.reason is not None or run.lost or not run.state.holding:
+                return False, None
+            stop.reason = reason
+            if loses:
+                run.lost = True
+            return True, None if run.ran else run.task
+
+    def lose_at_deadline(self, run: _Run, reason: str) -> tuple[bool, bool]:
+        """``run`` was fenced at its deadline after its handler returned: lost, its stop
+        reason ``reason`` unless one was set. Returns whether it was lost already, and
+        whether this call set the reason."""
+        with self.lock:
+            was_lost, run.lost = run.lost, True
+            first = run.job._stop.reason is None
+            if first:
+                run.job._stop.reason = reason
+        return was_lost, first
+
+    def held(self, src: Source) -> list[_Run]:
+        """``src``'s leased runs whose lease this worker still extends."""
+        with self.lock:
+            return [
+                r
+                for r in src.active.values()
+                if not r.lost and not r.handler.transactional and r.state is not RunState.DONE
+            ]
+
+    def holding(self, run: _Run) -> bool:
+        with self.lock:
+            return run.state.holding
+
+    def searching(self, probe: Probe, n: int) -> None:
+        """A transactional probe starts claiming (``n`` = 1) or is done (-1)."""
+        with self.lock:
+            probe.searching += n
+
+    def went_down(self, src: Source) -> list[_Run] | None:
+        """``src`` does not answer: it is down (its share of the slots goes to the others).
+        Returns its runs whose outcome waits to be sent, or None when it was down already."""
+        with self.lock:
+            if not src.up:
+                return None
+            src.up, src.down_since = False, time.monotonic()
+            return [r for r in src.active.values() if r.ran]
+
+    def came_up(self, src: Source) -> tuple[bool, float | None]:
+        """``src`` answers again; returns whether it was down, and since when (monotonic)."""
+        with self.lock:
+            was_down, src.up = not src.up, True
+            since, src.down_since = src.down_since, None
+        return was_down, since
+
+    def close(self) -> list[_Run]:
+        """A stop: no claim lands from now on; returns the runs not started (released)."""
+        with self.lock:
+            self.closed = True
+            unstarted = [
+                r for s in self.sources for r in s.active.values() if r.state is RunState.CLAIMED
+            ]
+            for r in unstarted:
+                r.move(RunState.RELEASED)
+        return unstarted
+
+    def release_late(self) -> list[_Run]:
+        """The grace period is over: the runs still held and not lost are released."""
+        with self.lock:
+            late = [
+                r for s in self.sources for r in s.active.values() if r.state.holding and not r.lost
+            ]
+            for r in late:
+                r.move(RunState.RELEASED)
+        return late
+
+
+class Slots(Held):
     """The slots of one worker (see the module's docstring). ``leased``: the worker has
     leased queues; ``tx_forms``: the handler forms of its transactional queues (False:
     plain, True: ``async def``); both set by ``configure`` when the worker starts."""
@@ -36,22 +205,15 @@ class Slots:
         observer: Observer,
         stopping: Callable[[], bool],
     ) -> None:
+        super().__init__(sources, observer)
         self.concurrency = concurrency
         self.batch = batch
-        self.sources = list(sources)
-        self.observer = observer
         self.stopping = stopping
-        self.lock = threading.Lock()
-        self.cv = threading.Condition(self.lock)
         self.busy = 0  # slots in use, all databases
         self.reporting = 0  # unfinished runs that gave their slot back (see handler_done)
         self.turn = 0  # rotates the remainder of an uneven split of the slots (see room)
-        #: What happened, over all databases (each ``Source`` counts its own too).
-        self.counts: Counter[str] = Counter()
         self.leased = False
         self.tx_forms: list[bool] = []
-        #: Set by a stop (under the lock): a claim landing later is released at once.
-        self.closed = False
 
     def configure(self, leased: bool, tx_forms: list[bool]) -> None:
         self.leased, self.tx_forms = leased, tx_forms
@@ -248,21 +410,6 @@ class Slots:
             if s is not src:
                 s.wake.set()
 
-    def count(self, key: str, n: int = 1, src: Source | None = None) -> None:
-        with self.lock:
-            self.counts[key] += n
-            if src is not None:
-                src.counts[key] += n
-
-    def ended(self, run: _Run, outcome: str, error: str | None = None) -> None:
-        """Count a job attempt's outcome (counts, metrics) and end its trace."""
-        self.count(outcome, src=run.source)
-        self.observer.outcome(run, outcome, error)
-
-    @staticmethod
-    def end_trace(run: _Run, outcome: str, error: str | None = None) -> None:
-        Observer.end_trace(run, outcome, error)
-
     def has_room(self, src: Source) -> bool:
         with self.lock:
             return self.room(src) > 0
@@ -282,6 +429,24 @@ class Slots:
                 self.busy += n
                 src.busy += n
         return max(n, 0)
+
+    def unride(self, src: Source, n: int) -> None:
+        """``n`` successes whose claim was to ride on their completion no longer hold
+        ``src``'s claim loop back (wake it: no claim rode)."""
+        with self.lock:
+            src.riding -= n
+        src.wake.set()
+
+    def wait_idle(self, deadline: float, hard_stop: Callable[[], bool]) -> bool:
+        """Wait until no slot is busy and no outcome is on its way, at most until ``deadline``
+        (monotonic) or a hard stop; returns whether it is so."""
+        with self.cv:
+            while (self.busy > 0 or self.reporting > 0) and not hard_stop():
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self.cv.wait(min(left, 0.2))
+            return self.busy <= 0 and self.reporting <= 0
 
 
 def _forget(src: Source, run: _Run) -> None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
@@ -176,11 +175,11 @@ class Startup:
     def make_pools(self, max_size: int) -> None:
         """Each database's connection pool (opened by ``start_threads``) and lanes."""
         for src in self.r.sources:
-            src.pool = ConnectionPool(
-                src.dsn, min_size=2, max_size=max_size, open=False, **self.pool_options(src)
+            src.attach(
+                ConnectionPool(
+                    src.dsn, min_size=2, max_size=max_size, open=False, **self.pool_options(src)
+                )
             )
-            src.claim_lane = _Lane(src.pool)
-            src.complete_lane = _Lane(src.pool)
 
     def make_executor(self, threads: int, needs_loop: bool, limits: Limits[_Run]) -> Executor:
         """The executor, with the transactional probes when a queue is transactional."""
@@ -261,7 +260,7 @@ class Startup:
         for src in sources:
             exc = errors.get(src.index)
             if exc is not None:
-                src.up, src.down_since = False, time.monotonic()
+                self.r.slots.went_down(src)
                 event(
                     "database_down",
                     logging.WARNING,

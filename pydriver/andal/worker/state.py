@@ -13,6 +13,7 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import timedelta
+from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 import psycopg
@@ -45,11 +46,41 @@ def _quote(value: str) -> str:
 # -- internal state -------------------------------------------------------------------------
 
 
+class RunState(str, Enum):
+    """Where a held job is, one way: ``CLAIMED`` -> ``RUNNING`` (its handler started) ->
+    ``FINISHING`` (its outcome is being recorded) -> ``DONE``; ``CLAIMED`` or ``RUNNING`` ->
+    ``RELEASED`` (a stop gives it back) -> ``DONE``; ``CLAIMED`` -> ``DONE`` (its lease was lost
+    before it started). ``_Run.move`` is the one transition."""
+
+    CLAIMED = "claimed"
+    RUNNING = "running"
+    FINISHING = "finishing"
+    RELEASED = "released"
+    DONE = "done"
+
+    @property
+    def holding(self) -> bool:
+        """Its handler may still run (a stop or a timeout can still reach it)."""
+        return self in _HOLDING
+
+
+_HOLDING = frozenset({RunState.CLAIMED, RunState.RUNNING})
+#: The moves ``_Run.move`` allows (staying where it is is always allowed: a batch resent).
+_MOVES = {
+    RunState.CLAIMED: frozenset(RunState) - {RunState.CLAIMED},
+    RunState.RUNNING: frozenset({RunState.FINISHING, RunState.RELEASED, RunState.DONE}),
+    RunState.FINISHING: frozenset({RunState.DONE}),
+    RunState.RELEASED: frozenset({RunState.DONE}),
+    RunState.DONE: frozenset(),
+}
+
+
 class _Run:
     """A job held by this worker, from claim until its outcome is recorded or dropped.
 
-    ``state``: claimed -> running -> finishing -> done; claimed/running -> released.
-    ``lost`` is set once the lease is known to be gone (the outcome will be discarded).
+    ``state``: a ``RunState``, changed by ``move`` only (with the slots' lock held, once the
+    run is shared). ``lost`` is set once the lease is known to be gone (the outcome will be
+    discarded).
     ``source``: the database it came from (every statement about it goes there). ``slot``:
     it holds a handler slot (a leased run until its handler returns, a run that never ran
     until it is finished). ``ran``: its handler is done (the outcome waits for the completer).
@@ -92,7 +123,7 @@ class _Run:
         self.ran = False
         self.job = job
         self.handler = handler
-        self.state = "claimed"
+        self.state = RunState.CLAIMED
         self.lost = False
         self.finished = False
         self.claimed_at = now
@@ -103,6 +134,12 @@ class _Run:
         self.span: Any = None  # the job's root span, when tracing
         self.time_up: float | None = None
         self.task: Any = None
+
+    def move(self, to: RunState) -> None:
+        """The one transition of ``state`` (see ``RunState``); a move back is a bug of ours."""
+        if to is not self.state and to not in _MOVES[self.state]:
+            raise RuntimeError(f"job {self.job.id}: no move from {self.state.value} to {to.value}")
+        self.state = to
 
     def fields(self, **extra: Any) -> dict[str, Any]:
         job = self.job

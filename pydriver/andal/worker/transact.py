@@ -25,7 +25,7 @@ from ..logs import event
 from .databases import Source, is_connection_error
 from .limits import Limits
 from .observe import JOB_LEVEL
-from .state import Probe, _dump_result, _failure, _Outcome, _Run, one_line
+from .state import Probe, RunState, _dump_result, _failure, _Outcome, _Run, one_line
 
 if TYPE_CHECKING:
     from .aio import EventLoop
@@ -124,15 +124,14 @@ class Transactions:
         self.limits.untake(asked, run.job.queue)
         self.slots.count("claimed", src=src)
         self.observer.claimed(src, [run], started_ns)
-        run.state = "running"
+        run.move(RunState.RUNNING)  # not shared yet: no lock
         return run
 
     def _searched(self, search: _Search) -> None:
         """This probe's claim is done (whatever it found): another may start."""
         if search.on:
             search.on = False
-            with self.slots.lock:
-                search.probe.searching -= 1
+            self.slots.searching(search.probe, -1)
 
     def _tx_committed(self, run: _Run, result: tuple[str, dict[str, Any]]) -> None:
         name, fields = result

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import threading
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -37,7 +38,8 @@ REFUSALS = 3
 class Trouble:
     """The failure handling of one worker.
 
-    ``slots``: the shared state (its lock, counts, the slots a lost database gives up);
+    ``slots``: the shared state (its counts, a database down, a lost lease, the slots a lost
+    database gives up), changed through its methods; its own counters under its own lock;
     ``observer``: metrics and traces; ``interrupter``: whether a run was fenced at its
     deadline; ``name``: the worker's; ``stop``: stops the worker (too many configuration
     errors); ``hard_stop``: whether a second signal asks to stop at once."""
@@ -60,6 +62,7 @@ class Trouble:
         self.refusals = 0  # configuration errors in a row (see refused)
         self.pooler_symptoms = 0  # ever (see refused)
         self.misconfigured = False
+        self._lock = threading.Lock()  # guards the three above
 
     def refused(self, src: Source, during: str, exc: BaseException) -> bool:
         """Whether ``exc`` is a configuration problem (``config_hint``): then it is logged as
@@ -69,7 +72,7 @@ class Trouble:
         hint = config_hint(exc)
         if hint is None:
             return False
-        with self.slots.lock:
+        with self._lock:
             self.refusals += 1
             self.pooler_symptoms += getattr(exc, "sqlstate", None) in POOLER_SYMPTOMS
             worst = max(self.refusals, self.pooler_symptoms)
@@ -105,12 +108,8 @@ class Trouble:
             during=what,
             error=one_line(exc),
         )
-        with self.slots.lock:
-            went_down, src.up = src.up, False
-            if went_down:
-                src.down_since = time.monotonic()
-            waiting = [r for r in src.active.values() if r.ran]
-        if went_down:
+        waiting = self.slots.went_down(src)
+        if waiting is not None:
             event("database_down", logging.WARNING, worker=self.name, database=src.label)
             # Outcomes waiting to be sent there hold no slot; its share goes to the others.
             self.slots.unslot(waiting)
@@ -122,12 +121,8 @@ class Trouble:
     def lease_lost(self, run: _Run, detected_by: str, **extra: Any) -> None:
         if self.interrupter.timed_out(run):  # fenced at its deadline: logged as a timeout
             return
-        with self.slots.lock:
-            if run.lost:
-                return
-            run.lost = True
-            self.slots.counts["lease_lost"] += 1
-            run.source.counts["lease_lost"] += 1
+        if not self.slots.lose(run):
+            return
         self.observer.lease_lost(run.job.queue, detected_by)
         event(
             "lease_lost",
