@@ -157,6 +157,10 @@ class Source:
     def held(self) -> int:
         return len(self.active)
 
+    def check(self) -> None:
+        """At the worker's start: ``check_installed``, noting whether a pooler answered."""
+        self.pooled = check_installed(self.dsn)
+
     def attach(self, pool: ConnectionPool) -> None:
         """At the worker's start: its pool, and the claim loop's and the completer's lanes."""
         self.pool = pool

@@ -19,7 +19,7 @@ from psycopg_pool import ConnectionPool
 
 from .. import tracing as tracing_
 from ..logs import event
-from .databases import Source, check_installed, is_connection_error, pooler_mode
+from .databases import Source, is_connection_error, pooler_mode
 from .execute import Executor
 from .heartbeat import Heartbeat
 from .limits import Limits
@@ -233,7 +233,7 @@ class Startup:
 
         def check(src: Source) -> None:
             try:
-                src.pooled = check_installed(src.dsn)
+                src.check()
             except BaseException as exc:  # raised below, in the caller's thread
                 errors[src.index] = exc
 
