@@ -122,7 +122,7 @@ class Worker:
     serves several andal databases (docs/multi-db.md). Each database (a ``Source``, see
     ``sources``) has its own connection pool, claim loop, LISTEN hint, heartbeat, completer,
     ``queue.maintain()`` and vacuum; every job is heartbeated, completed, failed or released
-    on the database it came from. The slots are shared fairly (``_room``): a database with
+    on the database it came from. The slots are shared fairly (``Slots.room``): a database with
     work gets an even share of them, an idle or unreachable one leaves its share to the
     others. The worker starts when at least one database answers (andal must be installed in
     each that does); the others are reconnected to in the background.

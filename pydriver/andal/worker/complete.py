@@ -141,7 +141,7 @@ class Completer:
         """Record outcomes of one database's jobs (its completer's batch)."""
         src = outcomes[0].run.source
         # The successes of the batch that kept their database's claim loop asleep (see
-        # _handler_done): _complete's claim takes over from them, or, when there is none, the
+        # Slots.handler_done): _complete's claim takes over from them, or, when there is none, the
         # claim loop is woken below.
         ride = [sum(1 for o in outcomes if o.rides)]
         try:

@@ -81,7 +81,7 @@ class Shutdown:
         event("worker_stopping", worker=self.name, running=self.slots.busy)
         # No claim may land unnoticed: wait for the claim loops (one blocked on a database
         # that does not answer gives up at its pool timeout; a claim landing even later is
-        # released by its loop, see _claim_leased).
+        # released by its loop, see Claimer.claimed).
         deadline = time.monotonic() + self.pool_timeout + 1
         for t in self.claimers:
             t.join(max(deadline - time.monotonic(), 0.01))

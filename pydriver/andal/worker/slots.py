@@ -230,10 +230,10 @@ class Slots(Held):
         )
 
     def room(self, src: Source) -> int:
-        """How many more slots ``src`` may take now. Call with ``_lock`` held.
+        """How many more slots ``src`` may take now. Call with ``lock`` held.
 
         The fairness rule: the databases contending for slots are ``src`` and every other one
-        that is reachable and not idle (``_contending``). The slots not held by the others
+        that is reachable and not idle (``contending``). The slots not held by the others
         (idle or unreachable databases whose jobs still run) are split evenly among the
         contending ones, the remainder of an uneven split going to each in turn (the turn
         moves every time a slot is freed). ``src`` may take its share minus what it holds,
@@ -291,7 +291,7 @@ class Slots(Held):
         or its lease is past. A success's completion carries the next claim of its database
         (``_complete``), so that database's claim loop is not woken for it (it would claim
         the slots one by one as they free); the other databases' claim loops are, when the
-        slot lets them claim (``_wanted``). Returns whether the next claim rides on it."""
+        slot lets them claim (``wanted``). Returns whether the next claim rides on it."""
         src = run.source
         own = not ok or bool(self.tx_forms)  # no claim rides on the outcome: wake its loop
         with self.cv:
@@ -314,7 +314,7 @@ class Slots(Held):
 
     def wanted(self, but: Source | None = None) -> list[Source]:
         """Sources (other than ``but``) whose claim loop a freed slot lets claim: a futile
-        wake-up costs a thread switch. Call with ``_lock`` held."""
+        wake-up costs a thread switch. Call with ``lock`` held."""
         return [s for s in self.sources if s is not but and s.up and self.room(s) > 0]
 
     def unslot(self, runs: list[_Run]) -> None:
@@ -359,11 +359,11 @@ class Slots(Held):
                 src.reporting -= 1
                 self.cv.notify_all()
                 unblocked = src.reporting == self.concurrency
-            if unblocked:  # its backlog held its claims back (see _room): no longer
+            if unblocked:  # its backlog held its claims back (see room): no longer
                 src.wake.set()
 
     def finish_many(self, runs: list[_Run], outcome: str) -> None:
-        """``_finish(run, outcome)`` for a batch of one database's runs: one lock, one count and
+        """``finish(run, outcome)`` for a batch of one database's runs: one lock, one count and
         one wake-up for the batch."""
         src = runs[0].source
         ended: list[_Run] = []
@@ -397,7 +397,7 @@ class Slots(Held):
             observer.outcome(run, outcome)
         if slots:
             self.wake_all()
-        elif unblocked:  # its backlog held its claims back (see _room): no longer
+        elif unblocked:  # its backlog held its claims back (see room): no longer
             src.wake.set()
 
     def wake_all(self) -> None:

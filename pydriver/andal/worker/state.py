@@ -278,7 +278,7 @@ class _Dry:
 
 
 #: How long the completer waits for the outcomes of the jobs still in their slots before it
-#: sends the ones it has (see _complete_loop).
+#: sends the ones it has (see Completer.run).
 _LINGER = 0.002
 
 _STOP = object()
