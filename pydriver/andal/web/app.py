@@ -102,12 +102,14 @@ class Web:
     ) -> Response:
         notice = security.take_notice(request, self.signer)
         lag = await run_in_threadpool(self.live.get, "replica", pages.replica_lag, self.db)
+        banner = await self._banner()
         html = self.env.get_template(template).render(
             root=self.root,
             csrf=security.csrf_token(request, self.signer),
             can_act=self.db.can_act,
             version=self.db.version,
             replica_lag=lag,
+            banner=banner,
             refresh_ms=int(self.settings.refresh * 1000),
             notice=notice,
             **context,
@@ -117,6 +119,13 @@ class Web:
         if notice is not None:
             response.delete_cookie(security.NOTICE_COOKIE, path=self.cookie_path)
         return response
+
+    async def _banner(self) -> list[dict[str, str]]:
+        data = await run_in_threadpool(self.live.get, "banner", pages.banner_reads, self.db)
+        return pages.banner(data, self.settings.warn)
+
+    async def banner_fragment(self, request: Request) -> Response:
+        return self.fragment("_banner.html", banner=await self._banner())
 
     def fragment(self, template: str, **context: Any) -> Response:
         html = self.env.get_template(template).render(
@@ -390,6 +399,7 @@ def create_app(settings: Settings, db: Database | None = None) -> Starlette:
     routes = [
         get("/", web.overview),
         get("/fragments/overview", web.overview_fragment),
+        get("/fragments/banner", web.banner_fragment),
         # a queue's name may hold "/": its routes take the rest of the path
         post("/queues/{name:path}/pause", web.pause),
         post("/queues/{name:path}/resume", web.resume),

@@ -68,6 +68,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--warn-oldest-ready", type=float, default=300.0, metavar="S",
         help="flag a queue whose oldest ready job waited S seconds (default 300)",
     )  # fmt: skip
+    p.add_argument(
+        "--warn-xmin-age", type=float, default=600.0, metavar="S",
+        help="a banner on every page when the held-back xmin (queue.stats()) is S seconds old"
+        " (default 600)",
+    )  # fmt: skip
 
 
 def parse_bind(text: str) -> tuple[str, int]:
@@ -132,6 +137,8 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError("--refresh must be a positive number of seconds")
         if not (0 < args.warn_failure_rate <= 1 and args.warn_oldest_ready > 0):
             raise ValueError("--warn-failure-rate: a ratio in (0, 1]; --warn-oldest-ready: > 0")
+        if not args.warn_xmin_age > 0:
+            raise ValueError("--warn-xmin-age must be a positive number of seconds")
     except ValueError as exc:
         print(f"andal: {exc}", file=sys.stderr)
         return 2

@@ -32,6 +32,8 @@ class Thresholds:
 
     failure_rate: float = 0.1
     oldest_ready_s: float = 300.0
+    #: The banner warns when the held-back xmin is this many seconds old.
+    xmin_age_s: float = 600.0
 
 
 def trouble(q: dict[str, Any], warn: Thresholds) -> list[str]:
@@ -55,6 +57,57 @@ def trouble_first(data: dict[str, Any], warn: Thresholds) -> dict[str, Any]:
         key=lambda q: (-len(q["trouble"]), -(q.get("failure_rate") or 0) if q["trouble"] else 0)
     )
     return dict(data, queues=flagged)
+
+
+#: Names a banner line lists before "and N more".
+BANNER_NAMES = 8
+
+
+def banner_reads(db: Database) -> dict[str, list[dict[str, Any]]]:
+    """What the banner of every page is made of (read once per refresh for every page)."""
+    queues, workers = db.read_many([(queries.BANNER_QUEUES, None), (queries.BANNER_WORKERS, None)])
+    return {"queues": queues, "workers": workers}
+
+
+def _names(names: list[str]) -> str:
+    shown = ", ".join(names[:BANNER_NAMES])
+    more = len(names) - BANNER_NAMES
+    return shown + (f" and {more} more" if more > 0 else "")
+
+
+def banner(data: dict[str, list[dict[str, Any]]], warn: Thresholds) -> list[dict[str, str]]:
+    """The banner's lines ({kind, text}; none: nothing to say), from what the functions
+    return: queues with ready jobs that no live worker of queue.workers() holds jobs of or
+    registered for, workers holding a job whose lease ran out (they stopped heartbeating),
+    and a held-back xmin older than ``warn.xmin_age_s``."""
+    lines = []
+    served = {q for w in data["workers"] for q in w["queues"] or ()}
+    waiting = [q for q in data["queues"] if (q["ready"] or 0) > 0 and q["queue"] not in served]
+    if waiting:
+        ready = sum(q["ready"] for q in waiting)
+        who = "No worker is live" if not data["workers"] else "No live worker takes"
+        where = (
+            "queue" + ("s " if len(waiting) > 1 else " ") + _names([q["queue"] for q in waiting])
+        )
+        lines.append({"kind": "workers", "text": f"{who}: {where} ({fmt.count(ready)} ready)"})
+    stopped = [
+        w for w in data["workers"] if w["next_lease_s"] is not None and w["next_lease_s"] < 0
+    ]
+    if stopped:
+        oldest = -min(w["next_lease_s"] for w in stopped)
+        text = "Stopped heartbeating: worker" + ("s " if len(stopped) > 1 else " ")
+        text += _names([w["worker"] for w in stopped])
+        text += f" (a held job's lease ran out {fmt.age(oldest)} ago)"
+        lines.append({"kind": "heartbeat", "text": text})
+    held = data["queues"][0] if data["queues"] else None
+    if held and (held["held_xmin_seconds"] or 0) >= warn.xmin_age_s:
+        lines.append({"kind": "xmin", "text": (
+            f"The held-back xmin is {fmt.age(held['held_xmin_seconds'])} old"
+            f" ({fmt.count(held['held_xmin_age'])} transactions): until the transaction,"
+            " prepared transaction or replication slot holding it ends, vacuum cannot remove"
+            " the rows of finished jobs"
+        )})  # fmt: skip
+    return lines
 
 
 def overview(db: Database) -> dict[str, Any]:

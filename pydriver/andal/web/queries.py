@@ -72,6 +72,25 @@ WORKER_TOTALS = (
     " from queue.workers() as w"
 )
 
+#: What the banner of every page reads: per queue its ready jobs (queue.stats(), the queue's
+#: row), and the held-back xmin (the same on every row).
+BANNER_QUEUES = (
+    "select s.queue, s.ready, extract(epoch from s.oldest_ready_age)::float8 as oldest_ready_s,"
+    " s.held_xmin_age, s.held_xmin_seconds"
+    " from queue.stats() as s where s.category is null order by s.queue"
+)
+
+#: Every live worker (queue.workers()) with the queues it holds jobs of or registered for,
+#: and the time left on its nearest lease (negative: a lease it holds ran out).
+BANNER_WORKERS = (
+    "select w.worker, w.running,"
+    " array(select distinct q from unnest(w.queues || coalesce(r.queues, '{}')) as q"
+    " order by q) as queues,"
+    " extract(epoch from w.next_lease_expiry)::float8 as next_lease_s"
+    " from queue.workers() as w"
+    " left join queue.registered_workers() as r on r.worker = w.worker order by w.worker"
+)
+
 #: cache.stats() rows: (metric, labels, value).
 CACHE_STATS = "select c.metric, c.labels, c.value from cache.stats() as c"
 

@@ -23,7 +23,7 @@ def serve(args: argparse.Namespace, host: str, port: int, root: str) -> int:
         role_prefix=args.role_prefix,
         root_path=root,
         refresh=args.refresh,
-        warn=pages.Thresholds(args.warn_failure_rate, args.warn_oldest_ready),
+        warn=pages.Thresholds(args.warn_failure_rate, args.warn_oldest_ready, args.warn_xmin_age),
         access=security.Access(token=args.auth_token or None, basic=args.basic_auth or None),
         secret=os.environ.get("ANDAL_WEB_SECRET"),
     )
