@@ -9,6 +9,7 @@ each page go to .andal/screenshots/ (or $ANDAL_SCREENSHOTS), not committed.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -95,6 +96,15 @@ def test_overview_shows_what_queue_stats_returns(browser: Any, base: str, dsn: s
     assert browser.find_element(By.CSS_SELECTOR, '[data-figure="workers"]').text == str(workers)
     # one throughput chart per queue, drawn from queue.stats_by_minute()
     assert len(browser.find_elements(By.CSS_SELECTOR, "#queues svg.spark.ok polyline")) == 2
+    # each chart writes its scale with its unit and its time range (UTC minutes)
+    chart = browser.find_element(By.CSS_SELECTOR, "#queues svg.spark.ok")
+    ticks = {c: chart.find_element(By.CSS_SELECTOR, f"text.{c}").text for c in ("top", "start")}
+    assert ticks["top"].endswith(" jobs/min"), ticks
+    assert re.fullmatch(r"\d\d:\d\d", ticks["start"]), ticks
+    title = chart.find_element(By.TAG_NAME, "title").get_attribute("textContent")
+    assert title.startswith("completed per minute, ") and " UTC, top of the scale " in title
+    failed = browser.find_element(By.CSS_SELECTOR, "#queues svg.spark.bad text.top").text
+    assert failed == "100 %"
     shot(browser, "overview")
 
 

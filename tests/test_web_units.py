@@ -4,6 +4,7 @@ credentials check, cookie signatures, the redirect guard and the charts."""
 from __future__ import annotations
 
 import base64
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pytest
@@ -97,13 +98,26 @@ def test_back_goes_only_to_this_dashboard(path: str | None, kept: bool) -> None:
     assert app._local(path) == (path if kept else None)
 
 
-def test_spark_scales_to_the_box() -> None:
+def test_spark_scales_to_the_plot_band() -> None:
     s = charts.spark([0, 5, 10])
     ys = [float(p.split(",")[1]) for p in s.points.split()]
-    assert ys[0] == charts.HEIGHT - 1 and ys[2] == 1.0 and s.peak == 10
+    assert ys[0] == charts.PLOT_BOTTOM and ys[2] == charts.PLOT_TOP and s.peak == 10
     assert charts.spark([]).points == "" and charts.spark([None, None]).peak == 0.0
-    rate = charts.spark([0.5], peak=1.0)
-    assert float(rate.points.split(",")[1]) == pytest.approx(charts.HEIGHT / 2)
+    rate = charts.spark([0.5], peak=1.0, unit="%")
+    middle = (charts.PLOT_TOP + charts.PLOT_BOTTOM) / 2
+    assert float(rate.points.split(",")[1]) == pytest.approx(middle)
+    assert rate.top == "100 %"
+
+
+def test_spark_writes_its_unit_scale_and_range() -> None:
+    t0 = datetime(2026, 12, 2, 19, 25, tzinfo=timezone.utc)
+    times = [t0 + timedelta(minutes=i) for i in range(61)]
+    s = charts.spark([3] * 60 + [12], times=times)
+    assert (s.top, s.start, s.end) == ("12 jobs/min", "19:25", "20:25")
+    assert s.label == "completed per minute, 19:25–20:25 UTC, top of the scale 12 jobs/min"
+    empty = charts.spark([], unit="%", what="failed")
+    assert empty.label == "failed per minute, last hour, no data yet, top of the scale 0 %"
+    assert charts.spark([0.5], unit="jobs/min").top == "0.5 jobs/min"
 
 
 def test_bind() -> None:

@@ -143,8 +143,11 @@ def _series(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
 
 def _charted(row: dict[str, Any], series: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
     minutes = series.get(row["queue"], [])
-    row["throughput"] = charts.spark([m["completed"] for m in minutes])
-    row["failures"] = charts.spark([m["failure_rate"] for m in minutes], peak=1.0)
+    times = [m["minute"] for m in minutes]
+    row["throughput"] = charts.spark([m["completed"] for m in minutes], times=times)
+    row["failures"] = charts.spark(
+        [m["failure_rate"] for m in minutes], peak=1.0, unit="%", times=times, what="failed"
+    )
     return row
 
 
