@@ -31,7 +31,7 @@ ISOLATION_DB ?= $(TEST_DB)_isolation$(if $(SHARDS),_sharded)
 ISOLATION_SPECS ?= $(sort $(basename $(notdir $(wildcard sql/isolation/specs/*.spec))))
 DEB_PACKAGES := postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl postgresql-15-plpgsql-check chromium chromium-driver
 
-.PHONY: help venv deps install dist test test-sql test-isolation test-py lint demo bench bench-quick soak clean schema-dump
+.PHONY: help venv deps install dist test test-sql test-isolation test-py lint demo bench bench-quick soak clean schema-dump screenshots
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -105,6 +105,16 @@ lint: venv deps ## sqlfluff, ruff, mypy (the whole package), plpgsql_check and t
 
 schema-dump: venv ## rewrite sql/schema.dump.sql from a fresh install (commit it with the schema change)
 	$(PY) tests/schema.py
+
+#: The pages docs/img/web-<page>.png shows, each saved by the Chromium tests as <page>.png.
+SCREENSHOT_PAGES := overview queue dead-letters job workers banner-no-worker
+SHOTS_DIR := .andal/screenshots-docs
+
+screenshots: venv deps ## refresh docs/img/web-*.png: the Chromium tests' pages, on the scratch database they seed
+	rm -rf $(SHOTS_DIR)
+	ANDAL_SCREENSHOTS=$(CURDIR)/$(SHOTS_DIR) $(VENV)/bin/pytest -q tests/test_web.py tests/test_web_banner.py
+	@for page in $(SCREENSHOT_PAGES); do cp $(SHOTS_DIR)/$$page.png docs/img/web-$$page.png; done
+	@echo "make screenshots: refreshed $(foreach p,$(SCREENSHOT_PAGES),docs/img/web-$(p).png)"
 
 demo: venv ## 20,000 jobs through a worker pool, on DATABASE_URL or the PGHOST/PGPORT server; DEMO_ARGS=
 	$(PY) -m andal.demo $(DEMO_ARGS)

@@ -490,10 +490,12 @@ def test_overview_puts_queues_in_trouble_first(browser: Any, base: str, dsn: str
 
     def rows() -> list[tuple[str, str]]:
         browser.get(base + "/")
-        found = browser.find_elements(By.CSS_SELECTOR, "#queues tbody tr")
-        cell = '[data-col="trouble"]'
-        return [(r.get_attribute("data-queue"), r.find_element(By.CSS_SELECTOR, cell).text)
-                for r in found]  # fmt: skip
+        # read in one script: the live refresh may replace the table between two reads
+        found = browser.execute_script(
+            "return [...document.querySelectorAll('#queues tbody tr')].map(r =>"
+            " [r.dataset.queue, r.querySelector('[data-col=\"trouble\"]').innerText.trim()])"
+        )
+        return [(q, why) for q, why in found]
 
     table: list[tuple[str, str]] = []
 
