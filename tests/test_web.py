@@ -16,7 +16,7 @@ from typing import Any
 import psycopg
 import pytest
 from conftest import wait_for
-from webapp import IMG_ERROR, SCREENSHOTS, SCRIPT_PAYLOAD, andal_web, chromium, seed
+from webapp import IMG_ERROR, SCREENSHOTS, SCRIPT_PAYLOAD, andal_web, browsing, seed
 
 from andal.web import fmt
 
@@ -54,11 +54,8 @@ def base(dsn: str, ids: dict[str, Any]) -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    driver = chromium()
-    try:
+    with browsing() as driver:
         yield driver
-    finally:
-        driver.quit()
 
 
 def shot(browser: Any, name: str) -> None:

@@ -11,7 +11,7 @@ from typing import Any
 import psycopg
 import pytest
 from conftest import wait_for
-from webapp import SCREENSHOTS, andal_web, chromium
+from webapp import SCREENSHOTS, andal_web, browsing
 
 pytest.importorskip("selenium")
 pytest.importorskip("starlette")
@@ -40,11 +40,8 @@ def base(dsn: str) -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    driver = chromium()
-    try:
+    with browsing() as driver:
         yield driver
-    finally:
-        driver.quit()
 
 
 def alerts(browser: Any) -> dict[str, str]:

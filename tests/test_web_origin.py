@@ -25,7 +25,7 @@ from typing import Any
 import psycopg
 import pytest
 from conftest import wait_for
-from webapp import andal_web, chromium, free_port, seed
+from webapp import andal_web, browsing, free_port, seed
 
 pytest.importorskip("selenium")
 pytest.importorskip("starlette")
@@ -55,11 +55,8 @@ def reader(dsn: str, ids: dict[str, Any]) -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    driver = chromium()
-    try:
+    with browsing() as driver:
         yield driver
-    finally:
-        driver.quit()
 
 
 @pytest.fixture

@@ -86,6 +86,16 @@ def andal_web(dsn: str, *args: str, env: dict[str, str] | None = None) -> Iterat
         log.unlink(missing_ok=True)
 
 
+@contextmanager
+def browsing() -> Iterator[Any]:
+    """A headless Chromium (:func:`chromium`) for a test module, quit at the end."""
+    driver = chromium()
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
 def chromium() -> Any:
     """Debian's Chromium under Debian's chromedriver, headless; nothing is downloaded."""
     from selenium import webdriver
