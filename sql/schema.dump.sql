@@ -4478,6 +4478,28 @@ begin
 end
 $$;
 
+CREATE FUNCTION queue._remembered(job_id bigint) RETURNS TABLE(payload jsonb, cache_key text)
+    LANGUAGE sql STABLE ROWS 1
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
+    SET jit TO 'off'
+    AS $$
+    select s.payload, s.cache_key from (
+        select 1 as src, j.payload, j.cache_key from queue.jobs as j
+        where j.id = _remembered.job_id
+        union all
+        (select 2, h.payload, null from queue.history as h where h.job_id = _remembered.job_id
+         order by h.finished_seq desc nulls last, h.finished_at desc limit 1)
+        union all
+        select 3, d.payload, d.cache_key from queue.dead_letters as d
+        where d.job_id = _remembered.job_id
+    ) as s
+    order by s.src
+    limit 1
+$$;
+
+COMMENT ON FUNCTION queue._remembered(job_id bigint) IS 'Private: the payload and cache key of a remembered job (live, history, dead letter).';
+
 CREATE FUNCTION queue._retention(lim integer DEFAULT 10000) RETURNS bigint
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -6079,30 +6101,46 @@ $$;
 
 COMMENT ON FUNCTION queue.job(job_id bigint) IS 'One job by id: state, queue, attempts, times, worker, result, error history; no row when unknown.';
 
+CREATE FUNCTION queue.job_origin(job_id bigint) RETURNS TABLE(schedule text, tick timestamp with time zone, cache_key text)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER ROWS 1
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    v_payload jsonb;
+    v_key text;
+    v_tick timestamptz;
+begin
+    if job_origin.job_id is null then
+        raise exception 'job_id must not be null' using errcode = '22004';
+    end if;
+    select r.payload, r.cache_key into v_payload, v_key
+    from queue._remembered(job_origin.job_id) as r;
+    if not found then
+        return;
+    end if;
+    if jsonb_typeof(v_payload -> '_schedule') = 'string' then
+        begin
+            v_tick := (v_payload ->> '_tick')::timestamptz;
+        exception when data_exception then
+            v_tick := null;  -- a producer's own "_tick", not a schedule's mark
+        end;
+    end if;
+    return query select
+        case when v_tick is not null then v_payload ->> '_schedule' end, v_tick, v_key;
+end
+$$;
+
+COMMENT ON FUNCTION queue.job_origin(job_id bigint) IS 'Where a job came from: the schedule and tick that enqueued it, the cache key it refills.';
+
 CREATE FUNCTION queue.job_payload(job_id bigint) RETURNS jsonb
     LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
-    SET enable_seqscan TO 'off'
-    SET jit TO 'off'
     AS $$
-#variable_conflict use_column
 begin
     if job_payload.job_id is null then
         raise exception 'job_id must not be null' using errcode = '22004';
     end if;
-    return (
-        select s.payload from (
-            select 1 as src, j.payload from queue.jobs as j where j.id = job_payload.job_id
-            union all
-            (select 2, h.payload from queue.history as h where h.job_id = job_payload.job_id
-             order by h.finished_seq desc nulls last, h.finished_at desc limit 1)
-            union all
-            select 3, d.payload from queue.dead_letters as d
-            where d.job_id = job_payload.job_id
-        ) as s
-        order by s.src
-        limit 1
-    );
+    return (select r.payload from queue._remembered(job_payload.job_id) as r);
 end
 $$;
 
@@ -7477,6 +7515,25 @@ $$;
 
 COMMENT ON FUNCTION queue.unschedule(name text) IS 'Remove a named schedule; true when there was one.';
 
+CREATE FUNCTION queue.unserved_queues() RETURNS TABLE(queue text, ready bigint)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    with served as (
+        select q.name
+        from queue.workers() as w
+        left join queue.registered_workers() as r on r.worker = w.worker
+        cross join lateral unnest(w.queues || coalesce(r.queues, '{}')) as q (name)
+    )
+    select c.queue, sum(c.ready)::bigint
+    from queue._live_counts() as c
+    where c.ready > 0 and c.queue not in (select s.name from served as s)
+    group by c.queue
+    order by c.queue
+$$;
+
+COMMENT ON FUNCTION queue.unserved_queues() IS 'Queues with ready jobs that no live worker holds a job of or registered for.';
+
 CREATE FUNCTION queue.version() RETURNS text
     LANGUAGE sql IMMUTABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -8465,6 +8522,8 @@ REVOKE ALL ON FUNCTION queue._record_completions(ids bigint[], queues text[], sp
 
 REVOKE ALL ON FUNCTION queue._refuse_read_only(call text) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION queue._remembered(job_id bigint) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION queue._retention(lim integer) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._run_task(task text) FROM PUBLIC;
@@ -8616,6 +8675,12 @@ GRANT ALL ON FUNCTION queue.job(job_id bigint) TO andal_worker;
 GRANT ALL ON FUNCTION queue.job(job_id bigint) TO andal_admin;
 GRANT ALL ON FUNCTION queue.job(job_id bigint) TO andal_monitor;
 
+REVOKE ALL ON FUNCTION queue.job_origin(job_id bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION queue.job_origin(job_id bigint) TO andal_producer;
+GRANT ALL ON FUNCTION queue.job_origin(job_id bigint) TO andal_worker;
+GRANT ALL ON FUNCTION queue.job_origin(job_id bigint) TO andal_admin;
+GRANT ALL ON FUNCTION queue.job_origin(job_id bigint) TO andal_monitor;
+
 REVOKE ALL ON FUNCTION queue.job_payload(job_id bigint) FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.job_payload(job_id bigint) TO andal_admin;
 
@@ -8760,6 +8825,11 @@ GRANT ALL ON FUNCTION queue.unregister_worker(worker text) TO andal_admin;
 
 REVOKE ALL ON FUNCTION queue.unschedule(name text) FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.unschedule(name text) TO andal_admin;
+
+REVOKE ALL ON FUNCTION queue.unserved_queues() FROM PUBLIC;
+GRANT ALL ON FUNCTION queue.unserved_queues() TO andal_admin;
+GRANT ALL ON FUNCTION queue.unserved_queues() TO andal_worker;
+GRANT ALL ON FUNCTION queue.unserved_queues() TO andal_monitor;
 
 REVOKE ALL ON FUNCTION queue.version() FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.version() TO andal_producer;

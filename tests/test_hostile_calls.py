@@ -319,6 +319,7 @@ def queue_calls(job: int, dead: int) -> list[Call]:
     out += over("queue.requeue_dead", {"job_id": "0", "with_children": "true"}, "job_id",
                 [("null", "22004"), ("0", "42704")])  # fmt: skip
     out += over("queue.job_payload", {"job_id": "1"}, "job_id", [("null", "22004")])
+    out += over("queue.job_origin", {"job_id": "1"}, "job_id", [("null", "22004")])
     out += over("queue.jobs_by", {}, "state", each(["'bogus'", "''", "'Pending'"], "22023"))
     out += over("queue.jobs_by", {}, "lim", each(["0", "-1", "1001"], "22023"))
     out += over("queue.jobs_by", {}, "queue", OPT_NAME_BAD)

@@ -297,6 +297,7 @@ CALLS = {
     "stats": "select * from queue.stats()",
     "metrics": "select queue.metrics()",
     "workers": "select * from queue.workers()",
+    "unserved_queues": "select * from queue.unserved_queues()",
     "registered_workers": "select * from queue.registered_workers()",
     "register_worker": "select queue.register_worker('rm-w', 'h', 1)",
     "unregister_worker": "select queue.unregister_worker('rm-w')",
@@ -324,6 +325,7 @@ CALLS = {
     "job": "select * from queue.job(job_id => 0)",
     "jobs_by": "select * from queue.jobs_by(queue => 'rm')",
     "job_payload": "select queue.job_payload(job_id => 0)",
+    "job_origin": "select * from queue.job_origin(job_id => 0)",
     "pause": "select queue.pause(queue => 'rm-paused')",
     "resume": "select queue.resume(queue => 'rm-paused')",
     "set_history": "select queue.set_history(queue => 'rm-kept', retention => null)",
@@ -340,7 +342,7 @@ CALLS = {
     "queue_settings": "select * from queue.queue_settings(queue => 'rm')",
     "rate_limits": "select * from queue.rate_limits()",
 }
-READ = {"job", "jobs_by", "parent_results", "child_jobs"}
+READ = {"job", "jobs_by", "job_origin", "parent_results", "child_jobs"}
 PRODUCER = {"enqueue", "enqueue:trace_context", "enqueue_many", "version", "roles", "states",
             "shard_of", "watch", *READ}  # fmt: skip
 WORKER = {
@@ -365,6 +367,7 @@ WORKER = {
     "category_limits",
     "metrics",
     "workers",
+    "unserved_queues",
     "registered_workers",
     "register_worker",
     "unregister_worker",
@@ -387,6 +390,7 @@ MONITOR = {
     "category_limits",
     "metrics",
     "workers",
+    "unserved_queues",
     "registered_workers",
     "next_available",
     "version",

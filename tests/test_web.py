@@ -471,6 +471,37 @@ def test_job_page_shows_its_timeline(browser: Any, base: str, dsn: str) -> None:
     assert events == ["enqueued", "attempt started"], events
 
 
+def test_job_page_names_the_schedule_or_cache_key_it_came_from(
+    browser: Any, base: str, dsn: str
+) -> None:
+    """A schedule's job shows its schedule and tick, a refill its cache key, as
+    queue.job_origin() returns them; a plain job shows neither row."""
+    with psycopg.connect(dsn, autocommit=True) as c:
+        c.execute("select queue.schedule(name => 'nightly', queue => 'origin', every => '1 day')")
+        c.execute("update queue.schedules set next_at = now() - interval '1 minute'"
+                  " where name = 'nightly'")  # fmt: skip
+        c.execute("select queue.maintain()")
+        ticked = c.execute("select job_id from queue.schedule_ticks where schedule = 'nightly'")
+        ticked_id = ticked.fetchone()[0]
+        refill = c.execute(
+            "select queue.enqueue(payload => '{}', queue => 'origin', cache_key => 'user:7')"
+        ).fetchone()[0]
+        plain = c.execute("select queue.enqueue(payload => '{}', queue => 'origin')").fetchone()[0]
+        tick = c.execute(
+            "select tick from queue.job_origin(job_id => %s)", (ticked_id,)
+        ).fetchone()[0]
+    field = lambda name: browser.find_element(By.CSS_SELECTOR, f'[data-field="{name}"]').text  # noqa: E731
+    browser.get(f"{base}/jobs/{ticked_id}")
+    assert field("schedule") == f"nightly (tick {fmt.when(tick)})"
+    browser.get(f"{base}/jobs/{refill}")
+    assert field("cache_key") == "user:7"
+    assert not browser.find_elements(By.CSS_SELECTOR, '[data-field="schedule"]')
+    browser.get(f"{base}/jobs/{plain}")
+    assert field("state") == "pending"
+    origin_rows = '[data-field="schedule"], [data-field="cache_key"]'
+    assert not browser.find_elements(By.CSS_SELECTOR, origin_rows)
+
+
 def test_overview_puts_queues_in_trouble_first(browser: Any, base: str, dsn: str) -> None:
     """A queue failing every job, with dead letters, is flagged with the reasons in words, and
     every flagged queue comes before the others."""

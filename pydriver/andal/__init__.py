@@ -44,7 +44,7 @@ from .errors import (
     TooLarge,
     UnknownJob,
 )
-from .jobs import Child, JobInfo, Parent
+from .jobs import Child, JobInfo, JobOrigin, Parent
 from .sources import release
 from .worker import (
     Backoff,
@@ -76,6 +76,7 @@ __all__ = [
     "InvalidArgument",
     "Job",
     "JobInfo",
+    "JobOrigin",
     "JobInterrupted",
     "LeaseLost",
     "Lookup",

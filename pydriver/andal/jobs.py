@@ -69,6 +69,16 @@ class Parent:
 
 
 @dataclass(frozen=True)
+class JobOrigin:
+    """The row of ``queue.job_origin``: the schedule and tick that enqueued a job, and the
+    cache key it refills (each None when it has none)."""
+
+    schedule: str | None
+    tick: datetime | None
+    cache_key: str | None
+
+
+@dataclass(frozen=True)
 class Child:
     """One row of ``queue.child_jobs``: a child of a job, its state, and whether it still
     waits for this job (``waiting_for``)."""

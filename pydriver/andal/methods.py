@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 import psycopg
 
 from . import operations as ops
-from .jobs import Child, JobInfo, Parent
+from .jobs import Child, JobInfo, JobOrigin, Parent
 from .operations import (
     CategoryLimit,
     DeadLetter,
@@ -64,6 +64,12 @@ class Operations:
     ) -> list[Child]:
         """``queue.child_jobs``: the job's children, and whether each still waits for it."""
         return self._run(ops.children(job_id), queue, conn)
+
+    def job_origin(
+        self, job_id: int, *, queue: str | None = None, conn: psycopg.Connection[Any] | None = None
+    ) -> JobOrigin | None:
+        """``queue.job_origin``: the schedule or cache key a job came from; None if forgotten."""
+        return self._run(ops.job_origin(job_id), queue, conn)
 
     def job_payload(
         self, job_id: int, *, queue: str | None = None, conn: psycopg.Connection[Any] | None = None
@@ -339,6 +345,16 @@ class AsyncOperations:
     ) -> list[Child]:
         """``queue.child_jobs``: the job's children, and whether each still waits for it."""
         return await self._arun(ops.children(job_id), queue, conn)
+
+    async def job_origin(
+        self,
+        job_id: int,
+        *,
+        queue: str | None = None,
+        conn: psycopg.AsyncConnection[Any] | None = None,
+    ) -> JobOrigin | None:
+        """``queue.job_origin``: the schedule or cache key a job came from; None if forgotten."""
+        return await self._arun(ops.job_origin(job_id), queue, conn)
 
     async def job_payload(
         self,

@@ -21,7 +21,7 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from .errors import translated
-from .jobs import Child, JobInfo, Parent
+from .jobs import Child, JobInfo, JobOrigin, Parent
 from .worker import Seconds, as_interval
 
 T = TypeVar("T")
@@ -261,15 +261,15 @@ def one_of(cls: Callable[..., T]) -> Callable[[Rows], T]:
     return lambda rows: cls(*rows[0])
 
 
-def _job(rows: Rows) -> JobInfo | None:
-    return JobInfo(*rows[0]) if rows else None
+def maybe_one(cls: Callable[..., T]) -> Callable[[Rows], T | None]:
+    return lambda rows: cls(*rows[0]) if rows else None
 
 
 # -- jobs ---------------------------------------------------------------------------------
 
 
 def job(job_id: int) -> Call[JobInfo | None]:
-    return call("job", _job, select="*", job_id=(job_id, "bigint"))
+    return call("job", maybe_one(JobInfo), select="*", job_id=(job_id, "bigint"))
 
 
 def jobs_by(
@@ -293,6 +293,12 @@ def children(job_id: int) -> Call[list[Child]]:
         "child_jobs", rows_of(Child), select="r.child_id, r.state, r.open",
         job_id=(job_id, "bigint"),
     )  # fmt: skip
+
+
+def job_origin(job_id: int) -> Call[JobOrigin | None]:
+    return call(
+        "job_origin", maybe_one(JobOrigin), select=columns(JobOrigin), job_id=(job_id, "bigint")
+    )
 
 
 def job_payload(job_id: int) -> Call[Any]:
@@ -488,7 +494,8 @@ def version() -> Call[str]:
 SQL_FUNCTIONS = {
     "enqueue": "enqueue", "enqueue_many": "enqueue_many", "job": "job", "jobs_by": "jobs_by",
     "watch": "wait", "parent_results": "parents", "child_jobs": "children",
-    "job_payload": "job_payload", "cancel": "cancel", "pause": "pause", "resume": "resume",
+    "job_payload": "job_payload", "job_origin": "job_origin", "cancel": "cancel",
+    "pause": "pause", "resume": "resume",
     "queue_settings": "queue_settings", "configure_queue": "configure_queue",
     "set_history": "set_history", "configure_history": "configure_history",
     "dead_letters_by": "dead_letters", "list_dead": "dead_letters",

@@ -51,6 +51,7 @@ create or replace temporary view andal_audit_matrix (fn, roles) as values
     ('queue.rate_limits', '{andal_admin,andal_monitor,andal_worker}'),
     ('queue.metrics', '{andal_admin,andal_monitor,andal_worker}'),
     ('queue.workers', '{andal_admin,andal_monitor,andal_worker}'),
+    ('queue.unserved_queues', '{andal_admin,andal_monitor,andal_worker}'),
     ('queue.next_available', '{andal_admin,andal_monitor,andal_worker}'),
     ('queue.registered_workers', '{andal_admin,andal_monitor,andal_worker}'),
     ('queue.register_worker', '{andal_admin,andal_worker}'),
@@ -58,6 +59,7 @@ create or replace temporary view andal_audit_matrix (fn, roles) as values
     -- looking jobs up and waiting for them
     ('queue.job', '{andal_admin,andal_monitor,andal_producer,andal_worker}'),
     ('queue.jobs_by', '{andal_admin,andal_monitor,andal_producer,andal_worker}'),
+    ('queue.job_origin', '{andal_admin,andal_monitor,andal_producer,andal_worker}'),
     ('queue.watch', '{andal_admin,andal_producer,andal_worker}'),
     -- workflows: a job's parents' results, a job's children
     ('queue.parent_results', '{andal_admin,andal_monitor,andal_producer,andal_worker}'),

@@ -65,8 +65,9 @@ BANNER_NAMES = 8
 
 def banner_reads(db: Database) -> dict[str, list[dict[str, Any]]]:
     """What the banner of every page is made of (read once per refresh for every page)."""
-    queues, workers = db.read_many([(queries.BANNER_QUEUES, None), (queries.BANNER_WORKERS, None)])
-    return {"queues": queues, "workers": workers}
+    reads = [queries.BANNER_XMIN, queries.BANNER_UNSERVED, queries.BANNER_WORKERS]
+    xmin, unserved, workers = db.read_many([(q, None) for q in reads])
+    return {"xmin": xmin, "unserved": unserved, "workers": workers}
 
 
 def _names(names: list[str]) -> str:
@@ -77,12 +78,11 @@ def _names(names: list[str]) -> str:
 
 def banner(data: dict[str, list[dict[str, Any]]], warn: Thresholds) -> list[dict[str, str]]:
     """The banner's lines ({kind, text}; none: nothing to say), from what the functions
-    return: queues with ready jobs that no live worker of queue.workers() holds jobs of or
-    registered for, workers holding a job whose lease ran out (they stopped heartbeating),
-    and a held-back xmin older than ``warn.xmin_age_s``."""
+    return: queues with ready jobs that no live worker takes (queue.unserved_queues()),
+    workers holding a job whose lease ran out (they stopped heartbeating), and a held-back
+    xmin older than ``warn.xmin_age_s``."""
     lines = []
-    served = {q for w in data["workers"] for q in w["queues"] or ()}
-    waiting = [q for q in data["queues"] if (q["ready"] or 0) > 0 and q["queue"] not in served]
+    waiting = data["unserved"]
     if waiting:
         ready = sum(q["ready"] for q in waiting)
         who = "No worker is live" if not data["workers"] else "No live worker takes"
@@ -99,7 +99,7 @@ def banner(data: dict[str, list[dict[str, Any]]], warn: Thresholds) -> list[dict
         text += _names([w["worker"] for w in stopped])
         text += f" (a held job's lease ran out {fmt.age(oldest)} ago)"
         lines.append({"kind": "heartbeat", "text": text})
-    held = data["queues"][0] if data["queues"] else None
+    held = data["xmin"][0] if data["xmin"] else None
     if held and (held["held_xmin_seconds"] or 0) >= warn.xmin_age_s:
         lines.append({"kind": "xmin", "text": (
             f"The held-back xmin is {fmt.age(held['held_xmin_seconds'])} old"
@@ -256,8 +256,9 @@ def dead_letters(
 
 
 def job(db: Database, job_id: int) -> dict[str, Any]:
-    """queue.job()'s row (None: andal does not remember the job) and, for a dashboard that
-    may act, the payload (queue.job_payload() is for admins)."""
+    """queue.job()'s row (None: andal does not remember the job), where it came from
+    (queue.job_origin()) and, for a dashboard that may act, the payload
+    (queue.job_payload() is for admins)."""
     rows = db.read(queries.JOB, {"job_id": job_id})
     found = rows[0] if rows else None
     payload = None
@@ -267,9 +268,12 @@ def job(db: Database, job_id: int) -> dict[str, Any]:
         except psycopg.errors.InsufficientPrivilege:
             payload = None
     links: dict[str, list[Any]] = {"parents": [], "children": []}
+    origin = None
     if found:  # a workflow's job: its parents and children, with their states
         links = {key: db.read(q, {"job_id": job_id}) for key, q in queries.JOB_LINKS.items()}
-    return {"job": found, "payload": payload, "timeline": timeline(found), **links}
+        origin = next(iter(db.read(queries.JOB_ORIGIN, {"job_id": job_id})), None)
+    return {"job": found, "origin": origin, "payload": payload, "timeline": timeline(found),
+            **links}  # fmt: skip
 
 
 def timeline(job: dict[str, Any] | None) -> list[dict[str, Any]]:

@@ -72,23 +72,18 @@ WORKER_TOTALS = (
     " from queue.workers() as w"
 )
 
-#: What the banner of every page reads: per queue its ready jobs (queue.stats(), the queue's
-#: row), and the held-back xmin (the same on every row).
-BANNER_QUEUES = (
-    "select s.queue, s.ready, extract(epoch from s.oldest_ready_age)::float8 as oldest_ready_s,"
-    " s.held_xmin_age, s.held_xmin_seconds"
-    " from queue.stats() as s where s.category is null order by s.queue"
-)
+#: What the banner of every page reads: the held-back xmin (queue.stats(), the same on every
+#: row; no row without a queue), ...
+BANNER_XMIN = "select s.held_xmin_age, s.held_xmin_seconds from queue.stats() as s limit 1"
 
-#: Every live worker (queue.workers()) with the queues it holds jobs of or registered for,
-#: and the time left on its nearest lease (negative: a lease it holds ran out).
+#: ... the queues with ready jobs that no live worker takes, and their ready jobs, ...
+BANNER_UNSERVED = "select u.queue, u.ready from queue.unserved_queues() as u"
+
+#: ... and every live worker (queue.workers()) with the time left on its nearest lease
+#: (negative: a lease it holds ran out).
 BANNER_WORKERS = (
-    "select w.worker, w.running,"
-    " array(select distinct q from unnest(w.queues || coalesce(r.queues, '{}')) as q"
-    " order by q) as queues,"
-    " extract(epoch from w.next_lease_expiry)::float8 as next_lease_s"
-    " from queue.workers() as w"
-    " left join queue.registered_workers() as r on r.worker = w.worker order by w.worker"
+    "select w.worker, extract(epoch from w.next_lease_expiry)::float8 as next_lease_s"
+    " from queue.workers() as w order by w.worker"
 )
 
 #: cache.stats() rows: (metric, labels, value).
@@ -104,6 +99,12 @@ _JOB_COLUMNS = (
 
 #: One job in any state andal remembers (no row otherwise). No payload: see PAYLOAD.
 JOB = f"select {_JOB_COLUMNS} from queue.job(job_id => %(job_id)s::bigint) as j"
+
+#: The schedule and tick that enqueued a job, and the cache key it refills (no row: forgotten).
+JOB_ORIGIN = (
+    "select o.schedule, o.tick, o.cache_key"
+    " from queue.job_origin(job_id => %(job_id)s::bigint) as o"
+)
 
 #: A job's parents and children (a workflow's), with their states, in id order.
 JOB_LINKS = {

@@ -1,5 +1,6 @@
--- Job lookup: queue.job (one job by id, for every role that reads), queue.job_payload (its
--- payload, for admins), and the private helper queue._live_state.
+-- Job lookup: queue.job (one job by id, for every role that reads), queue.job_origin (the
+-- schedule or cache key it came from, same roles), queue.job_payload (its payload, for
+-- admins), and the private helpers queue._live_state and queue._remembered.
 --
 -- Where a job's facts come from, in this order (the first source that has the id answers):
 --   1. queue.jobs: a live job (scheduled, pending, failed awaiting retry, running);
@@ -98,6 +99,32 @@ begin
 end
 $$;
 
+-- _remembered: the payload and cache key of a job andal remembers with its payload (live,
+-- history, dead letter: the first source that has the id, as above); no row when none does.
+-- History keeps no cache key (null there). The one home of that precedence for
+-- queue.job_payload and queue.job_origin.
+create or replace function queue._remembered(job_id bigint)
+returns table (payload jsonb, cache_key text)
+language sql stable
+set search_path = pg_catalog, pg_temp
+set enable_seqscan = off
+set jit = off
+rows 1
+as $$
+    select s.payload, s.cache_key from (
+        select 1 as src, j.payload, j.cache_key from queue.jobs as j
+        where j.id = _remembered.job_id
+        union all
+        (select 2, h.payload, null from queue.history as h where h.job_id = _remembered.job_id
+         order by h.finished_seq desc nulls last, h.finished_at desc limit 1)
+        union all
+        select 3, d.payload, d.cache_key from queue.dead_letters as d
+        where d.job_id = _remembered.job_id
+    ) as s
+    order by s.src
+    limit 1
+$$;
+
 -- queue.job_payload: the payload of a job andal remembers (live, history or dead letter);
 -- null when it does not. For admins: payloads may hold what only the application should see.
 -- Raises: 22004 null job_id.
@@ -106,27 +133,51 @@ returns jsonb
 language plpgsql stable
 security definer
 set search_path = pg_catalog, pg_temp
-set enable_seqscan = off
-set jit = off
 as $$
-#variable_conflict use_column
 begin
     if job_payload.job_id is null then
         raise exception 'job_id must not be null' using errcode = '22004';
     end if;
-    return (
-        select s.payload from (
-            select 1 as src, j.payload from queue.jobs as j where j.id = job_payload.job_id
-            union all
-            (select 2, h.payload from queue.history as h where h.job_id = job_payload.job_id
-             order by h.finished_seq desc nulls last, h.finished_at desc limit 1)
-            union all
-            select 3, d.payload from queue.dead_letters as d
-            where d.job_id = job_payload.job_id
-        ) as s
-        order by s.src
-        limit 1
-    );
+    return (select r.payload from queue._remembered(job_payload.job_id) as r);
+end
+$$;
+
+-- queue.job_origin: where a job came from, for every role that reads queue.job (no payload).
+-- schedule, tick: the schedule and the tick that enqueued it (the marks a schedule's tick
+-- puts in the payload, "_schedule" and "_tick"; null for a job no schedule enqueued);
+-- cache_key: the cache key whose refill it is (null for other jobs, and once the job is in
+-- history, which keeps no cache key). One row, or none when andal does not remember the
+-- job's payload (a job completed in a queue that keeps no history, or a purged dead letter).
+-- Raises: 22004 null job_id.
+create or replace function queue.job_origin(job_id bigint)
+returns table (schedule text, tick timestamptz, cache_key text)
+language plpgsql stable
+security definer
+set search_path = pg_catalog, pg_temp
+rows 1
+as $$
+declare
+    v_payload jsonb;
+    v_key text;
+    v_tick timestamptz;
+begin
+    if job_origin.job_id is null then
+        raise exception 'job_id must not be null' using errcode = '22004';
+    end if;
+    select r.payload, r.cache_key into v_payload, v_key
+    from queue._remembered(job_origin.job_id) as r;
+    if not found then
+        return;
+    end if;
+    if jsonb_typeof(v_payload -> '_schedule') = 'string' then
+        begin
+            v_tick := (v_payload ->> '_tick')::timestamptz;
+        exception when data_exception then
+            v_tick := null;  -- a producer's own "_tick", not a schedule's mark
+        end;
+    end if;
+    return query select
+        case when v_tick is not null then v_payload ->> '_schedule' end, v_tick, v_key;
 end
 $$;
 
@@ -136,9 +187,17 @@ comment on function queue.job(bigint) is
 'One job by id: state, queue, attempts, times, worker, result, error history; no row when unknown.';
 comment on function queue.job_payload(bigint) is
 'The payload of a job andal remembers (admins only).';
+comment on function queue._remembered(bigint) is
+'Private: the payload and cache key of a remembered job (live, history, dead letter).';
+comment on function queue.job_origin(bigint) is
+'Where a job came from: the schedule and tick that enqueued it, the cache key it refills.';
 revoke all on function queue._live_state(text, timestamptz, int) from public;
 revoke all on function queue.job(bigint) from public;
 revoke all on function queue.job_payload(bigint) from public;
+revoke all on function queue._remembered(bigint) from public;
+revoke all on function queue.job_origin(bigint) from public;
 grant execute on function queue.job(bigint)
 to andal_producer, andal_worker, andal_admin, andal_monitor;
 grant execute on function queue.job_payload(bigint) to andal_admin;
+grant execute on function queue.job_origin(bigint)
+to andal_producer, andal_worker, andal_admin, andal_monitor;

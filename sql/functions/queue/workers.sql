@@ -50,7 +50,35 @@ begin
 end
 $$;
 
+-- queue.unserved_queues: the queues with ready jobs that no live worker takes: no worker
+-- queue.workers() lists holds a job of the queue, nor registered for it. A worker that claims
+-- without registering counts only while it holds a job of the queue. For operators (the
+-- banner of `andal web`), not the hot path: it reads the live table once.
+create or replace function queue.unserved_queues()
+returns table (queue text, ready bigint)
+language sql
+stable
+security definer
+set search_path = pg_catalog, pg_temp
+as $$
+    with served as (
+        select q.name
+        from queue.workers() as w
+        left join queue.registered_workers() as r on r.worker = w.worker
+        cross join lateral unnest(w.queues || coalesce(r.queues, '{}')) as q (name)
+    )
+    select c.queue, sum(c.ready)::bigint
+    from queue._live_counts() as c
+    where c.ready > 0 and c.queue not in (select s.name from served as s)
+    group by c.queue
+    order by c.queue
+$$;
+
 comment on function queue.workers() is
 'Per worker: running jobs, their queues, oldest claim, nearest lease expiry, open sessions.';
 revoke all on function queue.workers() from public;
 grant execute on function queue.workers() to andal_admin, andal_worker, andal_monitor;
+comment on function queue.unserved_queues() is
+'Queues with ready jobs that no live worker holds a job of or registered for.';
+revoke all on function queue.unserved_queues() from public;
+grant execute on function queue.unserved_queues() to andal_admin, andal_worker, andal_monitor;
