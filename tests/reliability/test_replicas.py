@@ -60,6 +60,7 @@ def standby(pair: Pair) -> Iterator[psycopg.Connection]:
 READS = [
     "select * from queue.job(job_id => 1)",
     "select * from queue.job_payload(job_id => 1)",
+    "select * from queue.job_origin(job_id => 1)",
     "select * from queue.jobs_by(queue => 'r')",
     "select * from queue.stats()",
     "select * from queue.status()",
@@ -75,6 +76,7 @@ READS = [
     "select * from queue.roles()",
     "select * from queue.registered_workers()",
     "select * from queue.workers()",
+    "select * from queue.unserved_queues()",
     "select * from queue.schedules()",
     "select * from queue.shards()",
     "select * from queue.shard_of(queue => 'r')",

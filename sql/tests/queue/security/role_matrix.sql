@@ -41,6 +41,7 @@ insert into matrix values
     ('queue.workers()', false, true, true),
     ('queue.next_available(text[])', false, true, true),
     ('queue.registered_workers()', false, true, true),
+    ('queue.unserved_queues()', false, true, true),
     ('queue.register_worker(text,text,integer,text[],integer,text,interval)', false, true, true),
     ('queue.unregister_worker(text)', false, true, true),
     ('queue.stats_by_minute(interval)', false, true, true),
@@ -67,6 +68,7 @@ insert into matrix values
     ('queue.job(bigint)', true, true, true),
     ('queue.jobs_by(text,text,bigint,integer)', true, true, true),
     ('queue.job_payload(bigint)', false, false, true),
+    ('queue.job_origin(bigint)', true, true, true),
     ('queue.pause(text)', false, false, true),
     ('queue.resume(text)', false, false, true),
     ('queue.heartbeat(bigint,uuid,boolean,interval)', false, true, true),
@@ -93,7 +95,8 @@ insert into monitor_may values
     ('queue.stats_by_minute(interval)'), ('queue.category_limits()'), ('queue.schedules()'),
     ('queue.queue_settings(text)'), ('queue.rate_limits()'), ('cache.stats(interval)'),
     ('queue.dead_letters_by(text,text,bigint,integer)'),
-    ('queue.parent_results(bigint)'), ('queue.child_jobs(bigint)');
+    ('queue.parent_results(bigint)'), ('queue.child_jobs(bigint)'),
+    ('queue.job_origin(bigint)'), ('queue.unserved_queues()');
 
 select is_empty(
     $$ select p.oid::regprocedure::text from pg_proc as p
