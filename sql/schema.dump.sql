@@ -4057,33 +4057,27 @@ declare
     v_job record;
     v_detail text;
 begin
-    select j.* into v_job from queue.jobs as j where j.id = _lease_lost.job_id;
-    if not found then
-        v_detail := format('job %s is no longer live (completed, dead-lettered or cancelled)',
-            job_id);
-    elsif v_job.status <> 'running' and v_job.errors -> -1 ? 'retry_in'
-        and (v_job.errors -> -1 ->> 'attempt')::int = v_job.attempt
-        and (v_job.errors -> -1 ->> 'at')::timestamptz
-            + (v_job.errors -> -1 ->> 'retry_in')::interval = v_job.available_at then
-        -- its newest error is queue.fail's (only fail records retry_in) for the attempt it
-        -- is at, and the job still waits for that retry: not claimed or released since
-        v_detail := format('job %s is pending again: its attempt %s failed (queue.fail) and '
-            'waits for its retry at %s', job_id, v_job.attempt, v_job.available_at);
-    elsif v_job.status <> 'running' then
-        v_detail := format('job %s is pending again (its lease expired or it was released)',
-            job_id);
-    elsif v_job.token is distinct from _lease_lost.token then
+    select j.attempt, j.available_at, j.abort_requested_at, j.timeout, j.lease_expires_at,
+        j.lease_expires_at >= j.claimed_at + j.timeout as capped
+    into v_job from queue.jobs as j where j.id = _lease_lost.job_id;
+    -- (a write refused while the lease still runs: a heartbeat at the attempt's deadline)
+    v_detail := case coalesce(queue._refusal(_lease_lost.job_id, _lease_lost.token),
+            case when v_job.capped then 'timed_out' end, 'expired')
+        when 'gone' then format(
+            'job %s is no longer live (completed, dead-lettered or cancelled)', job_id)
+        when 'retry_pending' then format('job %s is pending again: its attempt %s failed '
+            '(queue.fail) and waits for its retry at %s', job_id, v_job.attempt,
+            v_job.available_at)
+        when 'pending_again' then format(
+            'job %s is pending again (its lease expired or it was released)', job_id)
         -- not who holds it now: any caller with any job id would learn it
-        v_detail := format('job %s was claimed again (attempt %s)', job_id, v_job.attempt);
-    elsif v_job.abort_requested_at is not null and v_job.lease_expires_at > clock_timestamp() then
-        v_detail := format('an abort of job %s was requested at %s: end the attempt with '
-            'queue.fail, the job ends cancelled', job_id, v_job.abort_requested_at);
-    elsif v_job.timeout is not null
-        and v_job.lease_expires_at >= v_job.claimed_at + v_job.timeout then
-        v_detail := format('job %s ran past its timeout of %s', job_id, v_job.timeout);
-    else
-        v_detail := format('the lease of job %s expired at %s', job_id, v_job.lease_expires_at);
-    end if;
+        when 'claimed_again' then format('job %s was claimed again (attempt %s)', job_id,
+            v_job.attempt)
+        when 'aborted' then format('an abort of job %s was requested at %s: end the attempt '
+            'with queue.fail, the job ends cancelled', job_id, v_job.abort_requested_at)
+        when 'timed_out' then format('job %s ran past its timeout of %s', job_id, v_job.timeout)
+        else format('the lease of job %s expired at %s', job_id, v_job.lease_expires_at)
+    end;
     raise exception 'lease lost on job %', job_id
         using errcode = 'AN001', detail = v_detail,
         hint = 'Discard this attempt''s outcome: the job will run (or ran) again elsewhere.';
@@ -4464,6 +4458,41 @@ end
 $$;
 
 COMMENT ON FUNCTION queue._record_completions(ids bigint[], queues text[], span int8range, completed_at timestamp with time zone) IS 'Private: record the jobs one call completed (queue.completions).';
+
+CREATE FUNCTION queue._refusal(job_id bigint, token uuid) RETURNS text
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    v_job queue.jobs;
+    v_now timestamptz := queue._lease_clock();
+begin
+    select j.* into v_job from queue.jobs as j where j.id = _refusal.job_id;
+    if not found then
+        return 'gone';
+    elsif v_job.status <> 'running' and v_job.errors -> -1 ? 'retry_in'
+        and (v_job.errors -> -1 ->> 'attempt')::int = v_job.attempt
+        and (v_job.errors -> -1 ->> 'at')::timestamptz
+            + (v_job.errors -> -1 ->> 'retry_in')::interval = v_job.available_at then
+        -- its newest error is queue.fail's (only fail records retry_in) for the attempt it
+        -- is at, and the job still waits for that retry: not claimed or released since
+        return 'retry_pending';
+    elsif v_job.status <> 'running' then
+        return 'pending_again';
+    elsif v_job.token is distinct from _refusal.token then
+        return 'claimed_again';
+    elsif v_job.abort_requested_at is not null and v_job.lease_expires_at > v_now then
+        return 'aborted';
+    elsif v_job.timeout is not null
+        and v_job.lease_expires_at >= v_job.claimed_at + v_job.timeout
+        and v_job.lease_expires_at <= v_now then
+        return 'timed_out';
+    elsif v_job.lease_expires_at <= v_now then
+        return 'expired';
+    end if;
+    return null;
+end
+$$;
 
 CREATE FUNCTION queue._refuse_read_only(call text) RETURNS void
     LANGUAGE plpgsql STABLE
@@ -5679,6 +5708,24 @@ $$;
 
 COMMENT ON FUNCTION queue.complete_many(job_ids bigint[], tokens uuid[], results jsonb[]) IS 'Complete several claimed jobs; returns completed = false where the lease was lost.';
 
+CREATE FUNCTION queue.complete_many_outcomes(job_ids bigint[], tokens uuid[], results jsonb[] DEFAULT NULL::jsonb[]) RETURNS TABLE(job_id bigint, completed boolean, refused text)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+    return query
+    select c.job_id, c.completed,
+        case when not c.completed then queue._refusal(c.job_id, t.tok) end
+    from queue.complete_many(job_ids => complete_many_outcomes.job_ids,
+        tokens => complete_many_outcomes.tokens, results => complete_many_outcomes.results)
+        with ordinality as c (job_id, completed, n)
+    join unnest(complete_many_outcomes.tokens) with ordinality as t (tok, n) on t.n = c.n
+    order by c.n;
+end
+$$;
+
+COMMENT ON FUNCTION queue.complete_many_outcomes(job_ids bigint[], tokens uuid[], results jsonb[]) IS 'Complete several claimed jobs; returns why each one not completed was refused.';
+
 CREATE FUNCTION queue.complete_many_then_claim(job_ids bigint[], tokens uuid[], results jsonb[], worker text, queues text[], batch integer, lease interval) RETURNS TABLE(claimed boolean, job_id bigint, queue text, category text, priority integer, payload jsonb, attempt integer, max_attempts integer, token uuid, lease_expires_at timestamp with time zone, enqueued_at timestamp with time zone, cache_key text, cache_version bigint, deadline timestamp with time zone, completed boolean)
     LANGUAGE plpgsql SECURITY DEFINER ROWS 20
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -6619,6 +6666,27 @@ CREATE FUNCTION queue.rate_limits() RETURNS TABLE(category text, starts integer,
 $$;
 
 COMMENT ON FUNCTION queue.rate_limits() IS 'Every rate-limited category: starts per window, starts in the current window, its limit.';
+
+CREATE FUNCTION queue.refusals(job_ids bigint[], tokens uuid[]) RETURNS TABLE(job_id bigint, refused text)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+    if refusals.job_ids is null or refusals.tokens is null then
+        raise exception 'job_ids and tokens must not be null' using errcode = '22004';
+    end if;
+    if cardinality(refusals.job_ids) <> cardinality(refusals.tokens) then
+        raise exception 'job_ids and tokens must have the same length' using errcode = '22023';
+    end if;
+    return query
+    select i.id, case when i.id is not null and i.tok is not null
+        then queue._refusal(i.id, i.tok) end
+    from unnest(refusals.job_ids, refusals.tokens) with ordinality as i (id, tok, n)
+    order by i.n;
+end
+$$;
+
+COMMENT ON FUNCTION queue.refusals(job_ids bigint[], tokens uuid[]) IS 'Why a write on behalf of each (job, token) would be refused now (null: it would hold).';
 
 CREATE FUNCTION queue.register_worker(worker text, host text, pid integer, queues text[] DEFAULT '{}'::text[], slots integer DEFAULT 0, version text DEFAULT NULL::text, expire_after interval DEFAULT '00:01:00'::interval) RETURNS timestamp with time zone
     LANGUAGE plpgsql SECURITY DEFINER
@@ -8520,6 +8588,8 @@ REVOKE ALL ON FUNCTION queue._record(queue_name text, category_name text, comple
 
 REVOKE ALL ON FUNCTION queue._record_completions(ids bigint[], queues text[], span int8range, completed_at timestamp with time zone) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION queue._refusal(job_id bigint, token uuid) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION queue._refuse_read_only(call text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._remembered(job_id bigint) FROM PUBLIC;
@@ -8595,6 +8665,10 @@ GRANT ALL ON FUNCTION queue.complete(job_id bigint, token uuid, result jsonb) TO
 REVOKE ALL ON FUNCTION queue.complete_many(job_ids bigint[], tokens uuid[], results jsonb[]) FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.complete_many(job_ids bigint[], tokens uuid[], results jsonb[]) TO andal_worker;
 GRANT ALL ON FUNCTION queue.complete_many(job_ids bigint[], tokens uuid[], results jsonb[]) TO andal_admin;
+
+REVOKE ALL ON FUNCTION queue.complete_many_outcomes(job_ids bigint[], tokens uuid[], results jsonb[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION queue.complete_many_outcomes(job_ids bigint[], tokens uuid[], results jsonb[]) TO andal_worker;
+GRANT ALL ON FUNCTION queue.complete_many_outcomes(job_ids bigint[], tokens uuid[], results jsonb[]) TO andal_admin;
 
 REVOKE ALL ON FUNCTION queue.complete_many_then_claim(job_ids bigint[], tokens uuid[], results jsonb[], worker text, queues text[], batch integer, lease interval) FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.complete_many_then_claim(job_ids bigint[], tokens uuid[], results jsonb[], worker text, queues text[], batch integer, lease interval) TO andal_worker;
@@ -8734,6 +8808,10 @@ REVOKE ALL ON FUNCTION queue.rate_limits() FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.rate_limits() TO andal_admin;
 GRANT ALL ON FUNCTION queue.rate_limits() TO andal_worker;
 GRANT ALL ON FUNCTION queue.rate_limits() TO andal_monitor;
+
+REVOKE ALL ON FUNCTION queue.refusals(job_ids bigint[], tokens uuid[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION queue.refusals(job_ids bigint[], tokens uuid[]) TO andal_worker;
+GRANT ALL ON FUNCTION queue.refusals(job_ids bigint[], tokens uuid[]) TO andal_admin;
 
 REVOKE ALL ON FUNCTION queue.register_worker(worker text, host text, pid integer, queues text[], slots integer, version text, expire_after interval) FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.register_worker(worker text, host text, pid integer, queues text[], slots integer, version text, expire_after interval) TO andal_worker;

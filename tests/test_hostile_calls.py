@@ -224,6 +224,12 @@ def queue_calls(job: int, dead: int) -> list[Call]:
     out += over("queue.complete_many", cm, "tokens", [("null", "22004"),
                 (f"array[{TOKEN}, {TOKEN}]", "22023")])  # fmt: skip
     out += over("queue.complete_many", cm, "results", [("array['{}'::jsonb, '{}']", "22023")])
+    out += over("queue.complete_many_outcomes", cm, "job_ids", [("null", "22004"),
+                ("'{}'::bigint[]", "22023")])  # fmt: skip
+    out += over("queue.complete_many_outcomes", cm, "results",
+                [("array['{}'::jsonb, '{}']", "22023")])  # fmt: skip
+    out += over("queue.refusals", cm, "job_ids", [("null", "22004"), ("'{}'::bigint[]", "22023")])
+    out += over("queue.refusals", cm, "tokens", [("null", "22004")])
     for fn in ("queue.fail", "queue.fail_outcome"):
         out.append(Call(call(fn, fail, error="repeat('x', 1048576)"), "AN001"))
     fo = {**lease, "error": "'e'"}

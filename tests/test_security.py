@@ -277,6 +277,10 @@ CALLS = {
     "claim": "select * from queue.claim('w', queues => '{rm-empty}')",
     "complete": "select queue.complete(0, gen_random_uuid())",
     "complete_many": "select * from queue.complete_many('{0}', array[gen_random_uuid()])",
+    "complete_many_outcomes": (
+        "select * from queue.complete_many_outcomes('{0}', array[gen_random_uuid()])"
+    ),
+    "refusals": "select * from queue.refusals('{0}', array[gen_random_uuid()])",
     "fail": "select queue.fail(0, gen_random_uuid(), 'e')",
     "fail_outcome": "select * from queue.fail_outcome(0, gen_random_uuid(), 'e')",
     "complete_many_then_claim": (
@@ -349,6 +353,8 @@ WORKER = {
     "claim",
     "complete",
     "complete_many",
+    "complete_many_outcomes",
+    "refusals",
     "complete_many_then_claim",
     "fail",
     "fail_outcome",

@@ -107,10 +107,19 @@ COMPLETE = (
     " result => %(result)s::jsonb)"
 )
 
+#: ``queue.complete_many_outcomes``: job id, completed, and why not (``refused``: one word of
+#: ``queue.refusals``; ``aborted`` is acknowledged with ``FAIL``, any other discards the outcome)
 COMPLETE_MANY = (
-    "select c.job_id, c.completed from queue.complete_many("
+    "select c.job_id, c.completed, c.refused from queue.complete_many_outcomes("
     "job_ids => %(job_ids)s::bigint[], tokens => %(tokens)s::uuid[],"
     " results => %(results)s::jsonb[]) as c"
+)
+
+#: ``queue.refusals``: why a completion came back ``completed = false`` (from
+#: ``COMPLETE_MANY_THEN_CLAIM``) or AN001 (from ``COMPLETE``): job id, refused
+REFUSALS = (
+    "select r.job_id, r.refused from queue.refusals("
+    "job_ids => %(job_ids)s::bigint[], tokens => %(tokens)s::uuid[]) as r"
 )
 
 #: ``queue.complete_many_then_claim``: ``COMPLETE_MANY``, then ``CLAIM``, in one call: one
@@ -410,6 +419,7 @@ __all__ = [
     "COMPLETE",
     "COMPLETE_MANY",
     "COMPLETE_MANY_THEN_CLAIM",
+    "REFUSALS",
     "ENQUEUE",
     "ENQUEUE_MANY",
     "ENQUEUE_AFTER",

@@ -195,7 +195,7 @@ class Completer:
                         both = conn.execute(
                             sql.COMPLETE_MANY_THEN_CLAIM, {**params, **claim}
                         ).fetchall()
-                        rows = [(r[1], r[15]) for r in both if not r[0]]
+                        rows = [(r[1], r[15], None) for r in both if not r[0]]
                         claimed = [r[1:15] for r in both if r[0]]
                     else:
                         rows = conn.execute(sql.COMPLETE_MANY, params).fetchall()
@@ -274,9 +274,13 @@ class Completer:
     def _recorded(
         self, oks: list[_Outcome], rows: list[Any], took: float, started_ns: int, retried: bool
     ) -> None:
-        """``queue.complete_many`` answered ``rows`` (job id, completed) for ``oks``."""
+        """``queue.complete_many_outcomes`` answered ``rows`` (job id, completed, refused) for
+        ``oks`` (``queue.complete_many_then_claim``: refused None, asked when one is refused)."""
         self.observer.reported_many([o.run for o in oks], took, started_ns)
-        completed = dict(rows)
+        completed = {r[0]: r[1] for r in rows}
+        refused = {r[0]: r[2] for r in rows if not r[1]}
+        if None in refused.values() and not retried:
+            refused = refusals([o for o in oks if o.run.job.id in refused])
         logged = self.observer.job_logs()
         done: list[_Run] = []
         for o in oks:
@@ -290,10 +294,8 @@ class Completer:
                 self.trouble.lease_lost(
                     run, "complete", outcome="unknown: resent after a lost connection"
                 )
-            elif self._acknowledge(o):
+            elif self._acknowledge(o, refused.get(run.job.id)):
                 continue
-            else:
-                self.trouble.lease_lost(run, "complete")
             self.slots.finish(run)
         if done:
             self.slots.finish_many(done, "completed")
@@ -310,9 +312,8 @@ class Completer:
                 )
         except psycopg.Error as exc:
             if is_lease_lost(exc):
-                if self._acknowledge(o):
+                if self._acknowledge(o, refusals([o]).get(o.run.job.id)):
                     return
-                self.trouble.lease_lost(o.run, "complete")
             elif is_connection_error(exc):
                 self.trouble.db_trouble(src, "complete", exc)
                 self.trouble.lease_lost(o.run, "complete", outcome="unknown: connection lost")
@@ -332,17 +333,17 @@ class Completer:
             return
         self.slots.finish(o.run)
 
-    def _acknowledge(self, o: _Outcome) -> bool:
-        """A completion refused while the lease is still current by this worker's clock: the
-        one cause then is an abort requested after the handler returned (the abort wins over
-        the completion). Acknowledge it with ``queue.fail`` (the job ends cancelled at once,
-        rather than when its lease runs out); a lease really lost gets AN001 there, and is
-        handled as one. Returns whether it was sent (the run is then finished)."""
-        run = o.run
-        if run.lost or time.monotonic() >= run.deadline:
-            return False
-        self._fail(aborted(run, o))
-        return True
+    def _acknowledge(self, o: _Outcome, refused: str | None) -> bool:
+        """A completion refused for ``refused`` (the word of ``queue.refusals``). ``aborted``:
+        an abort was requested after the handler returned (the abort wins over the completion),
+        acknowledged with ``queue.fail`` (the job ends cancelled at once, rather than when its
+        lease runs out). Any other: the lease is lost, logged with the word. Returns whether
+        the abort was acknowledged (the run is then finished)."""
+        if refused == "aborted":
+            self._fail(aborted(o.run, o))
+            return True
+        self.trouble.lease_lost(o.run, "complete", refused=refused or "unknown")
+        return False
 
     def _fail(self, o: _Outcome) -> None:
         src = o.run.source
@@ -395,3 +396,21 @@ class Completer:
                 fields["retry_in_s"] = o.retry_in.total_seconds()
             event("retried", worker=self.name, **fields)
         self.slots.finish(o.run, outcome, error)
+
+
+def refusals(refused: list[_Outcome]) -> dict[int, str | None]:
+    """Why each of ``refused``'s completions (one database's) was refused, in the word of
+    ``queue.refusals``; an empty answer when the database cannot say (the leases are then
+    handled as lost)."""
+    lane = refused[0].run.source.complete_lane
+    assert lane is not None
+    params = {
+        "job_ids": plain_array([o.run.job.id for o in refused]),
+        "tokens": plain_array([o.run.job.token for o in refused]),
+    }
+    try:
+        with lane.connection() as conn:
+            return dict(conn.execute(sql.REFUSALS, params).fetchall())
+    except psycopg.Error as exc:
+        event("refusals_failed", logging.WARNING, error=one_line(exc))
+        return {}

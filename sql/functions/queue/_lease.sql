@@ -35,8 +35,51 @@ begin
 end
 $$;
 
--- _lease_lost: raise andal's lease-lost error (SQLSTATE AN001) for job_id, explaining why the
--- caller's token is no longer current. Never returns.
+-- _refusal: why a write on behalf of job_id with token is refused now, in one word (null:
+-- it would hold: the token is the job's and its lease runs). The one home of the reasons,
+-- returned by queue.refusals and queue.complete_many_outcomes and worded by queue._lease_lost:
+-- gone (no longer live: completed, dead-lettered or cancelled); retry_pending (its attempt
+-- failed, queue.fail, and it waits for that retry); pending_again (its lease was taken back
+-- or it was released); claimed_again (another token holds it now); aborted (an abort was
+-- requested while the lease runs: end the attempt with queue.fail, the job ends cancelled);
+-- timed_out (it ran past its timeout); expired (its lease ran out, not yet taken back).
+create or replace function queue._refusal(job_id bigint, token uuid) returns text
+language plpgsql stable
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_job queue.jobs;
+    v_now timestamptz := queue._lease_clock();
+begin
+    select j.* into v_job from queue.jobs as j where j.id = _refusal.job_id;
+    if not found then
+        return 'gone';
+    elsif v_job.status <> 'running' and v_job.errors -> -1 ? 'retry_in'
+        and (v_job.errors -> -1 ->> 'attempt')::int = v_job.attempt
+        and (v_job.errors -> -1 ->> 'at')::timestamptz
+            + (v_job.errors -> -1 ->> 'retry_in')::interval = v_job.available_at then
+        -- its newest error is queue.fail's (only fail records retry_in) for the attempt it
+        -- is at, and the job still waits for that retry: not claimed or released since
+        return 'retry_pending';
+    elsif v_job.status <> 'running' then
+        return 'pending_again';
+    elsif v_job.token is distinct from _refusal.token then
+        return 'claimed_again';
+    elsif v_job.abort_requested_at is not null and v_job.lease_expires_at > v_now then
+        return 'aborted';
+    elsif v_job.timeout is not null
+        and v_job.lease_expires_at >= v_job.claimed_at + v_job.timeout
+        and v_job.lease_expires_at <= v_now then
+        return 'timed_out';
+    elsif v_job.lease_expires_at <= v_now then
+        return 'expired';
+    end if;
+    return null;
+end
+$$;
+
+-- _lease_lost: raise andal's lease-lost error (SQLSTATE AN001) for job_id, its detail saying
+-- why the caller's token is no longer current (queue._refusal). Never returns.
 create or replace function queue._lease_lost(job_id bigint, token uuid) returns void
 language plpgsql
 set search_path = pg_catalog, pg_temp
@@ -45,33 +88,27 @@ declare
     v_job record;
     v_detail text;
 begin
-    select j.* into v_job from queue.jobs as j where j.id = _lease_lost.job_id;
-    if not found then
-        v_detail := format('job %s is no longer live (completed, dead-lettered or cancelled)',
-            job_id);
-    elsif v_job.status <> 'running' and v_job.errors -> -1 ? 'retry_in'
-        and (v_job.errors -> -1 ->> 'attempt')::int = v_job.attempt
-        and (v_job.errors -> -1 ->> 'at')::timestamptz
-            + (v_job.errors -> -1 ->> 'retry_in')::interval = v_job.available_at then
-        -- its newest error is queue.fail's (only fail records retry_in) for the attempt it
-        -- is at, and the job still waits for that retry: not claimed or released since
-        v_detail := format('job %s is pending again: its attempt %s failed (queue.fail) and '
-            'waits for its retry at %s', job_id, v_job.attempt, v_job.available_at);
-    elsif v_job.status <> 'running' then
-        v_detail := format('job %s is pending again (its lease expired or it was released)',
-            job_id);
-    elsif v_job.token is distinct from _lease_lost.token then
+    select j.attempt, j.available_at, j.abort_requested_at, j.timeout, j.lease_expires_at,
+        j.lease_expires_at >= j.claimed_at + j.timeout as capped
+    into v_job from queue.jobs as j where j.id = _lease_lost.job_id;
+    -- (a write refused while the lease still runs: a heartbeat at the attempt's deadline)
+    v_detail := case coalesce(queue._refusal(_lease_lost.job_id, _lease_lost.token),
+            case when v_job.capped then 'timed_out' end, 'expired')
+        when 'gone' then format(
+            'job %s is no longer live (completed, dead-lettered or cancelled)', job_id)
+        when 'retry_pending' then format('job %s is pending again: its attempt %s failed '
+            '(queue.fail) and waits for its retry at %s', job_id, v_job.attempt,
+            v_job.available_at)
+        when 'pending_again' then format(
+            'job %s is pending again (its lease expired or it was released)', job_id)
         -- not who holds it now: any caller with any job id would learn it
-        v_detail := format('job %s was claimed again (attempt %s)', job_id, v_job.attempt);
-    elsif v_job.abort_requested_at is not null and v_job.lease_expires_at > clock_timestamp() then
-        v_detail := format('an abort of job %s was requested at %s: end the attempt with '
-            'queue.fail, the job ends cancelled', job_id, v_job.abort_requested_at);
-    elsif v_job.timeout is not null
-        and v_job.lease_expires_at >= v_job.claimed_at + v_job.timeout then
-        v_detail := format('job %s ran past its timeout of %s', job_id, v_job.timeout);
-    else
-        v_detail := format('the lease of job %s expired at %s', job_id, v_job.lease_expires_at);
-    end if;
+        when 'claimed_again' then format('job %s was claimed again (attempt %s)', job_id,
+            v_job.attempt)
+        when 'aborted' then format('an abort of job %s was requested at %s: end the attempt '
+            'with queue.fail, the job ends cancelled', job_id, v_job.abort_requested_at)
+        when 'timed_out' then format('job %s ran past its timeout of %s', job_id, v_job.timeout)
+        else format('the lease of job %s expired at %s', job_id, v_job.lease_expires_at)
+    end;
     raise exception 'lease lost on job %', job_id
         using errcode = 'AN001', detail = v_detail,
         hint = 'Discard this attempt''s outcome: the job will run (or ran) again elsewhere.';
@@ -198,6 +235,7 @@ end
 $$;
 revoke all on function queue._lease_default() from public;
 revoke all on function queue._lease_clock() from public;
+revoke all on function queue._refusal(bigint, uuid) from public;
 revoke all on function queue._lease_lost(bigint, uuid) from public;
 revoke all on function queue._check_fence(bigint, uuid) from public;
 revoke all on function queue._reap(int, text[]) from public;

@@ -402,6 +402,31 @@ begin
 end
 $$;
 
+-- queue.complete_many_outcomes: queue.complete_many, with the reason of each refusal: one
+-- row per input pair, in input order, refused null where the job was completed, else the
+-- word of queue.refusals (aborted: end the attempt with queue.fail, the job ends cancelled;
+-- any other: discard the outcome). The reasons are read after the completions, in the same
+-- statement, so they say why those jobs were not completed.
+-- Raises: what queue.complete_many raises.
+create or replace function queue.complete_many_outcomes(
+    job_ids bigint [], tokens uuid [], results jsonb [] default null
+) returns table (job_id bigint, completed boolean, refused text)
+language plpgsql
+security definer
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    return query
+    select c.job_id, c.completed,
+        case when not c.completed then queue._refusal(c.job_id, t.tok) end
+    from queue.complete_many(job_ids => complete_many_outcomes.job_ids,
+        tokens => complete_many_outcomes.tokens, results => complete_many_outcomes.results)
+        with ordinality as c (job_id, completed, n)
+    join unnest(complete_many_outcomes.tokens) with ordinality as t (tok, n) on t.n = c.n
+    order by c.n;
+end
+$$;
+
 comment on function queue.complete(bigint, uuid, jsonb) is
 'Finish a claimed job (fenced by its token); the job leaves the live table.';
 comment on function queue.complete_many(bigint[], uuid[], jsonb[]) is
@@ -409,6 +434,11 @@ comment on function queue.complete_many(bigint[], uuid[], jsonb[]) is
 revoke all on function queue.complete(bigint, uuid, jsonb) from public;
 revoke all on function queue.complete_many(bigint[], uuid[], jsonb[]) from public;
 revoke all on function queue._complete_one(bigint, uuid, jsonb) from public;
+comment on function queue.complete_many_outcomes(bigint [], uuid [], jsonb []) is
+'Complete several claimed jobs; returns why each one not completed was refused.';
+revoke all on function queue.complete_many_outcomes(bigint [], uuid [], jsonb []) from public;
+grant execute on function queue.complete_many_outcomes(bigint [], uuid [], jsonb [])
+to andal_worker, andal_admin;
 grant execute on function queue.complete(bigint, uuid, jsonb) to andal_worker, andal_admin;
 grant execute on function queue.complete_many(bigint[], uuid[], jsonb[])
 to andal_worker, andal_admin;
