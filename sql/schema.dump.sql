@@ -15,6 +15,22 @@ CREATE TYPE cache.change AS (
 	snapshot pg_snapshot
 );
 
+CREATE TYPE queue.claimed AS (
+	job_id bigint,
+	queue text,
+	category text,
+	priority integer,
+	payload jsonb,
+	attempt integer,
+	max_attempts integer,
+	token uuid,
+	lease_expires_at timestamp with time zone,
+	enqueued_at timestamp with time zone,
+	cache_key text,
+	cache_version bigint,
+	deadline timestamp with time zone
+);
+
 CREATE TYPE queue.dead_letter_info AS (
 	job_id bigint,
 	queue text,
@@ -1934,48 +1950,15 @@ begin
 end
 $$;
 
-CREATE FUNCTION queue._claim(worker text, queues text[], batch integer, lease interval) RETURNS TABLE(job_id bigint, queue text, category text, priority integer, payload jsonb, attempt integer, max_attempts integer, token uuid, lease_expires_at timestamp with time zone, enqueued_at timestamp with time zone, cache_key text, cache_version bigint, deadline timestamp with time zone)
+CREATE FUNCTION queue._claim(worker text, queues text[], batch integer, lease interval) RETURNS SETOF queue.claimed
     LANGUAGE plpgsql ROWS 10
     SET search_path TO 'pg_catalog', 'pg_temp'
     SET plan_cache_mode TO 'force_generic_plan'
     SET enable_seqscan TO 'off'
     SET jit TO 'off'
     AS $$
-#variable_conflict use_column
 declare
     v_name text;
-    v_exclude text[];
-    v_ids bigint[];
-    v_cats text[];
-    v_take bigint[] := '{}'::bigint[];
-    v_taken bigint[];
-    v_cat text;
-    v_cat_id bigint;
-    v_max int;
-    v_got boolean;
-    v_dropped boolean;
-    v_new text[];
-    v_full text[];
-    v_got_names text[];
-    v_got_ids bigint[];
-    v_got_max int[];
-    v_got_rate int[];
-    v_busy_names text[];
-    v_busy_ids bigint[];
-    -- the categories this claim holds locked: name, id, limit, starts left, slots taken
-    v_lk_names text[] := '{}'::text[];
-    v_lk_ids bigint[] := '{}'::bigint[];
-    v_lk_max int[] := '{}'::int[];
-    v_lk_rate int[] := '{}'::int[];
-    v_lk_taken int[] := '{}'::int[];
-    v_ords int[];
-    v_counts int[];
-    v_refused bigint[];
-    v_stat_ids bigint[] := '{}'::bigint[];
-    v_stat_fail bigint[] := '{}'::bigint[];
-    v_rate_refused bigint[] := '{}'::bigint[];
-    v_rated boolean := false;
-    v_rate_left int;
     v_now timestamptz := queue._lease_clock();
 begin
     -- Validation inline, in plain expressions (no query): this is the hot path.
@@ -2021,20 +2004,31 @@ begin
         perform queue._fire_due(_claim.queues, 10, 10);
     end if;
 
-    -- Direct path (every queue, or one queue): when no lease has expired and no ready job of
-    -- the scope has a category, the best `batch` jobs are the best ungated ones. One
-    -- statement: one index scan in claim order picks and locks them (SKIP LOCKED; its LIMIT
-    -- stops it, so it locks only the rows it returns) and the update leases them. Its two
-    -- probes are evaluated first; when either finds a row nothing is scanned nor locked, and
-    -- the general path below runs (as it does when the statement claims nothing).
-    if _claim.queues is null then
+    if _claim.queues is null or cardinality(_claim.queues) = 1 then
+        return query select * from queue._claim_direct(
+            _claim.worker, _claim.queues[1], _claim.batch, _claim.lease, v_now);
+        if found then
+            return;
+        end if;
+    end if;
+    return query select * from queue._claim_general(
+        _claim.worker, _claim.queues, _claim.batch, _claim.lease, v_now);
+end
+$$;
+
+CREATE FUNCTION queue._claim_direct(worker text, queue_name text, batch integer, lease interval, v_now timestamp with time zone) RETURNS SETOF queue.claimed
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+    if _claim_direct.queue_name is null then
         return query
         with claimed as (
             update queue.jobs as j
             set status = 'running', attempt = j.attempt + 1, token = gen_random_uuid(),
-                worker = _claim.worker, claimed_at = v_now,
+                worker = _claim_direct.worker, claimed_at = v_now,
                 lease_expires_at = least(v_now + coalesce(
-                    _claim.lease,
+                    _claim_direct.lease,
                     (select q.lease from queue.queues as q where q.queue = j.queue),
                     queue._lease_default()), v_now + j.timeout)
             where j.id = any (array(
@@ -2042,7 +2036,7 @@ begin
                     where c.status = 'pending' and c.category is null
                       and c.available_at <= now()
                     order by c.priority desc, c.available_at, c.id
-                    limit _claim.batch
+                    limit _claim_direct.batch
                     for update skip locked))
               and (select x.lease_expires_at from queue.jobs as x
                    where x.status = 'running' and x.lease_expires_at <= v_now
@@ -2060,281 +2054,104 @@ begin
             c.token, c.lease_expires_at, c.enqueued_at, c.cache_key, c.cache_version, c.deadline
         from claimed as c
         order by c.priority desc, c.available_at, c.id;
-        if found then
-            return;
-        end if;
-    elsif cardinality(_claim.queues) = 1 then
-        return query
-        with claimed as (
-            update queue.jobs as j
-            set status = 'running', attempt = j.attempt + 1, token = gen_random_uuid(),
-                worker = _claim.worker, claimed_at = v_now,
-                lease_expires_at = least(v_now + coalesce(
-                    _claim.lease,
-                    (select q.lease from queue.queues as q where q.queue = _claim.queues[1]),
-                    queue._lease_default()), v_now + j.timeout)
-            where j.id = any (array(
-                    select c.id from queue.jobs as c
-                    where c.queue = _claim.queues[1]
-                      and c.status = 'pending' and c.category is null
-                      and c.available_at <= now()
-                    order by c.priority desc, c.available_at, c.id
-                    limit _claim.batch
-                    for update skip locked))
-              and j.queue = _claim.queues[1]
-              and (select x.lease_expires_at from queue.jobs as x
-                   where x.queue = _claim.queues[1]
-                     and x.status = 'running' and x.lease_expires_at <= v_now
-                   order by x.lease_expires_at limit 1) is null
-              and (select g.id from queue.jobs as g
-                   where g.queue = _claim.queues[1]
-                     and g.status = 'pending' and g.category is not null
-                     and g.available_at <= now()
-                   order by g.priority desc, g.available_at, g.id limit 1) is null
-              and (select p.queue from queue.queues as p
-                   where p.paused and p.queue = _claim.queues[1]) is null
-            returning j.id, j.queue, j.category, j.priority, j.payload, j.attempt,
-                j.max_attempts, j.token, j.lease_expires_at, j.enqueued_at, j.cache_key,
-                j.cache_version, j.available_at, v_now + j.timeout as deadline
-        )
-        select c.id, c.queue, c.category, c.priority, c.payload, c.attempt, c.max_attempts,
-            c.token, c.lease_expires_at, c.enqueued_at, c.cache_key, c.cache_version, c.deadline
-        from claimed as c
-        order by c.priority desc, c.available_at, c.id;
-        if found then
-            return;
-        end if;
+        return;
     end if;
+    return query
+    with claimed as (
+        update queue.jobs as j
+        set status = 'running', attempt = j.attempt + 1, token = gen_random_uuid(),
+            worker = _claim_direct.worker, claimed_at = v_now,
+            lease_expires_at = least(v_now + coalesce(
+                _claim_direct.lease,
+                (select q.lease from queue.queues as q where q.queue = _claim_direct.queue_name),
+                queue._lease_default()), v_now + j.timeout)
+        where j.id = any (array(
+                select c.id from queue.jobs as c
+                where c.queue = _claim_direct.queue_name
+                  and c.status = 'pending' and c.category is null
+                  and c.available_at <= now()
+                order by c.priority desc, c.available_at, c.id
+                limit _claim_direct.batch
+                for update skip locked))
+          and j.queue = _claim_direct.queue_name
+          and (select x.lease_expires_at from queue.jobs as x
+               where x.queue = _claim_direct.queue_name
+                 and x.status = 'running' and x.lease_expires_at <= v_now
+               order by x.lease_expires_at limit 1) is null
+          and (select g.id from queue.jobs as g
+               where g.queue = _claim_direct.queue_name
+                 and g.status = 'pending' and g.category is not null
+                 and g.available_at <= now()
+               order by g.priority desc, g.available_at, g.id limit 1) is null
+          and (select p.queue from queue.queues as p
+               where p.paused and p.queue = _claim_direct.queue_name) is null
+        returning j.id, j.queue, j.category, j.priority, j.payload, j.attempt,
+            j.max_attempts, j.token, j.lease_expires_at, j.enqueued_at, j.cache_key,
+            j.cache_version, j.available_at, v_now + j.timeout as deadline
+    )
+    select c.id, c.queue, c.category, c.priority, c.payload, c.attempt, c.max_attempts,
+        c.token, c.lease_expires_at, c.enqueued_at, c.cache_key, c.cache_version, c.deadline
+    from claimed as c
+    order by c.priority desc, c.available_at, c.id;
+end
+$$;
 
-    -- General path: several queues, or the direct path claimed nothing (a lease expired, a
-    -- gated job is ready, a queue is paused, or no job is ready: the direct statement cannot
-    -- tell which, and what its probes saw may have changed since).
-
+CREATE FUNCTION queue._claim_general(worker text, queues text[], batch integer, lease interval, v_now timestamp with time zone) RETURNS SETOF queue.claimed
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    v_exclude text[];
+    v_ids bigint[];
+    v_cats text[];
+    v_take bigint[];
+begin
     -- Paused queues are left out: a claim of every queue becomes one of the queues not
     -- paused whose ready jobs can be among its best (queue._unpaused_queues; expired leases
     -- of the other queues are then taken back by their own claims or queue.maintain).
     if (select p.queue from queue.queues as p where p.paused limit 1) is not null then
-        _claim.queues := queue._unpaused_queues(_claim.queues, _claim.batch);
-        if cardinality(_claim.queues) = 0 then
+        queues := queue._unpaused_queues(_claim_general.queues, _claim_general.batch);
+        if cardinality(_claim_general.queues) = 0 then
             return;
         end if;
     end if;
 
     -- Take back expired leases first (an index probe when there are none).
-    if _claim.queues is null then
+    if _claim_general.queues is null then
         if (select x.lease_expires_at from queue.jobs as x
             where x.status = 'running' and x.lease_expires_at <= v_now
             order by x.lease_expires_at limit 1) is not null then
             perform queue._reap(100);
         end if;
     elsif exists (
-        select from unnest(_claim.queues) as q (name)
+        select from unnest(_claim_general.queues) as q (name)
         where (select x.lease_expires_at from queue.jobs as x
                where x.queue = q.name
                  and x.status = 'running' and x.lease_expires_at <= v_now
                order by x.lease_expires_at limit 1) is not null
     ) then
-        perform queue._reap(100, _claim.queues);
+        perform queue._reap(100, _claim_general.queues);
     end if;
 
     -- Categories that cannot take a job now: paused, or as many live slots as their limit
     -- (a slot whose lease expired is not live, whichever queue its job is in).
     v_exclude := queue._full_categories(v_now);
-
-    -- 1. The best `batch` candidates, locked.
-    select array_agg(c.id order by c.priority desc, c.available_at, c.id),
+    select  -- the best `batch` candidates, locked; those with a category gated
+        array_agg(c.id order by c.priority desc, c.available_at, c.id),
         array_agg(c.category order by c.priority desc, c.available_at, c.id)
     into v_ids, v_cats
-    from queue._candidates(_claim.queues, _claim.batch, v_exclude, '{}') as c;
+    from queue._candidates(_claim_general.queues, _claim_general.batch, v_exclude, '{}') as c;
     if v_ids is null then
         return;
     end if;
-
     if cardinality(array_remove(v_cats, null)) = 0 then
-        -- none has a category: lease them all
         v_take := v_ids;
     else
-        -- 2. Some candidates have a category. Gate them, every category of the batch at
-        --    once: one statement try-locks the rows of the categories not locked yet (a row
-        --    another transaction holds skips its category for this call), then one statement
-        --    recounts the live slots of the locked categories (its snapshot is taken after
-        --    the locks: it sees every slot of a claim that held a lock before) and writes the
-        --    slots taken. A category that runs out of slots (or whose lock is busy) is left
-        --    out and the batch is filled from further candidates, in rounds.
-        for v_round in 1 .. 8 loop
-            v_dropped := false;
-            v_take := v_take || array(
-                select c.id from unnest(v_ids, v_cats) as c (id, cat) where c.cat is null);
-            v_new := array(
-                select distinct c.cat from unnest(v_cats) as c (cat)
-                where c.cat is not null and c.cat <> all (v_lk_names));
-            if cardinality(v_new) > 0 then
-                -- The gate lock is a row lock on the category's row, not an advisory lock:
-                -- any role that can connect can take any advisory key (and read the held
-                -- ones in pg_locks), but only andal's roles can lock this row. The limit and
-                -- the starts its rate limit leaves are read under the lock.
-                select coalesce(array_agg(k.category), '{}'), coalesce(array_agg(k.id), '{}'),
-                    coalesce(array_agg(k.max_running), '{}'), coalesce(array_agg(k.rate_left), '{}'),
-                    coalesce(bool_or(k.rate_left is not null), false)
-                into v_got_names, v_got_ids, v_got_max, v_got_rate, v_got
-                from (
-                    select c.id, c.category, c.max_running,
-                        case when c.rate_starts is not null then queue._rate_left(
-                            c.rate_log, c.rate_starts, c.rate_per, v_now) end as rate_left
-                    from queue.categories as c
-                    where c.category = any (v_new)
-                    for no key update skip locked
-                ) as k;
-                v_rated := v_rated or v_got;
-                if cardinality(v_got_names) < cardinality(v_new) then
-                    -- not locked: busy (another claimer holds the row), or no row yet
-                    select coalesce(array_agg(c.category), '{}'), coalesce(array_agg(c.id), '{}')
-                    into v_busy_names, v_busy_ids
-                    from queue.categories as c
-                    where c.category = any (v_new) and c.category <> all (v_got_names);
-                    v_stat_ids := v_stat_ids || v_busy_ids;
-                    v_stat_fail := v_stat_fail || array_fill(1::bigint, array[cardinality(v_busy_ids)]);
-                    v_exclude := v_exclude || v_busy_names;
-                    v_dropped := v_dropped or cardinality(v_busy_names) > 0;
-                    -- a category without a row gets one (limit 1), then its lock
-                    for v_cat in
-                        select n.cat from unnest(v_new) as n (cat)
-                        where n.cat <> all (v_got_names) and n.cat <> all (v_busy_names)
-                    loop
-                        v_cat_id := queue._category_id(v_cat);
-                        select c.max_running,
-                            queue._rate_left(c.rate_log, c.rate_starts, c.rate_per, v_now)
-                        into v_max, v_rate_left
-                        from queue.categories as c
-                        where c.id = v_cat_id
-                        for no key update skip locked;
-                        if found then
-                            -- (its statistics row with the other locked ones, below)
-                            v_got_names := v_got_names || v_cat;
-                            v_got_ids := v_got_ids || v_cat_id;
-                            v_got_max := v_got_max || v_max;
-                            v_got_rate := v_got_rate || v_rate_left;
-                            v_rated := v_rated or v_rate_left is not null;
-                        else
-                            v_stat_ids := v_stat_ids || v_cat_id;
-                            v_stat_fail := v_stat_fail || 1::bigint;
-                            v_exclude := v_exclude || v_cat;
-                            v_dropped := true;
-                        end if;
-                    end loop;
-                end if;
-                v_stat_ids := v_stat_ids || v_got_ids;
-                v_stat_fail := v_stat_fail || array_fill(0::bigint, array[cardinality(v_got_ids)]);
-                v_lk_names := v_lk_names || v_got_names;
-                v_lk_ids := v_lk_ids || v_got_ids;
-                v_lk_max := v_lk_max || v_got_max;
-                v_lk_rate := v_lk_rate || v_got_rate;
-                v_lk_taken := v_lk_taken || array_fill(0, array[cardinality(v_got_ids)]);
-            end if;
-            -- Under the locks: each locked category's free slots (its limit less its live
-            -- slots, this claim's own included; no more than its rate window has left), its
-            -- candidates taken in claim order up to that, their slots written in one insert.
-            with cand as materialized (
-                select c.id, c.cat, c.n
-                from unnest(v_ids, v_cats) with ordinality as c (id, cat, n)
-                where c.cat = any (v_lk_names)
-            ),
-            room as materialized (
-                select k.name, k.id, k.ord, k.rate, s.slots,
-                    greatest(least(s.slots, coalesce(k.rate, s.slots)), 0) as free
-                from unnest(v_lk_names, v_lk_ids, v_lk_max, v_lk_rate)
-                    with ordinality as k (name, id, max, rate, ord)
-                cross join lateral (
-                    select k.max - count(*) as slots
-                    from queue.worker_locks as w
-                    join queue.jobs as j on j.id = w.job_id
-                    where w.category_id = k.id
-                      and (j.lease_expires_at > v_now or j.id = any (v_take))
-                ) as s
-                where k.name = any (v_cats)
-            ),
-            taken as (
-                insert into queue.worker_locks (job_id, category_id, worker)
-                select r.id, r.cat_id, _claim.worker
-                from (
-                    select c.id, k.id as cat_id, k.free,
-                        row_number() over (partition by c.cat order by c.n) as rn
-                    from cand as c join room as k on k.name = c.cat
-                ) as r
-                where r.rn <= r.free
-                returning job_id, category_id
-            ),
-            per as materialized (
-                select k.name, k.id, k.ord, k.rate, k.slots, k.free,
-                    coalesce(t.n, 0) as n_taken, c.n as n_cand
-                from room as k
-                join (select c.cat, count(*) as n from cand as c group by c.cat) as c
-                    on c.cat = k.name
-                left join (
-                    select t.category_id, count(*) as n from taken as t group by t.category_id
-                ) as t on t.category_id = k.id
-            )
-            select coalesce((select array_agg(t.job_id) from taken as t), '{}'),
-                coalesce(array_agg(p.name) filter (where p.n_taken >= p.free), '{}'),
-                coalesce(bool_or(p.n_taken >= p.free and p.n_cand > p.n_taken), false),
-                coalesce(array_agg(p.id) filter (where p.rate < p.slots), '{}'),
-                coalesce(array_agg(p.ord::int) filter (where p.n_taken > 0), '{}'),
-                coalesce(array_agg(p.n_taken::int) filter (where p.n_taken > 0), '{}')
-            into v_taken, v_full, v_got, v_refused, v_ords, v_counts
-            from per as p;
-            v_take := v_take || v_taken;
-            -- no slot left: the category's other candidates go back, it is left out
-            v_exclude := v_exclude || v_full;
-            v_dropped := v_dropped or v_got;
-            v_rate_refused := v_rate_refused || v_refused;
-            for v_r in 1 .. cardinality(v_ords) loop
-                v_lk_taken[v_ords[v_r]] := v_lk_taken[v_ords[v_r]] + v_counts[v_r];
-                v_lk_rate[v_ords[v_r]] := v_lk_rate[v_ords[v_r]] - v_counts[v_r];
-            end loop;
-            exit when not v_dropped or cardinality(v_take) >= _claim.batch;
-            select array_agg(c.id order by c.priority desc, c.available_at, c.id),
-                array_agg(c.category order by c.priority desc, c.available_at, c.id)
-            into v_ids, v_cats
-            from queue._candidates(_claim.queues, _claim.batch - cardinality(v_take), v_exclude,
-                v_take) as c;
-            exit when v_ids is null;
-        end loop;
-
-        insert into queue.lock_stats as s (
-            minute, backend, category_id, attempts, failures, rate_refusals
-        )
-        select date_trunc('minute', now()), pg_backend_pid(), u.cat_id, 1, u.f,
-            case when u.cat_id = any (v_rate_refused) then 1 else 0 end
-        from unnest(v_stat_ids, v_stat_fail) as u (cat_id, f)
-        on conflict (minute, backend, category_id) do update
-        set attempts = s.attempts + 1, failures = s.failures + excluded.failures,
-            rate_refusals = s.rate_refusals + excluded.rate_refusals;
-        -- the starts of rate-limited categories join their window: its latest rate_starts
-        -- start times are all a later claim needs (still under the category's row lock)
-        if v_rated then
-            perform queue._rate_record(v_lk_ids, v_lk_taken, v_now);
-        end if;
+        v_take := queue._gate(_claim_general.worker, _claim_general.queues,
+            _claim_general.batch, v_ids, v_cats, v_exclude, v_now);
     end if;
-
-    -- 3. Lease the jobs taken, in claim order.
-    return query
-    with claimed as (
-        update queue.jobs as j
-        set status = 'running', attempt = j.attempt + 1, token = gen_random_uuid(),
-            worker = _claim.worker, claimed_at = v_now,
-            lease_expires_at = least(v_now + coalesce(
-                _claim.lease,
-                (select q.lease from queue.queues as q where q.queue = j.queue),
-                queue._lease_default()), v_now + j.timeout)
-        where j.id = any (v_take)
-        returning j.id, j.queue, j.category, j.priority, j.payload, j.attempt, j.max_attempts,
-            j.token, j.lease_expires_at, j.enqueued_at, j.cache_key, j.cache_version,
-            j.available_at, v_now + j.timeout as deadline
-    )
-    select c.id, c.queue, c.category, c.priority, c.payload, c.attempt, c.max_attempts,
-        c.token, c.lease_expires_at, c.enqueued_at, c.cache_key, c.cache_version, c.deadline
-    from claimed as c
-    order by c.priority desc, c.available_at, c.id;
+    return query select * from queue._lease_taken(
+        _claim_general.worker, v_take, _claim_general.lease, v_now);
 end
 $$;
 
@@ -3401,6 +3218,197 @@ begin
 end
 $$;
 
+CREATE FUNCTION queue._gate(worker text, queues text[], batch integer, ids bigint[], cats text[], exclude text[], v_now timestamp with time zone) RETURNS bigint[]
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    v_take bigint[] := '{}'::bigint[];
+    v_new text[];
+    v_lock record;
+    v_round record;
+    v_dropped boolean;
+    -- the categories this claim holds locked: name, id, limit, starts left, slots taken
+    v_lk_names text[] := '{}'::text[];
+    v_lk_ids bigint[] := '{}'::bigint[];
+    v_lk_max int[] := '{}'::int[];
+    v_lk_rate int[] := '{}'::int[];
+    v_lk_taken int[] := '{}'::int[];
+    v_stat_ids bigint[] := '{}'::bigint[];
+    v_stat_fail bigint[] := '{}'::bigint[];
+    v_rate_refused bigint[] := '{}'::bigint[];
+    v_rated boolean := false;
+begin
+    for v_r in 1 .. 8 loop
+        v_dropped := false;
+        v_take := v_take || array(
+            select c.id from unnest(ids, cats) as c (id, cat) where c.cat is null);
+        v_new := array(
+            select distinct c.cat from unnest(cats) as c (cat)
+            where c.cat is not null and c.cat <> all (v_lk_names));
+        if cardinality(v_new) > 0 then
+            select * into v_lock from queue._gate_lock(v_new, v_now);
+            v_rated := v_rated or v_lock.rated;
+            v_stat_ids := v_stat_ids || v_lock.refused_ids || v_lock.ids;
+            v_stat_fail := v_stat_fail
+                || array_fill(1::bigint, array[cardinality(v_lock.refused_ids)])
+                || array_fill(0::bigint, array[cardinality(v_lock.ids)]);
+            exclude := exclude || v_lock.refused;
+            v_dropped := cardinality(v_lock.refused) > 0;
+            v_lk_names := v_lk_names || v_lock.names;
+            v_lk_ids := v_lk_ids || v_lock.ids;
+            v_lk_max := v_lk_max || v_lock.maxes;
+            v_lk_rate := v_lk_rate || v_lock.rates;
+            v_lk_taken := v_lk_taken || array_fill(0, array[cardinality(v_lock.ids)]);
+        end if;
+        select * into v_round from queue._gate_take(worker, ids, cats, v_take, v_lk_names,
+            v_lk_ids, v_lk_max, v_lk_rate, v_now);
+        v_take := v_take || v_round.taken;
+        -- no slot left: the category's other candidates go back, it is left out
+        exclude := exclude || v_round.filled;
+        v_dropped := v_dropped or v_round.dropped;
+        v_rate_refused := v_rate_refused || v_round.rate_refused;
+        for v_i in 1 .. cardinality(v_round.ords) loop
+            v_lk_taken[v_round.ords[v_i]] := v_lk_taken[v_round.ords[v_i]] + v_round.counts[v_i];
+            v_lk_rate[v_round.ords[v_i]] := v_lk_rate[v_round.ords[v_i]] - v_round.counts[v_i];
+        end loop;
+        exit when not v_dropped or cardinality(v_take) >= batch;
+        select array_agg(c.id order by c.priority desc, c.available_at, c.id),
+            array_agg(c.category order by c.priority desc, c.available_at, c.id)
+        into ids, cats
+        from queue._candidates(queues, batch - cardinality(v_take), exclude, v_take) as c;
+        exit when ids is null;
+    end loop;
+
+    insert into queue.lock_stats as s (minute, backend, category_id, attempts, failures,
+        rate_refusals)
+    select date_trunc('minute', now()), pg_backend_pid(), u.cat_id, 1, u.f,
+        case when u.cat_id = any (v_rate_refused) then 1 else 0 end
+    from unnest(v_stat_ids, v_stat_fail) as u (cat_id, f)
+    on conflict (minute, backend, category_id) do update
+    set attempts = s.attempts + 1, failures = s.failures + excluded.failures,
+        rate_refusals = s.rate_refusals + excluded.rate_refusals;
+    -- the starts of rate-limited categories join their window: its latest rate_starts
+    -- start times are all a later claim needs (still under the category's row lock)
+    if v_rated then
+        perform queue._rate_record(v_lk_ids, v_lk_taken, v_now);
+    end if;
+    return v_take;
+end
+$$;
+
+CREATE FUNCTION queue._gate_lock(categories text[], v_now timestamp with time zone, OUT names text[], OUT ids bigint[], OUT maxes integer[], OUT rates integer[], OUT rated boolean, OUT refused text[], OUT refused_ids bigint[]) RETURNS record
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    v_cat text;
+    v_cat_id bigint;
+    v_max int;
+    v_rate_left int;
+begin
+    select coalesce(array_agg(k.category), '{}'), coalesce(array_agg(k.id), '{}'),
+        coalesce(array_agg(k.max_running), '{}'), coalesce(array_agg(k.rate_left), '{}'),
+        coalesce(bool_or(k.rate_left is not null), false)
+    into names, ids, maxes, rates, rated
+    from (
+        select c.id, c.category, c.max_running,
+            case when c.rate_starts is not null then queue._rate_left(
+                c.rate_log, c.rate_starts, c.rate_per, v_now) end as rate_left
+        from queue.categories as c
+        where c.category = any (_gate_lock.categories)
+        for no key update skip locked
+    ) as k;
+    refused := '{}';
+    refused_ids := '{}';
+    if cardinality(names) = cardinality(_gate_lock.categories) then
+        return;
+    end if;
+    -- not locked: busy (another claimer holds the row), or no row yet
+    select coalesce(array_agg(c.category), '{}'), coalesce(array_agg(c.id), '{}')
+    into refused, refused_ids
+    from queue.categories as c
+    where c.category = any (_gate_lock.categories) and c.category <> all (names);
+    for v_cat in
+        select n.cat from unnest(_gate_lock.categories) as n (cat)
+        where n.cat <> all (names) and n.cat <> all (refused)
+    loop
+        v_cat_id := queue._category_id(v_cat);
+        select c.max_running, queue._rate_left(c.rate_log, c.rate_starts, c.rate_per, v_now)
+        into v_max, v_rate_left
+        from queue.categories as c
+        where c.id = v_cat_id
+        for no key update skip locked;
+        if found then
+            names := names || v_cat;
+            ids := ids || v_cat_id;
+            maxes := maxes || v_max;
+            rates := rates || v_rate_left;
+            rated := rated or v_rate_left is not null;
+        else
+            refused := refused || v_cat;
+            refused_ids := refused_ids || v_cat_id;
+        end if;
+    end loop;
+end
+$$;
+
+CREATE FUNCTION queue._gate_take(worker text, ids bigint[], cats text[], take bigint[], lk_names text[], lk_ids bigint[], lk_max integer[], lk_rate integer[], v_now timestamp with time zone, OUT taken bigint[], OUT filled text[], OUT dropped boolean, OUT rate_refused bigint[], OUT ords integer[], OUT counts integer[]) RETURNS record
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+    with cand as materialized (
+        select c.id, c.cat, c.n
+        from unnest(_gate_take.ids, _gate_take.cats) with ordinality as c (id, cat, n)
+        where c.cat = any (_gate_take.lk_names)
+    ),
+    room as materialized (
+        select k.name, k.id, k.ord, k.rate, s.slots,
+            greatest(least(s.slots, coalesce(k.rate, s.slots)), 0) as free
+        from unnest(_gate_take.lk_names, _gate_take.lk_ids, _gate_take.lk_max,
+            _gate_take.lk_rate) with ordinality as k (name, id, max, rate, ord)
+        cross join lateral (
+            select k.max - count(*) as slots
+            from queue.worker_locks as w
+            join queue.jobs as j on j.id = w.job_id
+            where w.category_id = k.id
+              and (j.lease_expires_at > v_now or j.id = any (_gate_take.take))
+        ) as s
+        where k.name = any (_gate_take.cats)
+    ),
+    took as (
+        insert into queue.worker_locks (job_id, category_id, worker)
+        select r.id, r.cat_id, _gate_take.worker
+        from (
+            select c.id, k.id as cat_id, k.free,
+                row_number() over (partition by c.cat order by c.n) as rn
+            from cand as c join room as k on k.name = c.cat
+        ) as r
+        where r.rn <= r.free
+        returning job_id, category_id
+    ),
+    per as materialized (
+        select k.name, k.id, k.ord, k.rate, k.slots, k.free,
+            coalesce(t.n, 0) as n_taken, c.n as n_cand
+        from room as k
+        join (select c.cat, count(*) as n from cand as c group by c.cat) as c
+            on c.cat = k.name
+        left join (
+            select t.category_id, count(*) as n from took as t group by t.category_id
+        ) as t on t.category_id = k.id
+    )
+    select coalesce((select array_agg(t.job_id) from took as t), '{}'),
+        coalesce(array_agg(p.name) filter (where p.n_taken >= p.free), '{}'),
+        coalesce(bool_or(p.n_taken >= p.free and p.n_cand > p.n_taken), false),
+        coalesce(array_agg(p.id) filter (where p.rate < p.slots), '{}'),
+        coalesce(array_agg(p.ord::int) filter (where p.n_taken > 0), '{}'),
+        coalesce(array_agg(p.n_taken::int) filter (where p.n_taken > 0), '{}')
+    into taken, filled, dropped, rate_refused, ords, counts
+    from per as p;
+end
+$$;
+
 CREATE FUNCTION queue._gated_head(queues text[], lim integer, exclude_categories text[], exclude_ids bigint[], OUT ids bigint[], OUT categories text[], OUT priorities integer[], OUT availabilities timestamp with time zone[]) RETURNS record
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -4081,6 +4089,32 @@ begin
     raise exception 'lease lost on job %', job_id
         using errcode = 'AN001', detail = v_detail,
         hint = 'Discard this attempt''s outcome: the job will run (or ran) again elsewhere.';
+end
+$$;
+
+CREATE FUNCTION queue._lease_taken(worker text, job_ids bigint[], lease interval, v_now timestamp with time zone) RETURNS SETOF queue.claimed
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+    return query
+    with claimed as (
+        update queue.jobs as j
+        set status = 'running', attempt = j.attempt + 1, token = gen_random_uuid(),
+            worker = _lease_taken.worker, claimed_at = v_now,
+            lease_expires_at = least(v_now + coalesce(
+                _lease_taken.lease,
+                (select q.lease from queue.queues as q where q.queue = j.queue),
+                queue._lease_default()), v_now + j.timeout)
+        where j.id = any (_lease_taken.job_ids)
+        returning j.id, j.queue, j.category, j.priority, j.payload, j.attempt, j.max_attempts,
+            j.token, j.lease_expires_at, j.enqueued_at, j.cache_key, j.cache_version,
+            j.available_at, v_now + j.timeout as deadline
+    )
+    select c.id, c.queue, c.category, c.priority, c.payload, c.attempt, c.max_attempts,
+        c.token, c.lease_expires_at, c.enqueued_at, c.cache_key, c.cache_version, c.deadline
+    from claimed as c
+    order by c.priority desc, c.available_at, c.id;
 end
 $$;
 
@@ -8466,6 +8500,10 @@ REVOKE ALL ON FUNCTION queue._check_trace_context(trace_context jsonb) FROM PUBL
 
 REVOKE ALL ON FUNCTION queue._claim(worker text, queues text[], batch integer, lease interval) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION queue._claim_direct(worker text, queue_name text, batch integer, lease interval, v_now timestamp with time zone) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._claim_general(worker text, queues text[], batch integer, lease interval, v_now timestamp with time zone) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION queue._complete_one(job_id bigint, token uuid, result jsonb) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._completions_keep() FROM PUBLIC;
@@ -8512,6 +8550,12 @@ REVOKE ALL ON FUNCTION queue._free_slots(job_ids bigint[], queues text[]) FROM P
 
 REVOKE ALL ON FUNCTION queue._full_categories(at timestamp with time zone) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION queue._gate(worker text, queues text[], batch integer, ids bigint[], cats text[], exclude text[], v_now timestamp with time zone) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._gate_lock(categories text[], v_now timestamp with time zone, OUT names text[], OUT ids bigint[], OUT maxes integer[], OUT rates integer[], OUT rated boolean, OUT refused text[], OUT refused_ids bigint[]) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._gate_take(worker text, ids bigint[], cats text[], take bigint[], lk_names text[], lk_ids bigint[], lk_max integer[], lk_rate integer[], v_now timestamp with time zone, OUT taken bigint[], OUT filled text[], OUT dropped boolean, OUT rate_refused bigint[], OUT ords integer[], OUT counts integer[]) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION queue._gated_head(queues text[], lim integer, exclude_categories text[], exclude_ids bigint[], OUT ids bigint[], OUT categories text[], OUT priorities integer[], OUT availabilities timestamp with time zone[]) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._gated_scan(queues text[], lim integer, exclude_categories text[], exclude_ids bigint[]) FROM PUBLIC;
@@ -8551,6 +8595,8 @@ REVOKE ALL ON FUNCTION queue._lease_clock() FROM PUBLIC;
 REVOKE ALL ON FUNCTION queue._lease_default() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._lease_lost(job_id bigint, token uuid) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._lease_taken(worker text, job_ids bigint[], lease interval, v_now timestamp with time zone) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._limits(OUT max_lease interval, OUT max_delay interval, OUT min_priority integer, OUT max_priority integer, OUT max_error_bytes integer, OUT max_result_bytes integer) FROM PUBLIC;
 

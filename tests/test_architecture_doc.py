@@ -50,7 +50,17 @@ RULE_HOMES: dict[str, tuple[str, dict[str, str]]] = {
     "lease_expires_at > v_now": (Q + "_lease.sql", {
         Q + "complete.sql": "the token check inside the completing delete (hot path)",
         Q + "heartbeat.sql": "the token check inside the heartbeat's update (hot path)",
-        Q + "claim.sql": "the take-back of expired leases inside the claim (hot path)",
+        Q + "_gate.sql": "a live slot (its job's lease unexpired), counted under the gate's lock",
+    }),
+    # a gate slot taken and freed
+    "into queue.worker_locks": (Q + "_gate.sql", {}),
+    "delete from queue.worker_locks": (Q + "_gate.sql", {}),
+    # the lease length: the claim's (or the heartbeat's extend), else the queue's, else this
+    "queue._lease_default())": (Q + "_lease.sql", {
+        Q + "claim.sql": "the direct path picks and leases in one statement, with a copy of"
+        " queue._lease_taken's formula; claim/direct_and_general_lease_alike.sql proves both agree",
+        Q + "heartbeat.sql": "the extension of a lease, the same rule with `extend` for the"
+        " claim's lease and the attempt's deadline as the cap, inside the heartbeat's update",
     }),
     # the mapping from stored columns to a job's state
     "when due then 'ready'": (Q + "states.sql", {}),

@@ -35,6 +35,39 @@ begin
 end
 $$;
 
+-- _lease_taken: lease the jobs `job_ids` (locked by the caller's claim) to `worker` at
+-- v_now, and return them in claim order: a fresh token each, attempt + 1, and the lease:
+-- the claim's `lease`, else the queue's, else queue._lease_default(), never past the
+-- attempt's deadline (v_now + the job's timeout). This is the lease formula's home;
+-- queue._claim_direct keeps a copy inside its one statement (a test proves they agree).
+create or replace function queue._lease_taken(
+    worker text, job_ids bigint[], lease interval, v_now timestamptz
+) returns setof queue.claimed
+language plpgsql
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    return query
+    with claimed as (
+        update queue.jobs as j
+        set status = 'running', attempt = j.attempt + 1, token = gen_random_uuid(),
+            worker = _lease_taken.worker, claimed_at = v_now,
+            lease_expires_at = least(v_now + coalesce(
+                _lease_taken.lease,
+                (select q.lease from queue.queues as q where q.queue = j.queue),
+                queue._lease_default()), v_now + j.timeout)
+        where j.id = any (_lease_taken.job_ids)
+        returning j.id, j.queue, j.category, j.priority, j.payload, j.attempt, j.max_attempts,
+            j.token, j.lease_expires_at, j.enqueued_at, j.cache_key, j.cache_version,
+            j.available_at, v_now + j.timeout as deadline
+    )
+    select c.id, c.queue, c.category, c.priority, c.payload, c.attempt, c.max_attempts,
+        c.token, c.lease_expires_at, c.enqueued_at, c.cache_key, c.cache_version, c.deadline
+    from claimed as c
+    order by c.priority desc, c.available_at, c.id;
+end
+$$;
+
 -- _refusal: why a write on behalf of job_id with token is refused now, in one word (null:
 -- it would hold: the token is the job's and its lease runs). The one home of the reasons,
 -- returned by queue.refusals and queue.complete_many_outcomes and worded by queue._lease_lost:
@@ -235,6 +268,7 @@ end
 $$;
 revoke all on function queue._lease_default() from public;
 revoke all on function queue._lease_clock() from public;
+revoke all on function queue._lease_taken(text, bigint[], interval, timestamptz) from public;
 revoke all on function queue._refusal(bigint, uuid) from public;
 revoke all on function queue._lease_lost(bigint, uuid) from public;
 revoke all on function queue._check_fence(bigint, uuid) from public;
