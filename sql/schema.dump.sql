@@ -7636,6 +7636,32 @@ $$;
 
 COMMENT ON FUNCTION queue.unserved_queues() IS 'Queues with ready jobs that no live worker holds a job of or registered for.';
 
+CREATE FUNCTION queue.vacuum_due(every interval) RETURNS TABLE(schema_name text, table_name text, dead bigint, allowed boolean)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+    perform queue._check_interval(vacuum_due.every, 'every');
+    return query
+    select s.schemaname::text, coalesce(p.relname, c.relname)::text, sum(s.n_dead_tup)::bigint,
+        bool_and(pg_has_role(session_user, coalesce(p.relowner, c.relowner), 'USAGE')
+            or pg_has_role(session_user, d.datdba, 'USAGE'))
+    from pg_stat_user_tables as s
+    join pg_class as c on c.oid = s.relid
+    left join pg_inherits as i on i.inhrelid = s.relid
+    left join pg_class as p on p.oid = i.inhparent
+    join pg_database as d on d.datname = current_database()
+    where s.schemaname in ('queue', 'cache')
+      and (s.n_dead_tup > 0 or s.n_mod_since_analyze > 0)
+      and coalesce(greatest(s.last_vacuum, s.last_autovacuum), '-infinity')
+          < now() - vacuum_due.every
+    group by 1, 2
+    order by 3 desc, 1, 2;
+end
+$$;
+
+COMMENT ON FUNCTION queue.vacuum_due(every interval) IS 'andal''s tables changed and not vacuumed in the last `every`, and whether the caller may vacuum each.';
+
 CREATE FUNCTION queue.version() RETURNS text
     LANGUAGE sql IMMUTABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -8954,6 +8980,10 @@ REVOKE ALL ON FUNCTION queue.unserved_queues() FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.unserved_queues() TO andal_admin;
 GRANT ALL ON FUNCTION queue.unserved_queues() TO andal_worker;
 GRANT ALL ON FUNCTION queue.unserved_queues() TO andal_monitor;
+
+REVOKE ALL ON FUNCTION queue.vacuum_due(every interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION queue.vacuum_due(every interval) TO andal_worker;
+GRANT ALL ON FUNCTION queue.vacuum_due(every interval) TO andal_admin;
 
 REVOKE ALL ON FUNCTION queue.version() FROM PUBLIC;
 GRANT ALL ON FUNCTION queue.version() TO andal_producer;

@@ -182,6 +182,8 @@ def queue_calls(job: int, dead: int) -> list[Call]:
         out.append(
             Call(call("queue.claim", claim), "55000", (f"set transaction isolation level {level}",))
         )
+    out += over("queue.vacuum_due", {"every": "'0'"}, "every",
+                [("null", "22004"), *each(NEG + HUGE, "22023")])  # fmt: skip
     out += over(
         "queue.next_available",
         {"queues": "'{h}'"},

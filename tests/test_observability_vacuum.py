@@ -158,3 +158,22 @@ def test_worker_warns_once_when_denied(
     assert warnings[0].levelno == logging.WARNING
     assert "queue.jobs" in warnings[0].tables
     assert not [r for r in caplog.records if r.msg in ("vacuum_failed", "internal_error")]
+
+
+def test_vacuum_due_is_the_rule_in_sql(
+    dsn: str, conn: psycopg.Connection, clean: None, weak_role: str
+) -> None:
+    """queue.vacuum_due lists a changed table once (its shards counted as the table), says
+    whether the caller may vacuum it, and leaves out one vacuumed within `every`."""
+    churn(dsn)
+    wait_for(lambda: dead_tuples(conn, "queue.jobs") > 0, timeout=15, what="dead tuples")
+    due = "select table_name, dead, allowed from queue.vacuum_due(every => %s::interval)"
+    rows = {r[0]: r[1:] for r in conn.execute(due, ("0",)).fetchall()}
+    assert rows["jobs"][0] >= dead_tuples(conn, "queue.jobs") > 0 and rows["jobs"][1]
+    assert not [t for t in rows if t.startswith("jobs_p")], "a shard counts as its table"
+    with psycopg.connect(weak_role, autocommit=True) as c:
+        weak = {r[0]: r[2] for r in c.execute(due, ("0",)).fetchall()}
+    assert weak["jobs"] is False, "a role that owns nothing may not vacuum it"
+    conn.execute("vacuum queue.jobs")
+    wait_for(lambda: last_vacuum(conn, "queue.jobs") is not None, timeout=15, what="the stats")
+    assert "jobs" not in {r[0] for r in conn.execute(due, ("1 hour",)).fetchall()}

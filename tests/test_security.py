@@ -281,6 +281,7 @@ CALLS = {
         "select * from queue.complete_many_outcomes('{0}', array[gen_random_uuid()])"
     ),
     "refusals": "select * from queue.refusals('{0}', array[gen_random_uuid()])",
+    "vacuum_due": "select * from queue.vacuum_due(every => '1 hour')",
     "fail": "select queue.fail(0, gen_random_uuid(), 'e')",
     "fail_outcome": "select * from queue.fail_outcome(0, gen_random_uuid(), 'e')",
     "complete_many_then_claim": (
@@ -355,6 +356,7 @@ WORKER = {
     "complete_many",
     "complete_many_outcomes",
     "refusals",
+    "vacuum_due",
     "complete_many_then_claim",
     "fail",
     "fail_outcome",

@@ -248,27 +248,11 @@ AUTOVACUUM_OFF_ROLE = "select current_setting('autovacuum') = 'off', current_use
 VACUUM_LOCK = "select pg_try_advisory_lock(%(key)s::bigint)"
 VACUUM_UNLOCK = "select pg_advisory_unlock(%(key)s::bigint)"
 
-#: andal's tables changed since their last vacuum, and not vacuumed (by anyone) in the last
-#: ``every``; ``allowed``: whether this role may vacuum them (their owner's or the database
-#: owner's privileges; a superuser has both). The shards of a partitioned table (a sharded
-#: ``queue.jobs``) count as their parent, which is vacuumed as one (VACUUM recurses into its
-#: partitions). Most dead tuples first.
+#: ``queue.vacuum_due``: andal's tables to vacuum now (changed, and not vacuumed by anyone in
+#: the last ``every``), whether this role may vacuum each, most dead rows first.
 VACUUM_DUE = (
-    "select s.schemaname::text, coalesce(p.relname, c.relname)::text as name,"
-    " sum(s.n_dead_tup)::bigint as dead,"
-    " bool_and(pg_catalog.pg_has_role(coalesce(p.relowner, c.relowner), 'USAGE')"
-    " or pg_catalog.pg_has_role(d.datdba, 'USAGE')) as allowed"
-    " from pg_catalog.pg_stat_user_tables as s"
-    " join pg_catalog.pg_class as c on c.oid = s.relid"
-    " left join pg_catalog.pg_inherits as i on i.inhrelid = s.relid"
-    " left join pg_catalog.pg_class as p on p.oid = i.inhparent"
-    " join pg_catalog.pg_database as d on d.datname = pg_catalog.current_database()"
-    " where s.schemaname in ('queue', 'cache')"
-    " and (s.n_dead_tup > 0 or s.n_mod_since_analyze > 0)"
-    " and coalesce(greatest(s.last_vacuum, s.last_autovacuum), '-infinity')"
-    " < pg_catalog.now() - %(every)s::interval"
-    " group by 1, 2"
-    " order by 3 desc, 1, 2"
+    "select v.schema_name, v.table_name, v.dead, v.allowed"
+    " from queue.vacuum_due(every => %(every)s::interval) as v"
 )
 
 #: Formatted with psycopg.sql.Identifier(schema, table).
@@ -304,16 +288,6 @@ STATS = (
     " from queue.stats() as s"
 )
 
-#: Which optional read functions this database has (the cache's and the workers' views).
-HAS_FUNCTIONS = (
-    "select exists (select from pg_catalog.pg_proc as p"
-    " join pg_catalog.pg_namespace as n on n.oid = p.pronamespace"
-    " where n.nspname = 'queue' and p.proname = 'workers') as workers,"
-    " exists (select from pg_catalog.pg_proc as p"
-    " join pg_catalog.pg_namespace as n on n.oid = p.pronamespace"
-    " where n.nspname = 'cache' and p.proname = 'stats') as cache_stats"
-)
-
 #: Workers: running jobs by worker, and sessions open by andal workers (their connections are
 #: named ``andal <worker>``, ``andal <worker> listen`` and ``andal <worker> vacuum``).
 #: A worker's registration (queue.workers() knows it by it), also its periodic refresh.
@@ -330,17 +304,7 @@ WORKERS = (
     " w.connections from queue.workers() as w order by w.worker"
 )
 
-#: An install that predates ``queue.workers()``: the workers holding running jobs, the only
-#: ones such an install can tell (no session is counted: a session's name says nothing sure
-#: about its worker). Reads queue.jobs, so it needs the table's owner or a role that may.
-WORKERS_FALLBACK = (
-    "select j.worker, count(*), array_agg(distinct j.queue), now() - min(j.claimed_at),"
-    " min(j.lease_expires_at) - now(), 0::bigint"
-    " from queue.jobs as j where j.status = 'running' and j.worker is not null"
-    " group by j.worker order by 1"
-)
-
-#: The shared cache's figures (cache.stats(), when installed): any columns, shown as they come.
+#: The shared cache's figures (cache.stats()): any columns, shown as they come.
 CACHE_STATS = "select * from cache.stats()"
 
 LIST_DEAD = (
@@ -427,7 +391,6 @@ __all__ = [
     "PARENT_RESULTS",
     "CHILD_JOBS",
     "FAIL",
-    "HAS_FUNCTIONS",
     "HEARTBEAT_MANY",
     "INSTALLED",
     "LISTEN",
@@ -453,5 +416,4 @@ __all__ = [
     "REGISTER_WORKER",
     "UNREGISTER_WORKER",
     "WORKERS",
-    "WORKERS_FALLBACK",
 ]

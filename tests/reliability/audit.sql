@@ -37,6 +37,7 @@ create or replace temporary view andal_audit_matrix (fn, roles) as values
     ('queue.complete_many', '{andal_admin,andal_worker}'),
     ('queue.complete_many_outcomes', '{andal_admin,andal_worker}'),
     ('queue.refusals', '{andal_admin,andal_worker}'),
+    ('queue.vacuum_due', '{andal_admin,andal_worker}'),
     ('queue.fail', '{andal_admin,andal_worker}'),
     ('queue.fail_outcome', '{andal_admin,andal_worker}'),
     ('queue.complete_many_then_claim', '{andal_admin,andal_worker}'),

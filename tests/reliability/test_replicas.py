@@ -62,6 +62,7 @@ READS = [
     "select * from queue.job_payload(job_id => 1)",
     "select * from queue.job_origin(job_id => 1)",
     "select * from queue.refusals(job_ids => '{1}', tokens => array[gen_random_uuid()])",
+    "select * from queue.vacuum_due(every => '1 hour')",
     "select * from queue.jobs_by(queue => 'r')",
     "select * from queue.stats()",
     "select * from queue.status()",

@@ -36,7 +36,7 @@ class Snapshot:
     queues: list[dict[str, Any]]
     categories: list[dict[str, Any]]
     workers: list[dict[str, Any]] | None  # None: not readable with this role
-    cache: list[dict[str, Any]] | None  # None: cache.stats() is not installed
+    cache: list[dict[str, Any]]  # cache.stats()
     version: str = ""
     database: str = ""
 
@@ -56,13 +56,10 @@ def take_snapshot(conn: psycopg.Connection) -> Snapshot:
     known = {q["queue"] for q in queues}
     queues += [r for r in totals.values() if r["queue"] not in known]
     categories = [r for r in stats if r["category"] is not None]
-    has_workers, has_cache = conn.execute(sql.HAS_FUNCTIONS).fetchone() or (False, False)
-    workers = _read_workers(conn, has_workers)
-    cache = None
-    if has_cache:
-        cur = conn.execute(sql.CACHE_STATS)
-        names = [d.name for d in cur.description or []]
-        cache = [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+    workers = _read_workers(conn)
+    cur = conn.execute(sql.CACHE_STATS)
+    names = [d.name for d in cur.description or []]
+    cache = [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
     info = conn.info
     return Snapshot(
         taken_at=datetime.now(timezone.utc),
@@ -84,10 +81,10 @@ def _empty_stats(queue: str) -> dict[str, Any]:
     return row
 
 
-def _read_workers(conn: psycopg.Connection, has_function: bool) -> list[dict[str, Any]] | None:
+def _read_workers(conn: psycopg.Connection) -> list[dict[str, Any]] | None:
     try:
-        with conn.transaction():  # a refused fallback must not spoil the connection
-            rows = conn.execute(sql.WORKERS if has_function else sql.WORKERS_FALLBACK).fetchall()
+        with conn.transaction():  # a refused read must not spoil the connection
+            rows = conn.execute(sql.WORKERS).fetchall()
     except psycopg.errors.InsufficientPrivilege:
         return None
     return [dict(zip(_WORKER_KEYS, r, strict=True)) for r in rows]
@@ -140,5 +137,5 @@ def snapshot_json(snap: Snapshot, full: bool = False) -> Any:
         "version": snap.version,
         "queues": queues,
         "workers": None if snap.workers is None else [clean(w) for w in snap.workers],
-        "cache": None if snap.cache is None else [clean(c) for c in snap.cache],
+        "cache": [clean(c) for c in snap.cache],
     }

@@ -47,8 +47,7 @@ def render(snap: Snapshot, interval: float | None = None, note: str | None = Non
         parts.append(Text("workers: not readable by this role (see docs/cli.md)"))
     else:
         parts.append(_workers(snap.workers))
-    if snap.cache is not None:
-        parts.extend(_cache_parts(snap.cache, table))
+    parts.extend(_cache_parts(snap.cache, table))
     return Group(*parts)
 
 

@@ -29,6 +29,7 @@ insert into matrix values
     ('queue.complete_many(bigint[],uuid[],jsonb[])', false, true, true),
     ('queue.complete_many_outcomes(bigint[],uuid[],jsonb[])', false, true, true),
     ('queue.refusals(bigint[],uuid[])', false, true, true),
+    ('queue.vacuum_due(interval)', false, true, true),
     ('queue.fail(bigint,uuid,text,interval,boolean)', false, true, true),
     ('queue.fail_outcome(bigint,uuid,text,interval,boolean)', false, true, true),
     ('queue.complete_many_then_claim(bigint[],uuid[],jsonb[],text,text[],integer,interval)',
