@@ -32,19 +32,20 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from .. import tracing as tracing_
-from ..logs import event, log
-from ..metrics import WorkerMetrics
-from .claim import Claimer
-from .complete import Completer
-from .databases import (
-    Source,
+from ..hosts import (
     check_installed,
     database_label,
     database_labels,
     dsn_list,
     is_connection_error,
-    pooler_mode,
 )
+from ..listening import listen_via
+from ..logs import event, log
+from ..metrics import WorkerMetrics
+from ..values import Seconds, as_interval
+from .claim import Claimer
+from .complete import Completer
+from .databases import Source, pooler_mode
 from .declared import Backoff, Periodic, Policy
 from .handlers import (
     F,
@@ -55,12 +56,10 @@ from .handlers import (
     JobInterrupted,
     Registry,
     Retry,
-    Seconds,
-    as_interval,
 )
 from .hosts import _Host
 from .interrupt import Interrupter
-from .listen import listen_via, report_listening
+from .listen import report_listening
 from .observe import Observer
 from .options import check_options, listen_dsns
 from .policy import Conflict, PolicyError, PolicyReport, apply_policy

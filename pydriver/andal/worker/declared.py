@@ -10,7 +10,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .handlers import Seconds
+    from ..values import Seconds
 
 _SECONDS = (int, float, timedelta)
 

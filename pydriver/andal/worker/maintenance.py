@@ -18,8 +18,9 @@ from typing import Any, Protocol
 import psycopg
 
 from .. import statements as sql
+from ..hosts import is_connection_error
 from ..logs import event
-from .databases import Source, is_connection_error
+from .databases import Source
 from .state import one_line
 from .vacuum import VacuumReport, vacuum_tables
 

@@ -20,8 +20,8 @@ import psycopg
 
 from .. import statements as sql
 from ..errors import is_lease_lost
+from ..hosts import is_connection_error
 from ..logs import event
-from .databases import is_connection_error
 from .state import _STOP, _Run, one_line
 
 if TYPE_CHECKING:

@@ -18,12 +18,14 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import ConnectionPool
 
 from .. import tracing as tracing_
+from ..hosts import is_connection_error
+from ..listening import VIA_POLLING, listen_via
 from ..logs import event
-from .databases import Source, is_connection_error, pooler_mode
+from .databases import Source, pooler_mode
 from .execute import Executor
 from .heartbeat import Heartbeat
 from .limits import Limits
-from .listen import VIA_POLLING, Dryness, Listener, abort_target, listen_via, lost_event
+from .listen import Dryness, Listener, abort_target, lost_event
 from .maintenance import Maintenance
 from .policy import apply_policy
 from .registration import Registration

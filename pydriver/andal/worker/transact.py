@@ -21,8 +21,9 @@ import psycopg
 from psycopg_pool import AsyncConnectionPool
 
 from .. import statements as sql
+from ..hosts import is_connection_error
 from ..logs import event
-from .databases import Source, is_connection_error
+from .databases import Source
 from .limits import Limits
 from .observe import JOB_LEVEL
 from .state import Probe, RunState, _dump_result, _failure, _Outcome, _Run, one_line
