@@ -1,7 +1,7 @@
 """Deprecated: the phrasebook's former name. ``andal.statements`` holds every statement the
 driver sends.
 
-Kept so that code written against ``andal.sql`` goes on working for now; importing it warns
+Kept so that code written against this name goes on working for now; importing it warns
 (``DeprecationWarning``), and it will be removed in a later release. Import
 ``andal.statements`` instead (its name does not shadow ``psycopg.sql``).
 """

@@ -42,11 +42,11 @@ from ..hosts import (
 from ..listening import listen_via
 from ..logs import event, log
 from ..metrics import WorkerMetrics
+from ..policy import Backoff, Conflict, Periodic, Policy, PolicyError, PolicyReport, apply_policy
 from ..values import Seconds, as_interval
 from .claim import Claimer
 from .complete import Completer
 from .databases import Source, pooler_mode
-from .declared import Backoff, Periodic, Policy
 from .handlers import (
     F,
     Fail,
@@ -62,7 +62,6 @@ from .interrupt import Interrupter
 from .listen import report_listening
 from .observe import Observer
 from .options import check_options, listen_dsns
-from .policy import Conflict, PolicyError, PolicyReport, apply_policy
 from .shutdown import Shutdown
 from .slots import Slots
 from .startup import StartOptions, StartRooms, Startup

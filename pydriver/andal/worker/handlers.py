@@ -20,8 +20,8 @@ import psycopg
 
 from ..jobs import Parent
 from ..jobs import parents as jobs_parents
+from ..policy.declared import Backoff, Periodic, Policy
 from ..values import Seconds, as_interval
-from .declared import Backoff, Periodic, Policy
 
 HandlerFn = Callable[..., Any]
 F = TypeVar("F", bound=HandlerFn)

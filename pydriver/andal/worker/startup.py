@@ -21,13 +21,13 @@ from .. import tracing as tracing_
 from ..hosts import is_connection_error
 from ..listening import VIA_POLLING, listen_via
 from ..logs import event
+from ..policy import apply_policy
 from .databases import Source, pooler_mode
 from .execute import Executor
 from .heartbeat import Heartbeat
 from .limits import Limits
 from .listen import Dryness, Listener, abort_target, lost_event
 from .maintenance import Maintenance
-from .policy import apply_policy
 from .registration import Registration
 from .state import _Dry, _Lane, _Run, one_line
 from .transact import Transactions, TxGroup

@@ -39,7 +39,7 @@ from .declared import SCHEDULE_FIELDS, Backoff, Periodic, Policy
 
 if TYPE_CHECKING:
     from ..operations import QueueSettings, Schedule
-    from .handlers import Registry
+    from ..worker.handlers import Registry
 
 
 class PolicyError(AndalError, ValueError):
