@@ -38,8 +38,8 @@ from ..values import as_interval
 from .declared import SCHEDULE_FIELDS, Backoff, Periodic, Policy
 
 if TYPE_CHECKING:
+    from ..handlers import Registry
     from ..operations import QueueSettings, Schedule
-    from ..worker.handlers import Registry
 
 
 class PolicyError(AndalError, ValueError):

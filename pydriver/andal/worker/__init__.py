@@ -32,6 +32,16 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from .. import tracing as tracing_
+from ..handlers import (
+    F,
+    Fail,
+    Handler,
+    HandlerFn,
+    Job,
+    JobInterrupted,
+    Registry,
+    Retry,
+)
 from ..hosts import (
     check_installed,
     database_label,
@@ -47,16 +57,6 @@ from ..values import Seconds, as_interval
 from .claim import Claimer
 from .complete import Completer
 from .databases import Source, pooler_mode
-from .handlers import (
-    F,
-    Fail,
-    Handler,
-    HandlerFn,
-    Job,
-    JobInterrupted,
-    Registry,
-    Retry,
-)
 from .hosts import _Host
 from .interrupt import Interrupter
 from .listen import report_listening

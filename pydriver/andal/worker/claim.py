@@ -22,10 +22,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 import psycopg
 
 from .. import statements as sql
+from ..handlers import Job, Registry, undecodable
 from ..hosts import is_connection_error
 from ..logs import event
 from .databases import Source
-from .handlers import Job, Registry, undecodable
 from .state import _Backoff, _Run, one_line, text_array
 from .transact import Troubles, TxGroup
 

@@ -23,10 +23,10 @@ import psycopg
 
 from .. import statements as sql
 from ..errors import is_lease_lost
+from ..handlers import ABORTED
 from ..hosts import is_connection_error
 from ..logs import event
 from .databases import Source
-from .handlers import ABORTED
 from .interrupt import aborted
 from .state import _LINGER, _STOP, _Backoff, _Outcome, _Run, one_line, plain_array, text_array
 

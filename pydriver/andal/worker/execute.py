@@ -17,9 +17,9 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ..handlers import ABORTED
 from .aio import EventLoop
 from .databases import Source
-from .handlers import ABORTED
 from .interrupt import aborted
 from .limits import Limits
 from .state import _STOP, _dump_result, _failure, _Outcome, _Run

@@ -27,10 +27,10 @@ from typing import Any, Protocol
 import psycopg
 
 from .. import statements as sql
+from ..handlers import ABORTED
 from ..hosts import is_connection_error
 from ..logs import event
 from .databases import Source
-from .handlers import ABORTED
 from .state import _Run, one_line, plain_array
 
 

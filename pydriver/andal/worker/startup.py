@@ -33,10 +33,10 @@ from .state import _Dry, _Lane, _Run, one_line
 from .transact import Transactions, TxGroup
 
 if TYPE_CHECKING:
+    from ..handlers import Registry
     from .claim import Claimer
     from .complete import Completer
     from .execute import InternalError
-    from .handlers import Registry
     from .hosts import _Host
     from .observe import Observer
     from .shutdown import Shutdown

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 from psycopg_pool import ConnectionPool
 
-from .handlers import Fail, Handler, Job, Retry
+from ..handlers import Fail, Handler, Job, Retry
 
 if TYPE_CHECKING:
     from .databases import Source

@@ -18,10 +18,10 @@ from typing import Any, TypeVar
 
 import psycopg
 
-from ..jobs import Parent
-from ..jobs import parents as jobs_parents
-from ..policy.declared import Backoff, Periodic, Policy
-from ..values import Seconds, as_interval
+from .jobs import Parent
+from .jobs import parents as jobs_parents
+from .policy.declared import Backoff, Periodic, Policy
+from .values import Seconds, as_interval
 
 HandlerFn = Callable[..., Any]
 F = TypeVar("F", bound=HandlerFn)
