@@ -1,8 +1,9 @@
 """The package's edges: the producer's side (``andal.client``, ``andal.operations``,
 ``andal.methods``, ``andal.statements``), the modules it shares with the worker
-(``andal.values``, ``andal.hosts``, ``andal.listening``, the handlers' ``andal.handlers`` and
-``andal.policy``) and the cache import nothing of the worker, the dashboard or the command
-line; ``import andal`` loads neither the demo nor its throwaway cluster.
+(``andal.values``, ``andal.hosts``, ``andal.listening``, ``andal.maintenance``, the handlers'
+``andal.handlers`` and ``andal.policy``) and the cache import nothing of the worker, the
+dashboard or the command line; ``import andal`` loads neither the demo nor its throwaway
+cluster.
 
 Two checks, no database needed: each module imported in a fresh interpreter whose ``andal``
 is an empty package (so the package's ``__init__``, which gathers the public names of every
@@ -35,6 +36,7 @@ NEUTRAL = [
     "andal.jobs",
     "andal.handlers",
     "andal.policy",
+    "andal.maintenance",
     "andal.cache",
     "andal.cache.local",
     "andal.cache.follower",

@@ -1,7 +1,7 @@
 """The databases a client, a worker or the cache talks to: their connection strings (``dsn_list``)
 and labels (``database_label``), what a failed statement says about the connection
 (``is_connection_error``, ``config_hint``), and whether andal is installed and a pooler answers
-for the server (``check_installed``, ``behind_pooler``).
+for the server (``check_installed``, ``behind_pooler``); a ``Lane`` lends a connection.
 
 Shared by the client, the worker, the cache and the command line, so none of them imports
 another for it.
@@ -12,7 +12,8 @@ from __future__ import annotations
 import os
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from typing import Any
+from contextlib import AbstractContextManager
+from typing import Any, Protocol
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
@@ -137,3 +138,9 @@ def behind_pooler(conn: psycopg.Connection[Any]) -> bool:
     client) is not the server process that runs its statements."""
     row = conn.execute(sql.BACKEND_PID).fetchone()
     return row is not None and row[0] != conn.info.backend_pid
+
+
+class Lane(Protocol):
+    """Lends a connection for a statement or a few: a worker's lane, or a pool."""
+
+    def connection(self) -> AbstractContextManager[psycopg.Connection[Any]]: ...

@@ -8,7 +8,7 @@
   event loop (``aio``), both leased and transactional; per-queue limits (``limits``);
 * ``complete``: per database, the outcomes in batches (``queue.complete_many`` carrying the
   next claim; ``queue.fail``);
-* ``heartbeat``, ``listen``, ``maintenance`` (with ``vacuum``): per database;
+* ``heartbeat``, ``listen``: per database, and ``andal.maintenance`` (with the vacuum);
 * ``slots``: the one owner of the shared state (slots, held runs, counts, the lock);
 * ``interrupt``: tells a handler to stop at its attempt's deadline or on an abort request;
 * ``observe``: metrics, traces and per-job logs behind one interface;
@@ -51,6 +51,7 @@ from ..hosts import (
 )
 from ..listening import listen_via
 from ..logs import event, log
+from ..maintenance import VACUUM_LOCK_KEY, VacuumReport, vacuum_tables
 from ..metrics import WorkerMetrics
 from ..policy import Backoff, Conflict, Periodic, Policy, PolicyError, PolicyReport, apply_policy
 from ..values import Seconds, as_interval
@@ -72,7 +73,6 @@ from .state import (
 )
 from .stopping import StopRequest
 from .trouble import EXIT_CONFIG, Trouble
-from .vacuum import VACUUM_LOCK_KEY, VacuumReport, vacuum_tables
 
 if TYPE_CHECKING:
     from ..cache import Cache

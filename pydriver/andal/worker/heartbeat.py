@@ -29,9 +29,9 @@ import psycopg
 from .. import statements as sql
 from ..handlers import ABORTED
 from ..hosts import is_connection_error
-from ..logs import event
+from ..logs import event, one_line
 from .databases import Source
-from .state import _Run, one_line, plain_array
+from .state import _Run, plain_array
 
 
 class Host(Protocol):

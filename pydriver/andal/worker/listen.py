@@ -31,8 +31,8 @@ import psycopg.errors
 
 from .. import listening
 from .. import statements as sql
-from ..logs import event
-from .state import _Backoff, one_line
+from ..logs import event, one_line
+from .state import _Backoff
 
 #: A database's claims as the listener sees them: (the count of empty claims so far, whether
 #: the last claim of each kind came back empty).

@@ -20,16 +20,16 @@ from psycopg_pool import ConnectionPool
 from .. import tracing as tracing_
 from ..hosts import is_connection_error
 from ..listening import VIA_POLLING, listen_via
-from ..logs import event
+from ..logs import event, one_line
+from ..maintenance import Maintenance
 from ..policy import apply_policy
 from .databases import Source, pooler_mode
 from .execute import Executor
 from .heartbeat import Heartbeat
 from .limits import Limits
 from .listen import Dryness, Listener, abort_target, lost_event
-from .maintenance import Maintenance
 from .registration import Registration
-from .state import _Dry, _Lane, _Run, one_line
+from .state import _Dry, _Lane, _Run
 from .transact import Transactions, TxGroup
 
 if TYPE_CHECKING:
@@ -105,7 +105,7 @@ class Startup:
         self.tx_groups: list[TxGroup] = []
         self.queue_set: set[str] = set()
         self.executor: Executor | None = None
-        self.maintenance: dict[int, Maintenance] = {}
+        self.maintenance: dict[int, Maintenance[Source]] = {}
         self.registrations: dict[int, Registration] = {}
 
     def prepare(self) -> None:

@@ -290,12 +290,6 @@ def error_text(exc: BaseException) -> str:
     return "".join(traceback.format_exception(type(exc), exc, exc.__traceback__, limit=-5))
 
 
-def one_line(exc: BaseException) -> str:
-    """The first line of an error's text (psycopg adds CONTEXT and HINT lines)."""
-    lines = str(exc).strip().splitlines()
-    return lines[0] if lines else type(exc).__name__
-
-
 def default_name() -> str:
     return f"{socket.gethostname()[:40]}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
 

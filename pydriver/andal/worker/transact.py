@@ -22,11 +22,11 @@ from psycopg_pool import AsyncConnectionPool
 
 from .. import statements as sql
 from ..hosts import is_connection_error
-from ..logs import event
+from ..logs import event, one_line
 from .databases import Source
 from .limits import Limits
 from .observe import JOB_LEVEL
-from .state import Probe, RunState, _dump_result, _failure, _Outcome, _Run, one_line
+from .state import Probe, RunState, _dump_result, _failure, _Outcome, _Run
 
 if TYPE_CHECKING:
     from .aio import EventLoop

@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, Any
 from psycopg_pool import PoolTimeout
 
 from ..hosts import POOLER_SYMPTOMS, config_hint
-from ..logs import event
+from ..logs import event, one_line
 from .databases import Source
-from .state import _Run, one_line
+from .state import _Run
 
 if TYPE_CHECKING:
     from .interrupt import Interrupter
