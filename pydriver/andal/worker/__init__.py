@@ -54,7 +54,7 @@ from ..logs import event, log
 from ..maintenance import VACUUM_LOCK_KEY, VacuumReport, vacuum_tables
 from ..metrics import WorkerMetrics
 from ..policy import Backoff, Conflict, Periodic, Policy, PolicyError, PolicyReport, apply_policy
-from ..values import Seconds, as_interval
+from ..values import Seconds, as_interval, plain_array, text_array
 from .claim import Claimer
 from .complete import Completer
 from .databases import Source, pooler_mode
@@ -66,11 +66,7 @@ from .options import check_options, listen_dsns
 from .shutdown import Shutdown
 from .slots import Slots
 from .startup import StartOptions, StartRooms, Startup
-from .state import (
-    default_name,
-    plain_array,
-    text_array,
-)
+from .state import default_name
 from .stopping import StopRequest
 from .trouble import EXIT_CONFIG, Trouble
 

@@ -25,8 +25,9 @@ from .. import statements as sql
 from ..handlers import Job, Registry, undecodable
 from ..hosts import is_connection_error
 from ..logs import event, one_line
+from ..values import text_array
 from .databases import Source
-from .state import _Backoff, _Run, text_array
+from .state import _Backoff, _Run
 from .transact import Troubles, TxGroup
 
 if TYPE_CHECKING:

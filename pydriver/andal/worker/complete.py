@@ -26,9 +26,10 @@ from ..errors import is_lease_lost
 from ..handlers import ABORTED
 from ..hosts import is_connection_error
 from ..logs import event, one_line
+from ..values import plain_array, text_array
 from .databases import Source
 from .interrupt import aborted
-from .state import _LINGER, _STOP, _Backoff, _Outcome, _Run, plain_array, text_array
+from .state import _LINGER, _STOP, _Backoff, _Outcome, _Run
 
 if TYPE_CHECKING:
     from .execute import Executor, InternalError

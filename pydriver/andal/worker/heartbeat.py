@@ -30,8 +30,9 @@ from .. import statements as sql
 from ..handlers import ABORTED
 from ..hosts import is_connection_error
 from ..logs import event, one_line
+from ..values import plain_array
 from .databases import Source
-from .state import _Run, plain_array
+from .state import _Run
 
 
 class Host(Protocol):

@@ -20,7 +20,7 @@ import psycopg
 from .. import statements as sql
 from ..hosts import Lane
 from ..logs import event, one_line
-from .state import text_array
+from ..values import text_array
 
 #: Seconds between refreshes, and the expiry they keep ahead of.
 EVERY = 10.0
