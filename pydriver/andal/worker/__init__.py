@@ -1,22 +1,10 @@
 """The worker: claim jobs, run their handlers, report outcomes, keep leases alive.
 
-``Worker`` is a facade over rooms, each a module with a narrow interface:
-
-* ``claim``: per database, a loop that claims leased jobs in batches sized to the database's
-  room, starts transactional probes, runs maintenance and reconnects with backoff;
-* ``execute``: plain handlers in ``concurrency`` slot threads, ``async def`` handlers on one
-  event loop (``aio``), both leased and transactional; per-queue limits (``limits``);
-* ``complete``: per database, the outcomes in batches (``queue.complete_many`` carrying the
-  next claim; ``queue.fail``);
-* ``heartbeat``, ``listen``: per database, and ``andal.maintenance`` (with the vacuum);
-* ``slots``: the one owner of the shared state (slots, held runs, counts, the lock);
-* ``interrupt``: tells a handler to stop at its attempt's deadline or on an abort request;
-* ``observe``: metrics, traces and per-job logs behind one interface;
-* ``startup``, ``shutdown``, ``trouble`` (lost connections, configuration problems, lost
-  leases); ``handlers`` (``Job``, ``Registry``, ``Retry``, ``Fail``), ``databases``
-  (``Source``: one database's pool, lanes, state), ``state`` (a held job's bookkeeping),
-  ``options`` (refusing options that cannot work), ``stopping`` (a stop asked, signals) and
-  ``transact`` (transactional probes).
+``Worker`` is a facade over rooms, a module each (``claim``, ``execute``, ``complete``,
+``heartbeat``, ``listen``, ``slots``, ...), drawn with their threads and who owns what in
+docs/architecture.md ("The worker: threads, rooms, and who owns what"). What handlers see and
+raise is ``andal.handlers``'s, the policies they declare ``andal.policy``'s, a database's
+housekeeping ``andal.maintenance``'s.
 
 A worker serves one andal database or several (``Worker([dsn_a, dsn_b], ...)``); a job is
 reported to the database it came from, always. Every decision (which job, how long a lease,
@@ -138,7 +126,7 @@ class Worker:
     by the time the worker starts; True: always, False: never).
     ``cache``: an ``andal.cache.Cache`` whose hit/miss counters the metrics export.
     ``apply_policy``: the handlers' declared policies and schedules are written over the
-    database's at start (default: only where there are none; see ``policy``).
+    database's at start (default: only where there are none; see ``andal.policy``).
     """
 
     def __init__(
