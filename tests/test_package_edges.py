@@ -140,3 +140,31 @@ def test_import_andal_loads_neither_the_demo_nor_its_cluster() -> None:
     loaded = set(json.loads(out.stdout))
     assert "andal.client" in loaded and "andal.worker" in loaded
     assert not loaded & {"andal.demo", "andal.cluster", "andal.web", "andal.cli"}
+
+
+def test_the_moved_names_stay_importable_where_they_were() -> None:
+    """What left the worker package is still importable from ``andal.worker`` (and
+    ``andal``), the same objects."""
+    import andal
+    import andal.handlers
+    import andal.hosts
+    import andal.maintenance
+    import andal.policy
+    import andal.values
+    import andal.worker
+
+    moved = {
+        "apply_policy": andal.policy, "Policy": andal.policy, "PolicyError": andal.policy,
+        "Backoff": andal.policy, "Periodic": andal.policy, "Registry": andal.handlers,
+        "Job": andal.handlers, "Handler": andal.handlers, "Retry": andal.handlers,
+        "Fail": andal.handlers, "JobInterrupted": andal.handlers,
+        "vacuum_tables": andal.maintenance, "VacuumReport": andal.maintenance,
+        "VACUUM_LOCK_KEY": andal.maintenance, "dsn_list": andal.hosts,
+        "is_connection_error": andal.hosts, "check_installed": andal.hosts,
+        "database_label": andal.hosts, "database_labels": andal.hosts,
+        "Seconds": andal.values, "as_interval": andal.values,
+    }  # fmt: skip
+    for name, home in moved.items():
+        assert getattr(andal.worker, name) is getattr(home, name), name
+        if name in andal.__all__:
+            assert getattr(andal, name) is getattr(home, name), name
