@@ -12,14 +12,13 @@ import os
 import signal
 import subprocess
 import sys
-import uuid
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 
 import psycopg
 import pytest
-from conftest import PGHOST, PGPORT, PGUSER, make_dsn, wait_for
+from conftest import PGHOST, PGPORT, PGUSER, TEST_PREFIX, make_dsn, test_name, wait_for
 from pytest_postgresql.janitor import DatabaseJanitor
 from workers.inproc import running
 
@@ -114,7 +113,7 @@ def test_a_different_database_value_wins_and_is_logged_once(
     assert line.settings == ["max_attempts"]
     assert (line.in_database, line.in_code) == ({"max_attempts": 7}, {"max_attempts": 3})
     assert line.winner == "database" and line.levelno == logging.WARNING
-    assert line.worker == "pol-db-worker" and line.database.startswith("andal_t_")
+    assert line.worker == "pol-db-worker" and line.database.startswith(f"{TEST_PREFIX}_t_")
     assert settings(conn, "pol_db")["max_attempts"] == 7
     assert queue_written_at(conn, "pol_db") == before  # nothing written
 
@@ -260,7 +259,7 @@ def test_periodic_without_a_queue_takes_the_decorated_handlers() -> None:
 @pytest.fixture(scope="module")
 def dsn_b(template_db: str) -> Iterator[str]:
     """A second andal database."""
-    name = f"andal_t_{uuid.uuid4().hex[:10]}"
+    name = test_name("t", 10)
     janitor = DatabaseJanitor(
         user=PGUSER, host=PGHOST, port=PGPORT, dbname=name, template_dbname=template_db
     )

@@ -26,7 +26,7 @@ from workers.inproc import running
 
 import andal
 from andal.client import route
-from andal.worker import database_label
+from andal.hosts import database_label
 
 QUEUE, TX_QUEUE = "multi", "multi_tx"
 

@@ -296,7 +296,7 @@ def test_a_pooler_the_worker_was_not_told_about_is_detected_and_2000_jobs_drain(
 
 
 def test_a_direct_connection_is_not_taken_for_a_pooler(dsn: str, events: Events) -> None:
-    assert andal.worker.check_installed(dsn) is False
+    assert andal.hosts.check_installed(dsn) is False
     worker = andal.Worker(dsn, registry({}), concurrency=1, metrics=False)
     with running(worker):
         wait_for(lambda: events.named("listening"), what="the worker's start")
@@ -307,7 +307,7 @@ def test_what_only_a_pooler_causes_is_a_configuration_error_not_an_outage(tx_por
     """Server-side prepared statements through a transaction pooler fail with 26000, 42P05
     or 08P01 ("bind message supplies N parameters"): each is a configuration problem with
     the pooler hint (the worker stops with exit code 6), never a lost connection."""
-    from andal.worker.databases import config_hint
+    from andal.hosts import config_hint
 
     pooled = through(make_dsn("postgres"), tx_port)
     conns = [psycopg.connect(pooled, autocommit=True, prepare_threshold=0) for _ in range(4)]
@@ -327,8 +327,8 @@ def test_what_only_a_pooler_causes_is_a_configuration_error_not_an_outage(tx_por
             c.close()
     assert seen, "prepared statements through a transaction pooler failed at no point"
     for state, exc in seen.items():
-        assert state in andal.worker.databases.POOLER_SYMPTOMS, (state, exc)
-        assert not andal.worker.is_connection_error(exc), exc
+        assert state in andal.hosts.POOLER_SYMPTOMS, (state, exc)
+        assert not andal.hosts.is_connection_error(exc), exc
         assert "pooler" in (config_hint(exc) or ""), exc
 
 

@@ -1,5 +1,5 @@
 """What a worker writes into a job's error: names a reader can look up, no internal module
-path (a cancelled job's error does not name ``andal.worker.handlers``)."""
+path (a cancelled job's error does not name ``andal.handlers``, where it is defined)."""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ def test_a_cancelled_running_job_says_it_was_cancelled(
     ).fetchone()
     assert reason == "cancelled"
     assert error == "aborted: queue.cancel asked the running job to stop", error
-    assert "andal.worker" not in error
+    assert "andal.worker" not in error and "andal.handlers" not in error
 
 
 def test_job_interrupted_has_its_public_name() -> None:

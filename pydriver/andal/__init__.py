@@ -44,19 +44,11 @@ from .errors import (
     TooLarge,
     UnknownJob,
 )
+from .handlers import Fail, Handler, Job, JobInterrupted, Registry, Retry
 from .jobs import Child, JobInfo, JobOrigin, Parent
+from .policy import Backoff, PolicyError
 from .sources import release
-from .worker import (
-    Backoff,
-    Fail,
-    Handler,
-    Job,
-    JobInterrupted,
-    PolicyError,
-    Registry,
-    Retry,
-    Worker,
-)
+from .worker import Worker
 from .workflows import chain, group
 
 __version__ = release()

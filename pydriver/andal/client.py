@@ -27,8 +27,9 @@ from . import calls, jobs, propagation
 from . import operations as ops
 from . import statements as sql
 from .calls import AnyConnection
+from .hosts import dsn_list
 from .methods import AsyncOperations, Operations
-from .worker import Seconds, as_interval, dsn_list
+from .values import Seconds, as_interval
 
 
 def route(queue: str, count: int) -> int:

@@ -96,3 +96,9 @@ def event(name: str, level: int = logging.INFO, **fields: Any) -> None:
     """Log one transition ``name`` with its fields."""
     if log.isEnabledFor(level):
         log.log(level, name, extra=fields)
+
+
+def one_line(exc: BaseException) -> str:
+    """The first line of an error's text (psycopg adds CONTEXT and HINT lines)."""
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__

@@ -27,7 +27,7 @@ from .operations import (
     Schedule,
     WorkerInfo,
 )
-from .worker import Seconds
+from .values import Seconds
 
 T = TypeVar("T")
 

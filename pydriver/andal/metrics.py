@@ -4,7 +4,8 @@ Each ``Worker`` has its own ``CollectorRegistry`` (several workers may share a p
 names below never clash. What the database knows (queue depth, contention, pickup latency) is
 exported by ``queue.metrics()``; these are the figures only the driver sees: round trips to the
 database, handler durations, outcomes as this worker recorded them, and the hit/miss counters
-of an attached ``andal.cache.Cache``. The names are listed in docs/observability.md.
+of an attached ``andal.cache.Cache``; with several databases, each one's figures
+(``DatabaseMetrics``). The names are listed in docs/observability.md.
 
 On the hot path each job costs one histogram observation and one counter increment (children
 per label value are cached, so no label lookup); the cache counters and gauges are read only
@@ -13,8 +14,8 @@ when /metrics is scraped.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
@@ -234,6 +235,51 @@ class WorkerMetrics:
         if self._thread is not None:
             self._thread.join(timeout=5)
             self._thread = None
+
+
+class Database(Protocol):
+    """What ``DatabaseMetrics`` reads of a database a worker serves (its ``Source``)."""
+
+    label: str
+    up: bool
+    busy: int
+
+    @property
+    def held(self) -> int: ...
+
+
+class DatabaseMetrics:
+    """Per-database figures of a worker with several databases, in the worker's registry:
+    ``andal_worker_database_up``, ``andal_worker_database_busy_slots``,
+    ``andal_worker_database_held_jobs`` (read at scrape time) and
+    ``andal_worker_database_claimed_jobs_total``, each labelled ``database``."""
+
+    def __init__(self, registry: CollectorRegistry, sources: Sequence[Database]) -> None:
+        def gauge(name: str, doc: str) -> Any:
+            return Gauge(name, doc, ["database"], registry=registry)
+
+        up = gauge(
+            "andal_worker_database_up",
+            "1 while the database answers, 0 while the worker reconnects to it.",
+        )
+        busy = gauge(
+            "andal_worker_database_busy_slots", "Slots holding or claiming a job of the database."
+        )
+        held = gauge(
+            "andal_worker_database_held_jobs", "Leased jobs of the database held by this worker."
+        )
+        claimed = Counter(
+            "andal_worker_database_claimed_jobs",
+            "Jobs claimed from the database.",
+            ["database"],
+            registry=registry,
+        )
+        self.claimed: list[Any] = []
+        for s in sources:
+            up.labels(s.label).set_function(lambda s=s: 1.0 if s.up else 0.0)
+            busy.labels(s.label).set_function(lambda s=s: float(s.busy))
+            held.labels(s.label).set_function(lambda s=s: float(s.held))
+            self.claimed.append(claimed.labels(s.label))
 
 
 class CacheCollector(Collector):

@@ -22,7 +22,7 @@ from psycopg.types.json import Jsonb
 
 from .errors import translated
 from .jobs import Child, JobInfo, JobOrigin, Parent
-from .worker import Seconds, as_interval
+from .values import Seconds, as_interval
 
 T = TypeVar("T")
 Rows = list[tuple[Any, ...]]

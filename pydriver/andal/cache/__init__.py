@@ -15,8 +15,9 @@ from typing import Any
 import psycopg
 
 from .. import statements as sql
+from ..values import Seconds
 from .local import Cache
-from .values import Loader, Lookup, Seconds
+from .values import Loader, Lookup
 
 #: The queue of materialized-view refresh jobs (cache.refresh_due enqueues into it).
 REFRESH_QUEUE = "andal.refresh"

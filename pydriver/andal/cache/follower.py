@@ -29,8 +29,9 @@ from psycopg import sql as psql
 from psycopg_pool import ConnectionPool
 
 from .. import statements as sql
+from ..listening import VIA_POLLING
+from ..listening import report_listening as report
 from ..logs import event
-from ..worker.listen import VIA_LISTEN_DSN, VIA_POLLING, listen_via
 from .store import Store
 
 TX_IDLE = psycopg.pq.TransactionStatus.IDLE
@@ -225,25 +226,7 @@ class Follower:
             self.report(conn)
 
 
-def choose(listen: bool, pooler: str | None, listen_dsn: str | None, dsn: str) -> tuple[str, str]:
-    """How the follower hears of changes (``listen_via``'s answer) and the DSN it listens on."""
-    via = listen_via(listen, pooler, listen_dsn)
-    if via == VIA_LISTEN_DSN and listen_dsn is not None:
-        return via, listen_dsn
-    return via, dsn
-
-
 def report_listening(via: str, poll_interval: float, pooler: str | None, pool: str) -> None:
     """The one line at start that says how the cache follows the log."""
-    if via == VIA_POLLING and pooler == "transaction":
-        event(
-            "cache_listening",
-            logging.WARNING,
-            pool=pool,
-            via=via,
-            poll_s=poll_interval,
-            hint="behind a transaction-mode pooler LISTEN cannot work: the change log is read"
-            " by polling; give a direct connection string as listen_dsn for notifications",
-        )
-        return
-    event("cache_listening", pool=pool, via=via, poll_s=poll_interval)
+    polled = "the change log is read by polling; give a direct connection string as listen_dsn"
+    report("cache_listening", via, poll_interval, pooler, polled, pool=pool)

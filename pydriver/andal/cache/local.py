@@ -39,12 +39,15 @@ from psycopg_pool import ConnectionPool
 
 from .. import statements as sql
 from ..errors import translated
-from ..worker.databases import is_connection_error
+from ..hosts import is_connection_error
+from ..listening import listen_target
+from ..values import Seconds, seconds
+from ..values import as_interval as interval
 from . import repair
-from .follower import Follower, choose, report_listening
+from .follower import Follower, report_listening
 from .observe import Observed
 from .store import Entry, Inflight, Store, lifetime
-from .values import Loader, Lookup, Seconds, in_tx, interval, make_pool, seconds
+from .values import Loader, Lookup, in_tx, make_pool
 
 
 class Cache(Observed):
@@ -109,7 +112,7 @@ class Cache(Observed):
         self.channel = channel
         self.report_every = report_every
         self.pooler = pooler
-        via, listen_on = choose(listen, pooler, listen_dsn, dsn)
+        via, listen_on = listen_target(listen, pooler, listen_dsn, dsn)
         self._follower = Follower(
             self._store, self._pool, listen_on, channel=channel, page_size=page_size,
             poll_interval=self.poll_interval, max_staleness=self.max_staleness, via=via,

@@ -20,7 +20,8 @@ import psycopg
 
 from .. import statements as sql
 from ..logs import event
-from .values import Loader, Lookup, Seconds
+from ..values import Seconds
+from .values import Loader, Lookup
 
 if TYPE_CHECKING:
     from .local import Cache

@@ -1,15 +1,14 @@
-"""The cache's small values: durations, loaders, what a read found, and its own pool."""
+"""The cache's small values: loaders, what a read found, and its own pool (durations are
+``andal.values``'s)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import timedelta
 from typing import Any, NamedTuple
 
 import psycopg
 from psycopg_pool import ConnectionPool
 
-Seconds = float | int | timedelta
 Loader = Callable[[str], Any]
 
 TX_IDLE = psycopg.pq.TransactionStatus.IDLE
@@ -22,19 +21,6 @@ class Lookup(NamedTuple):
     version: int
     stale: bool
     source: str
-
-
-def seconds(value: Seconds | None) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, timedelta):
-        return value.total_seconds()
-    return float(value)
-
-
-def interval(value: Seconds | None) -> timedelta | None:
-    s = seconds(value)
-    return None if s is None else timedelta(seconds=s)
 
 
 def in_tx(conn: psycopg.Connection | None) -> bool:

@@ -24,8 +24,8 @@ from collections.abc import Callable, Sequence
 import psycopg
 
 from ..errors import NotInstalled
+from ..hosts import is_connection_error
 from ..install import SqlNotFound
-from ..worker import is_connection_error
 from .base import (
     EXIT_CONNECT,
     EXIT_MODULE,

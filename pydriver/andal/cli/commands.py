@@ -17,8 +17,9 @@ from typing import Any
 from .. import client, logs
 from .. import statements as sql
 from ..errors import NotInstalled
+from ..hosts import database_labels
 from ..install import install, sql_dir
-from ..worker import Registry, Worker, database_labels
+from ..worker import Registry, Worker
 from .base import (
     EXIT_CONNECT,
     EXIT_MODULE,

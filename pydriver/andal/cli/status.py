@@ -12,7 +12,7 @@ from typing import Any
 
 import psycopg
 
-from ..worker import database_labels
+from ..hosts import database_labels
 from .base import EXIT_USAGE, CliError, _console, _named, connect, one_line
 from .snapshot import Snapshot, snapshot_json, take_snapshot
 from .views import render

@@ -13,6 +13,8 @@ from typing import Any
 
 import psycopg
 
+from ..jobs import JOB_STATE
+from ..jobs import STATES as JOB_STATES
 from . import charts, fmt, queries
 from .db import Database
 
@@ -21,9 +23,9 @@ PAGE_SIZE = 50
 WORKERS_SHOWN = 200
 #: The largest job id (bigint): a larger number in a URL is no job.
 MAX_ID = 2**63 - 1
-#: The states of queue.job(), in a job's order of life.
-STATES = ("waiting", "scheduled", "pending", "running", "failed", "completed", "dead",
-          "cancelled")  # fmt: skip
+#: The states of queue.job() (``queue.jobs_by``'s filter), in a job's order of life: the one
+#: vocabulary (``andal.jobs.STATES``), in the names ``queue.job`` gives them.
+STATES = tuple(JOB_STATE.get(s, s) for s in JOB_STATES)
 
 
 @dataclass(frozen=True)

@@ -1,22 +1,10 @@
 """The worker: claim jobs, run their handlers, report outcomes, keep leases alive.
 
-``Worker`` is a facade over rooms, each a module with a narrow interface:
-
-* ``claim``: per database, a loop that claims leased jobs in batches sized to the database's
-  room, starts transactional probes, runs maintenance and reconnects with backoff;
-* ``execute``: plain handlers in ``concurrency`` slot threads, ``async def`` handlers on one
-  event loop (``aio``), both leased and transactional; per-queue limits (``limits``);
-* ``complete``: per database, the outcomes in batches (``queue.complete_many`` carrying the
-  next claim; ``queue.fail``);
-* ``heartbeat``, ``listen``, ``maintenance`` (with ``vacuum``): per database;
-* ``slots``: the one owner of the shared state (slots, held runs, counts, the lock);
-* ``interrupt``: tells a handler to stop at its attempt's deadline or on an abort request;
-* ``observe``: metrics, traces and per-job logs behind one interface;
-* ``startup``, ``shutdown``, ``trouble`` (lost connections, configuration problems, lost
-  leases); ``handlers`` (``Job``, ``Registry``, ``Retry``, ``Fail``), ``databases``
-  (``Source``: one database's pool, lanes, state), ``state`` (a held job's bookkeeping),
-  ``options`` (refusing options that cannot work), ``stopping`` (a stop asked, signals) and
-  ``transact`` (transactional probes).
+``Worker`` is a facade over rooms, a module each (``claim``, ``execute``, ``complete``,
+``heartbeat``, ``listen``, ``slots``, ...), drawn with their threads and who owns what in
+docs/architecture.md ("The worker: threads, rooms, and who owns what"). What handlers see and
+raise is ``andal.handlers``'s, the policies they declare ``andal.policy``'s, a database's
+housekeeping ``andal.maintenance``'s.
 
 A worker serves one andal database or several (``Worker([dsn_a, dsn_b], ...)``); a job is
 reported to the database it came from, always. Every decision (which job, how long a lease,
@@ -32,21 +20,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from .. import tracing as tracing_
-from ..logs import event, log
-from ..metrics import WorkerMetrics
-from .claim import Claimer
-from .complete import Completer
-from .databases import (
-    Source,
-    check_installed,
-    database_label,
-    database_labels,
-    dsn_list,
-    is_connection_error,
-    pooler_mode,
-)
-from .declared import Backoff, Periodic, Policy
-from .handlers import (
+from ..handlers import (
     F,
     Fail,
     Handler,
@@ -55,26 +29,34 @@ from .handlers import (
     JobInterrupted,
     Registry,
     Retry,
-    Seconds,
-    as_interval,
 )
+from ..hosts import (
+    check_installed,
+    database_label,
+    database_labels,
+    dsn_list,
+    is_connection_error,
+)
+from ..listening import listen_via
+from ..logs import event, log
+from ..maintenance import VACUUM_LOCK_KEY, VacuumReport, vacuum_tables
+from ..metrics import WorkerMetrics
+from ..policy import Backoff, Conflict, Periodic, Policy, PolicyError, PolicyReport, apply_policy
+from ..values import Seconds, as_interval, plain_array, text_array
+from .claim import Claimer
+from .complete import Completer
+from .databases import Source, pooler_mode
 from .hosts import _Host
 from .interrupt import Interrupter
-from .listen import listen_via, report_listening
+from .listen import report_listening
 from .observe import Observer
 from .options import check_options, listen_dsns
-from .policy import Conflict, PolicyError, PolicyReport, apply_policy
 from .shutdown import Shutdown
 from .slots import Slots
 from .startup import StartOptions, StartRooms, Startup
-from .state import (
-    default_name,
-    plain_array,
-    text_array,
-)
+from .state import default_name
 from .stopping import StopRequest
 from .trouble import EXIT_CONFIG, Trouble
-from .vacuum import VACUUM_LOCK_KEY, VacuumReport, vacuum_tables
 
 if TYPE_CHECKING:
     from ..cache import Cache
@@ -144,7 +126,7 @@ class Worker:
     by the time the worker starts; True: always, False: never).
     ``cache``: an ``andal.cache.Cache`` whose hit/miss counters the metrics export.
     ``apply_policy``: the handlers' declared policies and schedules are written over the
-    database's at start (default: only where there are none; see ``policy``).
+    database's at start (default: only where there are none; see ``andal.policy``).
     """
 
     def __init__(

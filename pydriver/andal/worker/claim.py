@@ -22,15 +22,17 @@ from typing import TYPE_CHECKING, Any, Protocol
 import psycopg
 
 from .. import statements as sql
-from ..logs import event
-from .databases import Source, is_connection_error
-from .handlers import Job, Registry, undecodable
-from .state import _Backoff, _Run, one_line, text_array
+from ..handlers import Job, Registry, undecodable
+from ..hosts import is_connection_error
+from ..logs import event, one_line
+from ..values import text_array
+from .databases import Source
+from .state import _Backoff, _Run
 from .transact import Troubles, TxGroup
 
 if TYPE_CHECKING:
+    from ..maintenance import Maintenance
     from .execute import Executor, InternalError
-    from .maintenance import Maintenance
     from .observe import Observer
     from .registration import Registration
     from .slots import Slots
@@ -83,7 +85,7 @@ class Claimer:
         tx_groups: list[TxGroup],
         executor: Executor | None,
         registrations: Mapping[int, Registration],
-        maintenance: Mapping[int, Maintenance],
+        maintenance: Mapping[int, Maintenance[Source]],
     ) -> None:
         """What the start decided: the leased queues and transactional groups claimed from,
         the executor claimed jobs go to, each database's registration and maintenance."""

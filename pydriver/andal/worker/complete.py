@@ -23,11 +23,13 @@ import psycopg
 
 from .. import statements as sql
 from ..errors import is_lease_lost
-from ..logs import event
-from .databases import Source, is_connection_error
-from .handlers import ABORTED
+from ..handlers import ABORTED
+from ..hosts import is_connection_error
+from ..logs import event, one_line
+from ..values import plain_array, text_array
+from .databases import Source
 from .interrupt import aborted
-from .state import _LINGER, _STOP, _Backoff, _Outcome, _Run, one_line, plain_array, text_array
+from .state import _LINGER, _STOP, _Backoff, _Outcome, _Run
 
 if TYPE_CHECKING:
     from .execute import Executor, InternalError

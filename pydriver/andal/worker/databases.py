@@ -1,116 +1,18 @@
-"""The databases a worker serves: their connection strings, labels and state (``Source``)."""
+"""The databases a worker serves: each one's pool, lanes and state (``Source``), and the pooler
+mode it is run with (``pooler_mode``). Their connection strings, labels and the meaning of a
+failed statement are ``andal.hosts``'s."""
 
 from __future__ import annotations
 
-import os
 import queue as queues_
 import threading
 from collections import Counter
-from collections.abc import Iterable, Sequence
 from typing import Any
 
-import psycopg
-from psycopg.conninfo import conninfo_to_dict
-from psycopg_pool import ConnectionPool, PoolTimeout
+from psycopg_pool import ConnectionPool
 
-from .. import statements as sql
-from ..errors import NotInstalled
+from ..hosts import check_installed
 from .state import Probe, _Dry, _Lane, _Run
-
-#: SQLSTATE classes of a lost or refused connection: connection exception, insufficient
-#: resources (too many connections), operator intervention (terminated, shutting down),
-#: system error.
-_CONNECTION_CLASSES = ("08", "53", "57", "58")
-
-
-#: The SQLSTATEs only a pooler the worker was not told about causes (never an outage, never
-#: seen on a direct connection): ``Trouble`` counts them even between successes.
-POOLER_SYMPTOMS = frozenset({"26000", "42P05", "08P01"})
-#: SQLSTATEs that mean the worker is set up wrong, not that the database is away: a prepared
-#: statement missing or already there (a transaction-mode pooler in between, without
-#: ``pooler="transaction"``), a missing grant, andal's schema or functions missing or older
-#: than this driver. Each maps to the hint an operator can act on.
-_POOLER = (
-    "a transaction-mode pooler (pgbouncer) between the worker and the database?"
-    " run the worker with pooler='transaction' (andal worker --pooler transaction)"
-)
-CONFIG_HINTS = {
-    "26000": _POOLER,
-    "42P05": _POOLER,
-    # "bind message supplies N parameters, but prepared statement ... requires M": a
-    # statement prepared on another client's server connection (class 08, not an outage)
-    "08P01": _POOLER,
-    "42501": "the worker's role lacks a privilege: grant it andal_worker",
-    "42883": "andal is missing or older than this driver: run `andal install`",
-    "42P01": "andal is missing or older than this driver: run `andal install`",
-    "3F000": "andal is missing or older than this driver: run `andal install`",
-}
-
-
-def config_hint(exc: BaseException) -> str | None:
-    """The hint for a configuration problem (see ``CONFIG_HINTS``), None for anything else."""
-    if not isinstance(exc, psycopg.Error):
-        return None
-    return CONFIG_HINTS.get(exc.sqlstate or "")
-
-
-def is_connection_error(exc: BaseException) -> bool:
-    """Whether ``exc`` means the connection or the server is gone (retry with backoff),
-    rather than the database refusing the statement."""
-    if isinstance(exc, PoolTimeout):
-        return True
-    if not isinstance(exc, psycopg.OperationalError) or config_hint(exc) is not None:
-        return False
-    state = exc.sqlstate
-    return state is None or state[:2] in _CONNECTION_CLASSES
-
-
-# -- databases ------------------------------------------------------------------------------
-
-
-def dsn_list(dsn: str | Sequence[str]) -> list[str]:
-    """One DSN or several, as a list. Refuses none, a non-string, an empty or a repeated one."""
-    if isinstance(dsn, str):
-        dsns = [dsn]
-    elif isinstance(dsn, Iterable):
-        dsns = list(dsn)
-    else:
-        raise TypeError("dsn must be a connection string or a sequence of them")
-    if not dsns:
-        raise ValueError("no database: give at least one DSN")
-    for one in dsns:
-        if not isinstance(one, str) or not one.strip():
-            raise ValueError("every DSN must be a non-empty string")
-    if len(set(dsns)) != len(dsns):
-        raise ValueError("the same DSN is given twice")
-    return dsns
-
-
-def database_label(dsn: str, index: int = 0) -> str:
-    """How logs, metrics and ``andal status`` name a database: ``dbname@host:port`` from the
-    connection string and the ``PG*`` environment (never a password); ``db<index>`` when the
-    string cannot be parsed."""
-    try:
-        info = conninfo_to_dict(dsn)
-    except psycopg.Error:
-        return f"db{index}"
-    env = os.environ
-    dbname = info.get("dbname") or env.get("PGDATABASE") or info.get("user") or ""
-    host = info.get("host") or info.get("hostaddr") or env.get("PGHOST") or "localhost"
-    port = info.get("port") or env.get("PGPORT") or "5432"
-    return f"{dbname}@{host}:{port}"
-
-
-def database_labels(dsns: Sequence[str]) -> list[str]:
-    """``database_label`` of each DSN, made unique (``#2``, ``#3``, ... appended to repeats:
-    two roles on one database, say)."""
-    labels: list[str] = []
-    seen: Counter[str] = Counter()
-    for i, dsn in enumerate(dsns):
-        label = database_label(dsn, i)
-        seen[label] += 1
-        labels.append(label if seen[label] == 1 else f"{label}#{seen[label]}")
-    return labels
 
 
 class Source:
@@ -174,28 +76,6 @@ class Source:
     def __repr__(self) -> str:
         state = "up" if self.up else "down"
         return f"<Source {self.index} {self.label} {state} busy={self.busy}>"
-
-
-def check_installed(dsn: str, connect_timeout: int = 5) -> bool:
-    """Raise ``psycopg.OperationalError`` when the server does not answer, ``NotInstalled``
-    when andal's schema is missing from the database. Returns whether a pooler answers for
-    the server (``behind_pooler``)."""
-    with psycopg.connect(
-        dsn, autocommit=True, connect_timeout=connect_timeout, prepare_threshold=None
-    ) as conn:
-        row = conn.execute(sql.INSTALLED).fetchone()
-        pooled = behind_pooler(conn)
-    if not row or not row[0]:
-        raise NotInstalled("andal is not installed in this database; run `andal install`")
-    return pooled
-
-
-def behind_pooler(conn: psycopg.Connection[Any]) -> bool:
-    """Whether a pooler (pgbouncer) stands between ``conn`` and the server: the process id
-    the connection was given at its start (BackendKeyData, which a pooler makes up for its
-    client) is not the server process that runs its statements."""
-    row = conn.execute(sql.BACKEND_PID).fetchone()
-    return row is not None and row[0] != conn.info.backend_pid
 
 
 def pooler_mode(told: str | None, src: Source) -> str | None:

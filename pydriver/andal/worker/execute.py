@@ -11,15 +11,16 @@ event loop, each in its leased or transactional form.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import queue as queues_
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ..handlers import ABORTED
 from .aio import EventLoop
 from .databases import Source
-from .handlers import ABORTED
 from .interrupt import aborted
 from .limits import Limits
 from .state import _STOP, _dump_result, _failure, _Outcome, _Run
@@ -160,29 +161,28 @@ class Executor:
                     self._work.put(nxt)
 
     def _run_leased(self, run: _Run) -> None:
-        if not self._begin(run):
-            return
-        start = time.monotonic()
-        try:
-            run.job.check()  # an abort requested before it started
-            with self.observer.handling(run):
-                value = run.handler.fn(run.job)
-            outcome = _Outcome(run, True, 0.0, result=_dump_result(value))
-        except BaseException as exc:  # a handler never takes the worker down
-            outcome = _failure(run, exc)
-        self._ran(run, outcome, time.monotonic() - start)
+        if self._begin(run):
+            with self._handling(run) as ran:
+                ran.append(run.handler.fn(run.job))
 
     async def _arun_leased(self, run: _Run) -> None:
         run.task = asyncio.current_task()  # before _begin: an interrupt from now on cancels it
-        if not self._begin(run):
-            return
-        start = time.monotonic()
+        if self._begin(run):
+            with self._handling(run) as ran:
+                ran.append(await run.handler.fn(run.job))
+
+    @contextlib.contextmanager
+    def _handling(self, run: _Run) -> Iterator[list[Any]]:
+        """Around a started leased handler, plain or awaited (it appends what it returned):
+        its outcome goes on (``_ran``), whatever it raised (a handler never takes the worker
+        down)."""
+        start, ran = time.monotonic(), list[Any]()
         try:
             run.job.check()  # an abort requested before it started
             with self.observer.handling(run):
-                value = await run.handler.fn(run.job)
-            outcome = _Outcome(run, True, 0.0, result=_dump_result(value))
-        except BaseException as exc:  # a handler never takes the worker down
+                yield ran
+            outcome = _Outcome(run, True, 0.0, result=_dump_result(ran[0]))
+        except BaseException as exc:
             outcome = _failure(run, exc)
         self._ran(run, outcome, time.monotonic() - start)
 

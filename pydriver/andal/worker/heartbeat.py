@@ -27,10 +27,12 @@ from typing import Any, Protocol
 import psycopg
 
 from .. import statements as sql
-from ..logs import event
-from .databases import Source, is_connection_error
-from .handlers import ABORTED
-from .state import _Run, one_line, plain_array
+from ..handlers import ABORTED
+from ..hosts import is_connection_error
+from ..logs import event, one_line
+from ..values import plain_array
+from .databases import Source
+from .state import _Run
 
 
 class Host(Protocol):

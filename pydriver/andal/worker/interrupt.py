@@ -27,8 +27,8 @@ from __future__ import annotations
 import time
 from typing import Any, Protocol
 
+from ..handlers import TIMEOUT
 from .databases import Source
-from .handlers import TIMEOUT
 from .observe import Observer
 from .state import _Outcome, _Run
 

@@ -1,13 +1,7 @@
 """Listening: one dedicated connection per database on ``LISTEN andal_jobs``, a hint that new
 work may be there (the poll timer is the backstop, so a lost listener costs latency, never a
-job).
-
-A LISTEN needs a session of its own: behind a transaction-mode pooler (pgbouncer
-``pool_mode = transaction``) the server connection that ran it goes back to the pool, and the
-notifications go nowhere. So the listener connects to the database's ``listen_dsn`` (a direct
-connection string, given next to the pooled one) when there is one, to the worker's DSN when
-no transaction-mode pooler is in between, and otherwise does not run: the worker then polls
-(``listen_via`` decides, and the worker reports its choice once at start).
+job). Where it connects, or whether the worker polls instead, is ``andal.listening``'s rule
+(``listen_via``; the worker reports its choice once at start).
 
 The listener says when the worker sleeps, so producers send the hint only then (each NOTIFY
 makes its transaction commit alone): after the claims of its database came back empty it calls
@@ -35,23 +29,10 @@ from typing import Any
 import psycopg
 import psycopg.errors
 
+from .. import listening
 from .. import statements as sql
-from ..logs import event
-from .state import _Backoff, one_line
-
-#: How a worker hears of new jobs on one database: on its DSN, on the separate listen DSN, or
-#: not at all (it polls).
-VIA_DSN, VIA_LISTEN_DSN, VIA_POLLING = "dsn", "listen_dsn", "polling"
-
-
-def listen_via(listen: bool, pooler: str | None, listen_dsn: str | None) -> str:
-    """Where the listener of a database connects (``VIA_*``)."""
-    if not listen:
-        return VIA_POLLING
-    if listen_dsn is not None:
-        return VIA_LISTEN_DSN
-    return VIA_POLLING if pooler == "transaction" else VIA_DSN
-
+from ..logs import event, one_line
+from .state import _Backoff
 
 #: A database's claims as the listener sees them: (the count of empty claims so far, whether
 #: the last claim of each kind came back empty).
@@ -199,20 +180,11 @@ def abort_target(payload: str, worker: str) -> tuple[bool, int | None]:
 
 def report_listening(worker: str, database: str, via: str, poll: float, pooler: str | None) -> None:
     """The one line at start that says how the worker hears of new jobs on ``database``."""
-    if via == VIA_POLLING and pooler == "transaction":
-        event(
-            "listening",
-            logging.WARNING,
-            worker=worker,
-            database=database,
-            via=via,
-            poll_s=poll,
-            hint="behind a transaction-mode pooler LISTEN cannot work: new jobs are found by"
-            " polling; give a direct connection string as listen_dsn (--listen-dsn) for"
-            " notifications",
-        )
-        return
-    event("listening", worker=worker, database=database, via=via, poll_s=poll)
+    polled = "new jobs are found by polling; give a direct connection string as listen_dsn"
+    polled += " (--listen-dsn)"
+    listening.report_listening(
+        "listening", via, poll, pooler, polled, worker=worker, database=database
+    )
 
 
 def lost_event(worker: str, database: str) -> Callable[[str], None]:

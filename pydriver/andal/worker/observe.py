@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from .. import propagation
 from .. import tracing as tracing_
 from ..logs import event, log
-from ..metrics import WorkerMetrics
+from ..metrics import DatabaseMetrics, WorkerMetrics
 
 if TYPE_CHECKING:
     from .databases import Source
@@ -31,42 +31,6 @@ if TYPE_CHECKING:
 JOB_LEVEL = logging.DEBUG
 
 _NO_SCOPE: AbstractContextManager[Any] = contextlib.nullcontext()
-
-
-class DatabaseMetrics:
-    """Per-database figures of a worker with several databases, in the worker's registry:
-    ``andal_worker_database_up``, ``andal_worker_database_busy_slots``,
-    ``andal_worker_database_held_jobs`` (read at scrape time) and
-    ``andal_worker_database_claimed_jobs_total``, each labelled ``database``."""
-
-    def __init__(self, registry: Any, sources: Sequence[Source]) -> None:
-        import prometheus_client as prom
-
-        def gauge(name: str, doc: str) -> Any:
-            return prom.Gauge(name, doc, ["database"], registry=registry)
-
-        up = gauge(
-            "andal_worker_database_up",
-            "1 while the database answers, 0 while the worker reconnects to it.",
-        )
-        busy = gauge(
-            "andal_worker_database_busy_slots", "Slots holding or claiming a job of the database."
-        )
-        held = gauge(
-            "andal_worker_database_held_jobs", "Leased jobs of the database held by this worker."
-        )
-        claimed = prom.Counter(
-            "andal_worker_database_claimed_jobs",
-            "Jobs claimed from the database.",
-            ["database"],
-            registry=registry,
-        )
-        self.claimed: list[Any] = []
-        for s in sources:
-            up.labels(s.label).set_function(lambda s=s: 1.0 if s.up else 0.0)
-            busy.labels(s.label).set_function(lambda s=s: float(s.busy))
-            held.labels(s.label).set_function(lambda s=s: float(len(s.active)))
-            self.claimed.append(claimed.labels(s.label))
 
 
 class Observer:

@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from datetime import timedelta
 
 from .. import tracing as tracing_
-from .databases import dsn_list
-from .handlers import Seconds, as_interval
+from ..hosts import dsn_list
+from ..values import Seconds, as_interval
 
 
 def listen_dsns(given: str | Sequence[str] | None, count: int) -> list[str | None]:

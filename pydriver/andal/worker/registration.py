@@ -13,23 +13,18 @@ import logging
 import os
 import socket
 import time
-from contextlib import AbstractContextManager
 from datetime import timedelta
-from typing import Protocol
 
 import psycopg
 
 from .. import statements as sql
-from ..logs import event
-from .state import one_line, text_array
+from ..hosts import Lane
+from ..logs import event, one_line
+from ..values import text_array
 
 #: Seconds between refreshes, and the expiry they keep ahead of.
 EVERY = 10.0
 EXPIRE = timedelta(minutes=1)
-
-
-class Lane(Protocol):
-    def connection(self) -> AbstractContextManager[psycopg.Connection]: ...
 
 
 class Registration:

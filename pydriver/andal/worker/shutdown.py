@@ -20,14 +20,14 @@ import psycopg
 
 from .. import statements as sql
 from ..errors import is_lease_lost
-from ..logs import event
-from .databases import is_connection_error
-from .state import _STOP, _Run, one_line
+from ..hosts import is_connection_error
+from ..logs import event, one_line
+from .state import _STOP, _Run
 
 if TYPE_CHECKING:
+    from ..maintenance import Maintenance
     from .databases import Source
     from .execute import Executor
-    from .maintenance import Maintenance
     from .registration import Registration
     from .slots import Slots
     from .trouble import Trouble
@@ -70,7 +70,7 @@ class Shutdown:
     def setup(
         self,
         executor: Executor | None,
-        maintenance: Mapping[int, Maintenance],
+        maintenance: Mapping[int, Maintenance[Source]],
         registrations: Mapping[int, Registration],
     ) -> None:
         self.executor, self.maintenance, self.registrations = executor, maintenance, registrations

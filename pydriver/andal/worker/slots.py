@@ -1,18 +1,8 @@
-"""Slot accounting: the one owner of the state the worker's threads share.
-
-A worker has ``concurrency`` handler slots over all its databases. ``Slots`` holds who has
-them (``busy``: slots in use; ``reporting``: runs whose handler returned and whose outcome is
-on its way; per database ``Source.busy``, ``reporting``, ``riding``, ``active``, ``up``, the
-probes searching), the worker's counts, the runs' states (``RunState``), and the one lock
-(and its condition, ``cv``) that guards all of it: ``Held`` the runs, the databases' state
-and the counts, ``Slots`` (which extends it) the slots. Every room changes that state through
-these methods only: reserve slots for a claim, hold its runs (``took``), start a run, give
-slots back, free a slot when a handler returns, sort a completer's batch (``to_record``),
-lose a lease (``lose``), finish a run when its outcome is recorded, a database going down or
-up (``went_down``, ``came_up``), and a stop (``close``, ``release_late``, ``wait_idle``).
-
-The fairness rule between databases is ``room``'s; the backpressure (at most twice
-``concurrency`` jobs in hand per database) too.
+"""Slot accounting: the one owner of the state the worker's threads share (``Held``: the runs
+held, their states, the databases' state and the counts; ``Slots``, which extends it: the
+slots), under one lock. Every room changes that state through these methods only; the
+fairness between databases (``room``) and the backpressure (at most twice ``concurrency``
+jobs in hand per database) are its rules. docs/architecture.md ("Who owns what") lists them.
 """
 
 from __future__ import annotations

@@ -18,23 +18,25 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import ConnectionPool
 
 from .. import tracing as tracing_
-from ..logs import event
-from .databases import Source, is_connection_error, pooler_mode
+from ..hosts import is_connection_error
+from ..listening import VIA_POLLING, listen_via
+from ..logs import event, one_line
+from ..maintenance import Maintenance
+from ..policy import apply_policy
+from .databases import Source, pooler_mode
 from .execute import Executor
 from .heartbeat import Heartbeat
 from .limits import Limits
-from .listen import VIA_POLLING, Dryness, Listener, abort_target, listen_via, lost_event
-from .maintenance import Maintenance
-from .policy import apply_policy
+from .listen import Dryness, Listener, abort_target, lost_event
 from .registration import Registration
-from .state import _Dry, _Lane, _Run, one_line
+from .state import _Dry, _Lane, _Run
 from .transact import Transactions, TxGroup
 
 if TYPE_CHECKING:
+    from ..handlers import Registry
     from .claim import Claimer
     from .complete import Completer
     from .execute import InternalError
-    from .handlers import Registry
     from .hosts import _Host
     from .observe import Observer
     from .shutdown import Shutdown
@@ -103,7 +105,7 @@ class Startup:
         self.tx_groups: list[TxGroup] = []
         self.queue_set: set[str] = set()
         self.executor: Executor | None = None
-        self.maintenance: dict[int, Maintenance] = {}
+        self.maintenance: dict[int, Maintenance[Source]] = {}
         self.registrations: dict[int, Registration] = {}
 
     def prepare(self) -> None:

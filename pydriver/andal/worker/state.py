@@ -10,7 +10,7 @@ import socket
 import time
 import traceback
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import timedelta
 from enum import Enum
@@ -19,28 +19,10 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 from psycopg_pool import ConnectionPool
 
-from .handlers import Fail, Handler, Job, Retry
+from ..handlers import Fail, Handler, Job, Retry
 
 if TYPE_CHECKING:
     from .databases import Source
-
-
-def text_array(items: Iterable[str | None]) -> str:
-    """A PostgreSQL array literal of strings (each quoted, None as NULL), for a ``::text[]``
-    or ``::jsonb[]`` parameter. The driver sends its arrays as literals: psycopg adapts a list
-    element by element to choose its dumper, which cost more client CPU than the statement
-    itself for a batch of 100."""
-    return "{" + ",".join("NULL" if v is None else _quote(v) for v in items) + "}"
-
-
-def plain_array(items: Iterable[Any]) -> str:
-    """A PostgreSQL array literal of values whose text never needs quoting (integers, UUIDs),
-    for a ``::bigint[]`` or ``::uuid[]`` parameter."""
-    return "{" + ",".join(map(str, items)) + "}"
-
-
-def _quote(value: str) -> str:
-    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 # -- internal state -------------------------------------------------------------------------
@@ -288,12 +270,6 @@ def error_text(exc: BaseException) -> str:
     """The error sent to ``queue.fail``: the exception and its last five frames, whole. The
     bound on what is kept is SQL's (``queue._bound_error``, ``max_error_bytes``)."""
     return "".join(traceback.format_exception(type(exc), exc, exc.__traceback__, limit=-5))
-
-
-def one_line(exc: BaseException) -> str:
-    """The first line of an error's text (psycopg adds CONTEXT and HINT lines)."""
-    lines = str(exc).strip().splitlines()
-    return lines[0] if lines else type(exc).__name__
 
 
 def default_name() -> str:

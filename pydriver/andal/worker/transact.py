@@ -21,11 +21,12 @@ import psycopg
 from psycopg_pool import AsyncConnectionPool
 
 from .. import statements as sql
-from ..logs import event
-from .databases import Source, is_connection_error
+from ..hosts import is_connection_error
+from ..logs import event, one_line
+from .databases import Source
 from .limits import Limits
 from .observe import JOB_LEVEL
-from .state import Probe, RunState, _dump_result, _failure, _Outcome, _Run, one_line
+from .state import Probe, RunState, _dump_result, _failure, _Outcome, _Run
 
 if TYPE_CHECKING:
     from .aio import EventLoop

@@ -2,7 +2,7 @@
 
 * A lost connection or an unreachable server (``db_trouble``): the database is down until its
   claim loop reaches it again; meanwhile its share of the slots goes to the other databases.
-* A configuration problem (``refused``: ``databases.CONFIG_HINTS``): logged as one, with
+* A configuration problem (``refused``: ``andal.hosts.CONFIG_HINTS``): logged as one, with
   what to do; ``REFUSALS`` in a row stop the worker with ``EXIT_CONFIG``, and so do
   ``REFUSALS`` symptoms of a pooler it was not told about (``POOLER_SYMPTOMS``) at any time:
   between them some statements succeed, on the server connection that has them.
@@ -20,9 +20,10 @@ from typing import TYPE_CHECKING, Any
 
 from psycopg_pool import PoolTimeout
 
-from ..logs import event
-from .databases import POOLER_SYMPTOMS, Source, config_hint
-from .state import _Run, one_line
+from ..hosts import POOLER_SYMPTOMS, config_hint
+from ..logs import event, one_line
+from .databases import Source
+from .state import _Run
 
 if TYPE_CHECKING:
     from .interrupt import Interrupter

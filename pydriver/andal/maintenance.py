@@ -1,10 +1,11 @@
-"""Maintenance: ``queue.maintain()`` on one database every ``maintain_every`` seconds (take back
-expired leases, prune old counters), followed, when the server runs with ``autovacuum = off``,
-by a ``VACUUM (ANALYZE)`` of andal's changed tables in a thread of its own (see
-``vacuum.vacuum_tables``; one worker at a time).
+"""Housekeeping of one database: ``queue.maintain()`` every ``maintain_every`` seconds (take
+back expired leases, prune old counters), followed, when the server runs with
+``autovacuum = off``, by a ``VACUUM (ANALYZE)`` of andal's changed tables in a thread of its
+own (``vacuum_tables``, also a step for a cron job of one's own; one session at a time).
 
-The claim loop calls ``Maintenance.run`` when it is due; ``stop`` cancels a vacuum at
-shutdown. ``Maintenance`` reaches the rest of the worker only through ``Host``.
+The worker's claim loop calls ``Maintenance.run`` when it is due; ``stop`` cancels a vacuum at
+shutdown. ``Maintenance`` reaches the rest of the worker only through ``Host``, and knows of
+its database only its ``index`` and ``label`` (``Database``).
 """
 
 from __future__ import annotations
@@ -12,28 +13,118 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-from contextlib import AbstractContextManager
-from typing import Any, Protocol
+import time
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any, Generic, Protocol, TypeVar
 
 import psycopg
+from psycopg import sql as psql
 
-from .. import statements as sql
-from ..logs import event
-from .databases import Source, is_connection_error
-from .state import one_line
-from .vacuum import VacuumReport, vacuum_tables
+from . import statements as sql
+from .hosts import Lane, is_connection_error
+from .logs import event, one_line
+
+#: Session-level advisory lock held while vacuuming, so one worker vacuums at a time ("ANDALVAC":
+#: outside the range of andal's category gate keys).
+VACUUM_LOCK_KEY = int.from_bytes(b"ANDALVAC", "big")
 
 
-class Lane(Protocol):
-    def connection(self) -> AbstractContextManager[psycopg.Connection]: ...
+@dataclass
+class VacuumReport:
+    """What ``vacuum_tables`` did. ``reason``: vacuumed, autovacuum_on, locked (another worker
+    is vacuuming), nothing_due, denied."""
+
+    reason: str
+    role: str = ""
+    vacuumed: list[str] = field(default_factory=list)
+    denied: list[str] = field(default_factory=list)
+    dead_tuples: dict[str, int] = field(default_factory=dict)
+    duration_ms: float = 0.0
 
 
-class Host(Protocol):
+def vacuum_tables(conn: psycopg.Connection, every: float) -> VacuumReport:
+    """``VACUUM (ANALYZE)`` the tables of andal's schemas that changed since their last
+    vacuum, when the server runs with ``autovacuum = off`` (dead tuples of ``queue.jobs`` would
+    pile up otherwise); a table vacuumed less than ``every`` seconds ago (by anyone) is left
+    alone. Takes the session-level advisory lock ``VACUUM_LOCK_KEY`` first, and does nothing
+    when another session holds it. Tables this role may not vacuum (only their owner, the
+    database owner or a superuser may) are listed in ``denied``, not raised.
+
+    ``conn`` must be in autocommit mode (VACUUM cannot run inside a transaction)."""
+    if not conn.autocommit:
+        raise ValueError("vacuum_tables needs an autocommit connection")
+    off, role = _one(conn.execute(sql.AUTOVACUUM_OFF_ROLE).fetchone())
+    if not off:
+        return VacuumReport("autovacuum_on", role)
+    if not _one(conn.execute(sql.VACUUM_LOCK, {"key": VACUUM_LOCK_KEY}).fetchone())[0]:
+        return VacuumReport("locked", role)
+    report = VacuumReport("nothing_due", role)
+    denied_now: list[str] = []
+
+    def on_notice(diag: psycopg.errors.Diagnostic) -> None:
+        if diag.sqlstate == "42501":  # "skipping ... only table or database owner can vacuum"
+            denied_now.append(diag.message_primary or "")
+
+    started = time.perf_counter()
+    conn.add_notice_handler(on_notice)
+    try:
+        due = conn.execute(sql.VACUUM_DUE, {"every": timedelta(seconds=every)}).fetchall()
+        for schema, table, dead, allowed in due:
+            name = f"{schema}.{table}"
+            if not allowed:
+                report.denied.append(name)
+                continue
+            denied_now.clear()
+            try:
+                conn.execute(psql.SQL(sql.VACUUM).format(psql.Identifier(schema, table)))
+            except psycopg.errors.InsufficientPrivilege:
+                report.denied.append(name)
+                continue
+            if denied_now:
+                report.denied.append(name)
+                continue
+            report.vacuumed.append(name)
+            report.dead_tuples[name] = int(dead)
+    finally:
+        conn.remove_notice_handler(on_notice)
+        if not conn.closed and not conn.broken:
+            with contextlib.suppress(psycopg.Error):
+                conn.execute(sql.VACUUM_UNLOCK, {"key": VACUUM_LOCK_KEY})
+    report.duration_ms = round((time.perf_counter() - started) * 1000, 3)
+    if report.vacuumed:
+        report.reason = "vacuumed"
+    elif report.denied:
+        report.reason = "denied"
+    return report
+
+
+def _one(row: tuple[Any, ...] | None) -> tuple[Any, ...]:
+    if row is None:  # a select of values always answers one row
+        raise psycopg.InterfaceError("no row returned")
+    return row
+
+
+# -- the housekeeping of one database -------------------------------------------------------
+
+
+class Database(Protocol):
+    """What maintenance reads of its database (a worker's ``Source``)."""
+
+    index: int
+    label: str
+
+
+D = TypeVar("D", bound=Database)
+D_contra = TypeVar("D_contra", bound=Database, contravariant=True)
+
+
+class Host(Protocol[D_contra]):
     """What maintenance needs from its worker."""
 
-    def trouble(self, src: Source, during: str, exc: BaseException) -> None: ...
+    def trouble(self, src: D_contra, during: str, exc: BaseException) -> None: ...
 
-    def hint(self, src: Source) -> None:
+    def hint(self, src: D_contra) -> None:
         """Jobs may be pending: claim now."""
 
     def vacuumed(self, tables: list[str]) -> None: ...
@@ -41,14 +132,14 @@ class Host(Protocol):
     def internal_error(self, where: str) -> None: ...
 
 
-class Maintenance:
+class Maintenance(Generic[D]):
     """The housekeeping of one database. ``vacuum_dsn``: where the vacuum connects (None:
     never vacuum; behind a transaction-mode pooler its session lock needs a direct DSN)."""
 
     def __init__(
         self,
-        host: Host,
-        src: Source,
+        host: Host[D],
+        src: D,
         worker: str,
         every: float,
         vacuum_dsn: str | None,

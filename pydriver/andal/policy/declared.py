@@ -1,6 +1,6 @@
 """What a handler declares besides its function: its queue's policy (``Policy``, ``Backoff``)
 and schedules into it (``Periodic``). Only their types are checked here; every rule (ranges,
-known kinds, cron syntax) is the SQL's, applied when a worker starts (``policy``)."""
+known kinds, cron syntax) is the SQL's, applied when a worker starts (``apply_policy``)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .handlers import Seconds
+    from ..values import Seconds
 
 _SECONDS = (int, float, timedelta)
 

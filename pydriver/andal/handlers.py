@@ -13,25 +13,18 @@ import inspect
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any, TypeVar
 
 import psycopg
 
-from ..jobs import Parent
-from ..jobs import parents as jobs_parents
-from .declared import Backoff, Periodic, Policy
+from .jobs import Parent
+from .jobs import parents as jobs_parents
+from .policy.declared import Backoff, Periodic, Policy
+from .values import Seconds, as_interval
 
-Seconds = float | int | timedelta
 HandlerFn = Callable[..., Any]
 F = TypeVar("F", bound=HandlerFn)
-
-
-def as_interval(value: Seconds | None) -> timedelta | None:
-    """Seconds (int/float) or a timedelta, as a timedelta; None stays None."""
-    if value is None or isinstance(value, timedelta):
-        return value
-    return timedelta(seconds=float(value))
 
 
 #: Why a handler is asked to stop (``Job.abort_reason``): ``queue.cancel`` asked for it, or the

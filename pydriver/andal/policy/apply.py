@@ -30,15 +30,16 @@ from typing import TYPE_CHECKING, Any
 
 import psycopg
 
+from .. import operations as ops
 from ..errors import AndalError
+from ..hosts import database_label, is_connection_error
 from ..logs import event
-from .databases import database_label, is_connection_error
+from ..values import as_interval
 from .declared import SCHEDULE_FIELDS, Backoff, Periodic, Policy
-from .handlers import as_interval
 
 if TYPE_CHECKING:
+    from ..handlers import Registry
     from ..operations import QueueSettings, Schedule
-    from .handlers import Registry
 
 
 class PolicyError(AndalError, ValueError):
@@ -141,18 +142,11 @@ def apply_policy(
             _refused(f"the policy of queue {queue!r}", _queue, conn, queue, policy,
                      defaults, apply, report, context)  # fmt: skip
         if periodics:
-            existing = {s.name: s for s in _ops().schedules().run(conn)}
+            existing = {s.name: s for s in ops.schedules().run(conn)}
             for entry in periodics:
                 _refused(f"schedule {entry.name!r}", _schedule, conn, entry,
                          existing.get(entry.name), apply, report, context)  # fmt: skip
     return report
-
-
-def _ops() -> Any:
-    # andal.operations imports andal.worker (its ``Seconds``): imported when first used
-    from .. import operations
-
-    return operations
 
 
 def _refused(what: str, step: Callable[..., None], *args: Any) -> None:
@@ -179,7 +173,7 @@ class _Defaults:
         for _ in range(3):  # a random name with a row: ask again
             if self.settings is not None:
                 break
-            probe = _ops().queue_settings(f"andal.defaults.{uuid.uuid4().hex}").run(self.conn)
+            probe = ops.queue_settings(f"andal.defaults.{uuid.uuid4().hex}").run(self.conn)
             if not probe.configured:
                 self.settings = _settings(probe)
         if self.settings is None:
@@ -208,7 +202,6 @@ def _queue(
     conn: psycopg.Connection[Any], queue: str, policy: Policy, defaults: _Defaults,
     apply: bool, report: PolicyReport, context: dict[str, Any],
 ) -> None:  # fmt: skip
-    ops = _ops()
     want = queue_options(policy)
     have = ops.queue_settings(queue).run(conn)
     held = _settings(have)
@@ -233,7 +226,6 @@ def _schedule(
     conn: psycopg.Connection[Any], entry: Periodic, have: Schedule | None, apply: bool,
     report: PolicyReport, context: dict[str, Any],
 ) -> None:  # fmt: skip
-    ops = _ops()
     if have is None:
         ops.schedule(entry.name, entry.queue, schedule_options(entry)).run(conn)
         report.created.append(entry.name)
