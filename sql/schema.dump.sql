@@ -1863,6 +1863,22 @@ begin
 end
 $$;
 
+CREATE FUNCTION queue._check_names(names text[], argument text) RETURNS void
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    v_name text;
+begin
+    foreach v_name in array coalesce(names, '{}') loop
+        if v_name is null or length(v_name) not between 1 and 128 then
+            raise exception '% must hold queue names (1 to 128 characters, no nulls)', argument
+                using errcode = '22023';
+        end if;
+    end loop;
+end
+$$;
+
 CREATE FUNCTION queue._check_payload(payload jsonb, argument text, payload_limit integer) RETURNS void
     LANGUAGE plpgsql IMMUTABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -2979,7 +2995,7 @@ begin
         return query select 'cancelled'::text, 'cancelled'::text, null::timestamptz;
         return;
     end if;
-    if not _fail.retryable or v_job.attempt >= v_job.max_attempts then
+    if not _fail.retryable or queue._out_of_attempts(v_job.attempt, v_job.max_attempts) then
         v_reason := case when _fail.retryable then 'exhausted' else 'non_retryable' end;
         perform queue._bury(v_job.id, v_reason, v_error, queue._add_error(v_job.errors,
             queue._error_entry(v_job.attempt, v_error, v_job.worker)));
@@ -4244,6 +4260,15 @@ begin
 end
 $$;
 
+CREATE FUNCTION queue._out_of_attempts(attempt integer, max_attempts integer) RETURNS boolean
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+    return attempt >= max_attempts;
+end
+$$;
+
 CREATE FUNCTION queue._pending_queues() RETURNS SETOF text
     LANGUAGE sql STABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -4403,7 +4428,7 @@ begin
             v_keys := v_keys || v_job.cache_key;
             v_queues := v_queues || v_job.queue;
             v_reasons := v_reasons
-                || case when v_job.attempt >= v_job.max_attempts
+                || case when queue._out_of_attempts(v_job.attempt, v_job.max_attempts)
                              or v_job.abort_requested_at is not null then 'dead'
                         else 'retry' end;
         end if;
@@ -4412,7 +4437,7 @@ begin
             perform queue._bury(v_job.id, 'cancelled', 'aborted: ' || v_error, v_job.errors);
             perform queue._settle(v_job.id, v_job.queue, v_job.category, 'cancelled',
                 v_job.claimed_at, v_job.available_at);
-        elsif v_job.attempt >= v_job.max_attempts then
+        elsif queue._out_of_attempts(v_job.attempt, v_job.max_attempts) then
             perform queue._bury(v_job.id, 'exhausted', v_error, v_job.errors);
             perform queue._settle(v_job.id, v_job.queue, v_job.category, 'dead',
                 v_job.claimed_at, v_job.available_at);
@@ -6513,19 +6538,13 @@ CREATE FUNCTION queue.next_available(queues text[] DEFAULT NULL::text[]) RETURNS
     AS $$
 #variable_conflict use_column
 declare
-    v_name text;
     v_jobs timestamptz;
     v_ticks timestamptz;
     -- paused categories and those whose unexpired slots are all taken: the gate's own rule
     v_full text[] := queue._full_categories(queue._lease_clock());
 begin
     if next_available.queues is not null then
-        foreach v_name in array next_available.queues loop
-            if v_name is null or length(v_name) not between 1 and 128 then
-                raise exception 'queues must hold queue names (1 to 128 characters, no nulls)'
-                    using errcode = '22023';
-            end if;
-        end loop;
+        perform queue._check_names(next_available.queues, 'queues');
     end if;
 
     with cats as (
@@ -6731,7 +6750,6 @@ declare
     v_queues text[] := coalesce(register_worker.queues, '{}'::text[]);
     v_slots int := coalesce(register_worker.slots, 0);
     v_expire interval := coalesce(register_worker.expire_after, interval '1 minute');
-    v_name text;
 begin
     perform queue._check_name(register_worker.worker, 'worker');
     perform queue._check_name(register_worker.host, 'host', true, 255);
@@ -6752,12 +6770,7 @@ begin
         raise exception 'queues must be a one-dimensional array of at most 1000 names'
             using errcode = '22023';
     end if;
-    foreach v_name in array v_queues loop
-        if v_name is null or length(v_name) not between 1 and 128 then
-            raise exception 'queues must hold queue names (1 to 128 characters, no nulls)'
-                using errcode = '22023';
-        end if;
-    end loop;
+    perform queue._check_names(v_queues, 'queues');
     perform queue._check_interval(v_expire, 'expire_after', true, true, 'lease');
 
     delete from queue.worker_registrations as r
@@ -8516,6 +8529,8 @@ REVOKE ALL ON FUNCTION queue._check_json(value jsonb, argument text, bound bigin
 
 REVOKE ALL ON FUNCTION queue._check_name(value text, argument text, required boolean, max_length integer) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION queue._check_names(names text[], argument text) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION queue._check_payload(payload jsonb, argument text, payload_limit integer) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._check_priority(priority integer) FROM PUBLIC;
@@ -8641,6 +8656,8 @@ REVOKE ALL ON FUNCTION queue._next_tick(cron text, every interval, tz text, anch
 REVOKE ALL ON FUNCTION queue._notify(channel text, payload text, anonymous text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._notify_ready(queue_name text, enabled boolean) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._out_of_attempts(attempt integer, max_attempts integer) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._pending_queues() FROM PUBLIC;
 

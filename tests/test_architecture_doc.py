@@ -62,6 +62,14 @@ RULE_HOMES: dict[str, tuple[str, dict[str, str]]] = {
         Q + "heartbeat.sql": "the extension of a lease, the same rule with `extend` for the"
         " claim's lease and the attempt's deadline as the cap, inside the heartbeat's update",
     }),
+    # a job out of attempts (dead-lettered, not retried)
+    "attempt >= ": (Q + "_dead_letter.sql", {}),
+    # a name's bound, written as a plain expression where a call would cost
+    "not between 1 and 128": (Q + "_checks.sql", {
+        Q + "claim.sql": "the claim's worker and queue names, inline on the hot path",
+        Q + "enqueue.sql": "the lean enqueue's queue name, inline on the hot path",
+        "sql/functions/cache/stats.sql": "a job type's name among the keys of a jsonb report",
+    }),
     # the mapping from stored columns to a job's state
     "when due then 'ready'": (Q + "states.sql", {}),
     "reason in ('cancelled', 'parent_failed')": (Q + "states.sql", {}),

@@ -25,6 +25,26 @@ begin
 end
 $$;
 
+-- _check_names: every element of a names array (queue names) is a name: not null, 1 to 128
+-- characters; checked in one plain loop, as queue._claim does inline on the hot path (its
+-- copy: `length(v_name) not between 1 and 128`, a plain expression, no call). Raises 22023
+-- (`argument must hold queue names (1 to 128 characters, no nulls)`).
+create or replace function queue._check_names(names text [], argument text) returns void
+language plpgsql immutable
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_name text;
+begin
+    foreach v_name in array coalesce(names, '{}') loop
+        if v_name is null or length(v_name) not between 1 and 128 then
+            raise exception '% must hold queue names (1 to 128 characters, no nulls)', argument
+                using errcode = '22023';
+        end if;
+    end loop;
+end
+$$;
+
 -- _json_number_chars: the length of a JSON number's text as jsonb prints it (every digit,
 -- never an exponent), computed without printing it: a number of a few stored bytes prints as
 -- up to 147,455 characters (1e131071, 0e-16383).
@@ -378,6 +398,7 @@ set search_path = pg_catalog, pg_temp
 as $$ select coalesce(nullif(current_setting('role'), 'none'), session_user)::name $$;
 
 revoke all on function queue._check_name(text, text, boolean, int) from public;
+revoke all on function queue._check_names(text [], text) from public;
 revoke all on function queue._check_payload(jsonb, text, int) from public;
 revoke all on function queue._json_number_chars(numeric) from public;
 revoke all on function queue._json_size(jsonb, bigint) from public;

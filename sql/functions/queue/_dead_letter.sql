@@ -1,5 +1,18 @@
 -- Dead-lettering: a live job moves to queue.dead_letters. Private: granted to nobody.
 
+-- _out_of_attempts: whether a job whose attempt `attempt` ended without success has no
+-- attempt left (it is dead-lettered, reason exhausted, rather than retried). The one home of
+-- the rule, for queue.fail and the take-back of expired leases (queue._reap).
+create or replace function queue._out_of_attempts(attempt int, max_attempts int)
+returns boolean
+language plpgsql immutable
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    return attempt >= max_attempts;
+end
+$$;
+
 -- _bury: move a live job to the dead letters with its error history (`errors`, the job's
 -- history with this attempt's entry), and to queue.history when its queue keeps one; tell
 -- operators on channel andal_ops and, when the job is watched
@@ -69,4 +82,5 @@ begin
     end if;
 end
 $$;
+revoke all on function queue._out_of_attempts(int, int) from public;
 revoke all on function queue._bury(bigint, text, text, jsonb) from public;

@@ -229,7 +229,7 @@ begin
             v_keys := v_keys || v_job.cache_key;
             v_queues := v_queues || v_job.queue;
             v_reasons := v_reasons
-                || case when v_job.attempt >= v_job.max_attempts
+                || case when queue._out_of_attempts(v_job.attempt, v_job.max_attempts)
                              or v_job.abort_requested_at is not null then 'dead'
                         else 'retry' end;
         end if;
@@ -238,7 +238,7 @@ begin
             perform queue._bury(v_job.id, 'cancelled', 'aborted: ' || v_error, v_job.errors);
             perform queue._settle(v_job.id, v_job.queue, v_job.category, 'cancelled',
                 v_job.claimed_at, v_job.available_at);
-        elsif v_job.attempt >= v_job.max_attempts then
+        elsif queue._out_of_attempts(v_job.attempt, v_job.max_attempts) then
             perform queue._bury(v_job.id, 'exhausted', v_error, v_job.errors);
             perform queue._settle(v_job.id, v_job.queue, v_job.category, 'dead',
                 v_job.claimed_at, v_job.available_at);

@@ -64,7 +64,7 @@ begin
         return query select 'cancelled'::text, 'cancelled'::text, null::timestamptz;
         return;
     end if;
-    if not _fail.retryable or v_job.attempt >= v_job.max_attempts then
+    if not _fail.retryable or queue._out_of_attempts(v_job.attempt, v_job.max_attempts) then
         v_reason := case when _fail.retryable then 'exhausted' else 'non_retryable' end;
         perform queue._bury(v_job.id, v_reason, v_error, queue._add_error(v_job.errors,
             queue._error_entry(v_job.attempt, v_error, v_job.worker)));

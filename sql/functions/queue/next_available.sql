@@ -25,19 +25,13 @@ set search_path = pg_catalog, pg_temp
 as $$
 #variable_conflict use_column
 declare
-    v_name text;
     v_jobs timestamptz;
     v_ticks timestamptz;
     -- paused categories and those whose unexpired slots are all taken: the gate's own rule
     v_full text[] := queue._full_categories(queue._lease_clock());
 begin
     if next_available.queues is not null then
-        foreach v_name in array next_available.queues loop
-            if v_name is null or length(v_name) not between 1 and 128 then
-                raise exception 'queues must hold queue names (1 to 128 characters, no nulls)'
-                    using errcode = '22023';
-            end if;
-        end loop;
+        perform queue._check_names(next_available.queues, 'queues');
     end if;
 
     with cats as (

@@ -31,7 +31,6 @@ declare
     v_queues text[] := coalesce(register_worker.queues, '{}'::text[]);
     v_slots int := coalesce(register_worker.slots, 0);
     v_expire interval := coalesce(register_worker.expire_after, interval '1 minute');
-    v_name text;
 begin
     perform queue._check_name(register_worker.worker, 'worker');
     perform queue._check_name(register_worker.host, 'host', true, 255);
@@ -52,12 +51,7 @@ begin
         raise exception 'queues must be a one-dimensional array of at most 1000 names'
             using errcode = '22023';
     end if;
-    foreach v_name in array v_queues loop
-        if v_name is null or length(v_name) not between 1 and 128 then
-            raise exception 'queues must hold queue names (1 to 128 characters, no nulls)'
-                using errcode = '22023';
-        end if;
-    end loop;
+    perform queue._check_names(v_queues, 'queues');
     perform queue._check_interval(v_expire, 'expire_after', true, true, 'lease');
 
     delete from queue.worker_registrations as r
