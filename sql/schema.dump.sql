@@ -3747,6 +3747,30 @@ begin
 end
 $$;
 
+CREATE FUNCTION queue._hist(ms double precision[]) RETURNS bigint[]
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+    return array(
+        select coalesce(c.n, 0) from generate_series(1, 16) as b (i)
+        left join (
+            select width_bucket(v.ms, queue._hist_bounds()) + 1 as i, count(*) as n
+            from unnest(_hist.ms) as v (ms) group by 1
+        ) as c on c.i = b.i
+        order by b.i);
+end
+$$;
+
+CREATE FUNCTION queue._hist_add(a bigint[], b bigint[]) RETURNS bigint[]
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+    return array(select u.x + u.y from unnest(a, b) as u (x, y));
+end
+$$;
+
 CREATE FUNCTION queue._hist_bounds() RETURNS double precision[]
     LANGUAGE sql IMMUTABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -4395,12 +4419,17 @@ declare
     v_count int := 0;
     v_error text;
     v_timeout boolean;
-    v_keys text[] := '{}'::text[];
+    -- the jobs taken back, for queue._settle_many: outcome, queue, category, times, cache key
+    v_ids bigint[] := '{}'::bigint[];
+    v_outcomes text[] := '{}'::text[];
     v_queues text[] := '{}'::text[];
-    v_reasons text[] := '{}'::text[];
-    v_row record;
+    v_cats text[] := '{}'::text[];
+    v_claimed timestamptz[] := '{}'::timestamptz[];
+    v_avail timestamptz[] := '{}'::timestamptz[];
+    v_keys text[] := '{}'::text[];
+    v_ready timestamptz[] := '{}'::timestamptz[];
+    v_at timestamptz;
     v_now timestamptz := queue._lease_clock();
-    v_ready timestamptz;
 begin
     for v_job in
         select j.* from queue.jobs as j
@@ -4424,23 +4453,14 @@ begin
             v_job.errors := queue._add_error(v_job.errors,
                 queue._error_entry(v_job.attempt, v_error, v_job.worker));
         end if;
-        if v_job.cache_key is not null then
-            v_keys := v_keys || v_job.cache_key;
-            v_queues := v_queues || v_job.queue;
-            v_reasons := v_reasons
-                || case when queue._out_of_attempts(v_job.attempt, v_job.max_attempts)
-                             or v_job.abort_requested_at is not null then 'dead'
-                        else 'retry' end;
-        end if;
+        v_at := null;
         if v_job.abort_requested_at is not null then
             -- aborted and never acknowledged: fenced now, cancelled, not retried
             perform queue._bury(v_job.id, 'cancelled', 'aborted: ' || v_error, v_job.errors);
-            perform queue._settle(v_job.id, v_job.queue, v_job.category, 'cancelled',
-                v_job.claimed_at, v_job.available_at);
+            v_outcomes := v_outcomes || 'cancelled'::text;
         elsif queue._out_of_attempts(v_job.attempt, v_job.max_attempts) then
             perform queue._bury(v_job.id, 'exhausted', v_error, v_job.errors);
-            perform queue._settle(v_job.id, v_job.queue, v_job.category, 'dead',
-                v_job.claimed_at, v_job.available_at);
+            v_outcomes := v_outcomes || 'dead'::text;
         else
             update queue.jobs as j
             set status = 'pending', token = null, worker = null, claimed_at = null,
@@ -4449,19 +4469,22 @@ begin
                     then now() + queue._backoff(queue._config(v_job.queue), v_job.attempt)
                     else j.available_at end
             where j.id = v_job.id
-            returning j.available_at into v_ready;
-            perform queue._settle(v_job.id, v_job.queue, v_job.category, 'retry',
-                v_job.claimed_at, v_job.available_at, ready_at => v_ready);
+            returning j.available_at into v_at;
+            v_outcomes := v_outcomes || 'retry'::text;
         end if;
+        v_ids := v_ids || v_job.id;
+        v_queues := v_queues || v_job.queue;
+        v_cats := v_cats || v_job.category;
+        v_claimed := v_claimed || v_job.claimed_at;
+        v_avail := v_avail || v_job.available_at;
+        v_keys := v_keys || v_job.cache_key;
+        v_ready := v_ready || v_at;
         v_count := v_count + 1;
     end loop;
-    -- The jobs' cache keys are invalidated in key order, like every batch does.
-    for v_row in
-        select u.k, u.q, u.r from unnest(v_keys, v_queues, v_reasons) as u (k, q, r)
-        order by u.k
-    loop
-        perform cache._job_done(v_row.k, (queue._config(v_row.q)).cache_policy, null, v_row.r);
-    end loop;
+    if v_count > 0 then
+        perform queue._settle_many(v_ids, v_outcomes, v_queues, v_cats, v_claimed, v_avail,
+            v_keys, null, v_ready);
+    end if;
     return v_count;
 end
 $$;
@@ -4470,29 +4493,15 @@ CREATE FUNCTION queue._record(queue_name text, category_name text, completed int
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-declare
-    v_bounds constant double precision[] := queue._hist_bounds();
-    v_run bigint[] := '{0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0}'::bigint[];
-    v_wait bigint[] := '{0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0}'::bigint[];
-    v_sum double precision := 0;
-    v_n int := coalesce(cardinality(run_ms), 0);
-    v_b int;
 begin
-    for v_i in 1 .. v_n loop
-        v_b := width_bucket(run_ms[v_i], v_bounds) + 1;
-        v_run[v_b] := v_run[v_b] + 1;
-        v_sum := v_sum + run_ms[v_i];
-    end loop;
-    for v_i in 1 .. coalesce(cardinality(wait_ms), 0) loop
-        v_b := width_bucket(wait_ms[v_i], v_bounds) + 1;
-        v_wait[v_b] := v_wait[v_b] + 1;
-    end loop;
     insert into queue.stat_minutes as s (
         minute, backend, queue, category, completed, retried, dead, run_count, run_ms,
         run_hist, wait_hist
     ) values (
         date_trunc('minute', now()), pg_backend_pid(), queue_name, coalesce(category_name, ''),
-        completed, retried, dead, v_n, v_sum, v_run, v_wait
+        completed, retried, dead, coalesce(cardinality(run_ms), 0),
+        coalesce((select sum(m) from unnest(run_ms) as m), 0), queue._hist(run_ms),
+        queue._hist(wait_ms)
     )
     on conflict (minute, backend, queue, category) do update
     set completed = s.completed + excluded.completed,
@@ -4500,8 +4509,8 @@ begin
         dead = s.dead + excluded.dead,
         run_count = s.run_count + excluded.run_count,
         run_ms = s.run_ms + excluded.run_ms,
-        run_hist = array(select u.a + u.b from unnest(s.run_hist, excluded.run_hist) as u (a, b)),
-        wait_hist = array(select u.a + u.b from unnest(s.wait_hist, excluded.wait_hist) as u (a, b));
+        run_hist = queue._hist_add(s.run_hist, excluded.run_hist),
+        wait_hist = queue._hist_add(s.wait_hist, excluded.wait_hist);
 end
 $$;
 
@@ -4841,23 +4850,73 @@ CREATE FUNCTION queue._settle(job_id bigint, queue_name text, category_name text
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 begin
-    if category_name is not null then
-        perform queue._free_slots(array[job_id], array[queue_name]);
+    perform queue._settle_many(array[job_id], array[outcome], array[queue_name],
+        array[category_name], array[claimed_at], array[available_at], array[cache_key],
+        array[result], array[ready_at]);
+end
+$$;
+
+CREATE FUNCTION queue._settle_counted(outcomes text[], queues text[], categories text[], claimed_ats timestamp with time zone[], available_ats timestamp with time zone[]) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    v_now timestamptz := queue._lease_clock();
+    v_row record;
+begin
+    for v_row in
+        select u.q, u.c, count(*) filter (where u.o = 'completed')::int as completed,
+            count(*) filter (where u.o = 'retry')::int as retried,
+            count(*) filter (where u.o = 'dead')::int as dead,
+            array_agg(date_part('epoch', v_now - u.at) * 1000) as run_ms,
+            array_agg(date_part('epoch', u.at - u.av) * 1000) as wait_ms
+        from unnest(outcomes, queues, categories, claimed_ats, available_ats)
+            as u (o, q, c, at, av)
+        where u.at is not null and u.o in ('completed', 'retry', 'dead')
+        group by u.q, u.c
+    loop
+        perform queue._record(v_row.q, v_row.c, v_row.completed, v_row.retried, v_row.dead,
+            v_row.run_ms, v_row.wait_ms);
+    end loop;
+end
+$$;
+
+CREATE FUNCTION queue._settle_many(job_ids bigint[], outcomes text[], queues text[], categories text[], claimed_ats timestamp with time zone[] DEFAULT NULL::timestamp with time zone[], available_ats timestamp with time zone[] DEFAULT NULL::timestamp with time zone[], cache_keys text[] DEFAULT NULL::text[], results jsonb[] DEFAULT NULL::jsonb[], ready_ats timestamp with time zone[] DEFAULT NULL::timestamp with time zone[], counted boolean DEFAULT false) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    v_ids bigint[];
+    v_queues text[];
+    v_row record;
+begin
+    if array_remove(categories, null) <> '{}' then
+        select array_agg(u.id), array_agg(u.q) into v_ids, v_queues
+        from unnest(job_ids, queues, categories) as u (id, q, c) where u.c is not null;
+        perform queue._free_slots(v_ids, v_queues);
     end if;
-    if claimed_at is not null and outcome in ('completed', 'retry', 'dead') then
-        perform queue._record(queue_name, category_name, (outcome = 'completed')::int,
-            (outcome = 'retry')::int, (outcome = 'dead')::int,
-            array[date_part('epoch', queue._lease_clock() - claimed_at) * 1000],
-            array[date_part('epoch', claimed_at - available_at) * 1000]);
+    if not counted and array_remove(claimed_ats, null) <> '{}' then
+        perform queue._settle_counted(outcomes, queues, categories, claimed_ats, available_ats);
     end if;
-    if cache_key is not null and outcome <> 'released' then
-        perform cache._job_done(cache_key, coalesce((queue._config(queue_name)).cache_policy,
-            'invalidate'), result,
-            case outcome when 'completed' then 'completed' when 'retry' then 'retry'
-                else 'dead' end);
+    if array_remove(cache_keys, null) <> '{}' then
+        for v_row in
+            select u.k, u.q, u.r, u.o from unnest(cache_keys, queues, results, outcomes)
+                as u (k, q, r, o)
+            where u.k is not null and u.o <> 'released'
+            order by u.k
+        loop
+            perform cache._job_done(v_row.k,
+                coalesce((queue._config(v_row.q)).cache_policy, 'invalidate'), v_row.r,
+                case v_row.o when 'completed' then 'completed' when 'retry' then 'retry'
+                    else 'dead' end);
+        end loop;
     end if;
-    if ready_at is not null and ready_at <= now() then
-        perform queue._notify_ready(queue_name);
+    if array_remove(ready_ats, null) <> '{}' then
+        for v_row in
+            select distinct u.q from unnest(queues, ready_ats) as u (q, r) where u.r <= now()
+        loop
+            perform queue._notify_ready(v_row.q);
+        end loop;
     end if;
 end
 $$;
@@ -5435,7 +5494,6 @@ declare
     v_category text;
     v_cache_key text;
     v_keep boolean;
-    v_policy text;
     v_history interval;
     v_job record;
     v_now timestamptz := queue._lease_clock();
@@ -5464,7 +5522,7 @@ begin
                 queue._hist_bounds())
             + 1 as wb
     )
-    select g.*, q.keep_results, q.cache_policy, q.history_retention into v_job
+    select g.*, q.keep_results, q.history_retention into v_job
     from gone as g
     left join queue.queues as q on q.queue = g.queue;
     v_id := v_job.id;
@@ -5472,7 +5530,6 @@ begin
     v_category := v_job.category;
     v_cache_key := v_job.cache_key;
     v_keep := v_job.keep_results;
-    v_policy := v_job.cache_policy;
     v_history := v_job.history_retention;
     if v_id is null then
         perform queue._lease_lost(complete.job_id, complete.token);
@@ -5523,16 +5580,14 @@ begin
     if v_job.watched or found then
         perform queue._notify('andal_done', v_id::text);
     end if;
-    if v_category is not null then
-        perform queue._free_slots(array[v_id], array[v_queue]);
-    end if;
     if v_keep then
         insert into queue.results (job_id, queue, result, completed_at)
         values (v_id, v_queue, queue._check_result(complete.result, 'result'), v_now);
     end if;
-    if v_cache_key is not null then
-        perform cache._job_done(v_cache_key, coalesce(v_policy, 'invalidate'), complete.result,
-            'completed');
+    if v_category is not null or v_cache_key is not null then  -- the slot, the cache
+        perform queue._settle_many(array[v_id], array['completed'], array[v_queue],
+            array[v_category], cache_keys => array[v_cache_key],
+            results => array[complete.result], counted => true);
     end if;
     if v_job.workflow or v_job.has_parents then  -- children or parents (_workflow_ended)
         perform queue._workflow_ended(case when v_job.workflow then array[v_id] end,
@@ -5559,13 +5614,13 @@ declare
     v_toks uuid[];
     v_queues text[];
     v_span int8range;
-    v_keys text[];
-    v_key_queues text[];
-    v_key_results jsonb[];
+    v_fx bigint[];  -- the completed jobs with a category or a cache key (queue._settle_many)
+    v_fx_queues text[];
+    v_fx_cats text[];
+    v_fx_keys text[];
+    v_fx_results jsonb[];
     v_history jsonb;  -- the completed jobs of queues that keep history
     v_watched bigint[];  -- the completed jobs someone watches
-    v_gated bigint[];  -- the completed jobs that held a category slot, and their queues
-    v_gated_queues text[];
     v_flow bigint[];  -- the completed jobs with children, and their results
     v_flow_results jsonb[];
     v_flow_children bigint[];  -- the completed jobs with parents
@@ -5616,12 +5671,7 @@ begin
             j.attempt, j.max_attempts, j.enqueued_at, j.claimed_at, j.worker, j.errors,
             j.watched, j.workflow, j.has_parents, j.only_child,
             date_part('epoch', v_now - j.claimed_at) * 1000 as run_ms,
-            width_bucket(date_part('epoch', v_now - j.claimed_at) * 1000,
-                queue._hist_bounds())
-            + 1 as rb,
-            width_bucket(date_part('epoch', j.claimed_at - j.available_at) * 1000,
-                queue._hist_bounds())
-            + 1 as wb
+            date_part('epoch', j.claimed_at - j.available_at) * 1000 as wait_ms
     ),
     kept as (
         -- the queues that keep results are read once (usually none), not once per job; in
@@ -5635,62 +5685,30 @@ begin
     ),
     counted as (
         -- queue._record's upsert, once per queue and category of the batch: this backend's
-        -- row of the minute, with the batch's histograms (16 buckets, see queue._hist_bounds)
+        -- row of the minute, with the batch's histograms (queue._hist)
         insert into queue.stat_minutes as s (
             minute, backend, queue, category, completed, run_count, run_ms, run_hist, wait_hist
         )
         select date_trunc('minute', now()), pg_backend_pid(), g.queue, coalesce(g.category, ''),
-            count(*), count(*), sum(g.run_ms),
-            array[
-                count(*) filter (where g.rb = 1), count(*) filter (where g.rb = 2),
-                count(*) filter (where g.rb = 3), count(*) filter (where g.rb = 4),
-                count(*) filter (where g.rb = 5), count(*) filter (where g.rb = 6),
-                count(*) filter (where g.rb = 7), count(*) filter (where g.rb = 8),
-                count(*) filter (where g.rb = 9), count(*) filter (where g.rb = 10),
-                count(*) filter (where g.rb = 11), count(*) filter (where g.rb = 12),
-                count(*) filter (where g.rb = 13), count(*) filter (where g.rb = 14),
-                count(*) filter (where g.rb = 15), count(*) filter (where g.rb = 16)],
-            array[
-                count(*) filter (where g.wb = 1), count(*) filter (where g.wb = 2),
-                count(*) filter (where g.wb = 3), count(*) filter (where g.wb = 4),
-                count(*) filter (where g.wb = 5), count(*) filter (where g.wb = 6),
-                count(*) filter (where g.wb = 7), count(*) filter (where g.wb = 8),
-                count(*) filter (where g.wb = 9), count(*) filter (where g.wb = 10),
-                count(*) filter (where g.wb = 11), count(*) filter (where g.wb = 12),
-                count(*) filter (where g.wb = 13), count(*) filter (where g.wb = 14),
-                count(*) filter (where g.wb = 15), count(*) filter (where g.wb = 16)]
+            count(*), count(*), sum(g.run_ms), queue._hist(array_agg(g.run_ms)),
+            queue._hist(array_agg(g.wait_ms))
         from gone as g
         group by g.queue, coalesce(g.category, '')
         on conflict (minute, backend, queue, category) do update
         set completed = s.completed + excluded.completed,
             run_count = s.run_count + excluded.run_count,
             run_ms = s.run_ms + excluded.run_ms,
-            run_hist = array[
-                s.run_hist[1] + excluded.run_hist[1], s.run_hist[2] + excluded.run_hist[2],
-                s.run_hist[3] + excluded.run_hist[3], s.run_hist[4] + excluded.run_hist[4],
-                s.run_hist[5] + excluded.run_hist[5], s.run_hist[6] + excluded.run_hist[6],
-                s.run_hist[7] + excluded.run_hist[7], s.run_hist[8] + excluded.run_hist[8],
-                s.run_hist[9] + excluded.run_hist[9], s.run_hist[10] + excluded.run_hist[10],
-                s.run_hist[11] + excluded.run_hist[11], s.run_hist[12] + excluded.run_hist[12],
-                s.run_hist[13] + excluded.run_hist[13], s.run_hist[14] + excluded.run_hist[14],
-                s.run_hist[15] + excluded.run_hist[15], s.run_hist[16] + excluded.run_hist[16]],
-            wait_hist = array[
-                s.wait_hist[1] + excluded.wait_hist[1], s.wait_hist[2] + excluded.wait_hist[2],
-                s.wait_hist[3] + excluded.wait_hist[3], s.wait_hist[4] + excluded.wait_hist[4],
-                s.wait_hist[5] + excluded.wait_hist[5], s.wait_hist[6] + excluded.wait_hist[6],
-                s.wait_hist[7] + excluded.wait_hist[7], s.wait_hist[8] + excluded.wait_hist[8],
-                s.wait_hist[9] + excluded.wait_hist[9], s.wait_hist[10] + excluded.wait_hist[10],
-                s.wait_hist[11] + excluded.wait_hist[11], s.wait_hist[12] + excluded.wait_hist[12],
-                s.wait_hist[13] + excluded.wait_hist[13], s.wait_hist[14] + excluded.wait_hist[14],
-                s.wait_hist[15] + excluded.wait_hist[15], s.wait_hist[16] + excluded.wait_hist[16]]
+            run_hist = queue._hist_add(s.run_hist, excluded.run_hist),
+            wait_hist = queue._hist_add(s.wait_hist, excluded.wait_hist)
     )
     select array_agg(g.id), array_agg(g.token), array_agg(g.queue),
         int8range(min(g.id), max(g.id), '[]'),
-        -- cache effects in key order: concurrent batches lock entries in one order
-        array_agg(g.cache_key order by g.cache_key) filter (where g.cache_key is not null),
-        array_agg(g.queue order by g.cache_key) filter (where g.cache_key is not null),
-        array_agg(complete_many.results[g.n] order by g.cache_key)
-        filter (where g.cache_key is not null),
+        array_agg(g.id) filter (where g.category is not null or g.cache_key is not null),
+        array_agg(g.queue) filter (where g.category is not null or g.cache_key is not null),
+        array_agg(g.category) filter (where g.category is not null or g.cache_key is not null),
+        array_agg(g.cache_key) filter (where g.category is not null or g.cache_key is not null),
+        array_agg(complete_many.results[g.n])
+        filter (where g.category is not null or g.cache_key is not null),
         -- (usually none: the queues that keep history are read once)
         jsonb_agg(jsonb_build_object(
             'job_id', g.id, 'queue', g.queue, 'category', g.category, 'priority', g.priority,
@@ -5702,14 +5720,12 @@ begin
             select q.queue from queue.queues as q where q.history_retention is not null
             order by q.queue))),
         array_agg(g.id) filter (where g.watched),
-        array_agg(g.id) filter (where g.category is not null),
-        array_agg(g.queue) filter (where g.category is not null),
         array_agg(g.id) filter (where g.workflow),
         array_agg(complete_many.results[g.n]) filter (where g.workflow),
         array_agg(g.id) filter (where g.has_parents),
         array_agg(g.only_child) filter (where g.workflow)
-    into v_ids, v_toks, v_queues, v_span, v_keys, v_key_queues, v_key_results, v_history, v_watched,
-        v_gated, v_gated_queues, v_flow, v_flow_results, v_flow_children, v_flow_only
+    into v_ids, v_toks, v_queues, v_span, v_fx, v_fx_queues, v_fx_cats, v_fx_keys, v_fx_results,
+        v_history, v_watched, v_flow, v_flow_results, v_flow_children, v_flow_only
     from gone as g;
 
     -- Hash joins were off for the delete only: the statements below (the slots' release,
@@ -5717,8 +5733,10 @@ begin
     -- function returns; left off, the answer was a 100 x 100 nested loop at batch 100.
     perform set_config('enable_hashjoin', 'on', true);
 
-    if v_gated is not null then
-        perform queue._free_slots(v_gated, v_gated_queues);
+    if v_fx is not null then  -- the slots, the cache (the statistics are counted above)
+        perform queue._settle_many(v_fx, array_fill('completed'::text, array[cardinality(v_fx)]),
+            v_fx_queues, v_fx_cats, cache_keys => v_fx_keys, results => v_fx_results,
+            counted => true);
     end if;
 
     if v_ids is not null then
@@ -5744,10 +5762,6 @@ begin
         perform queue._notify('andal_done', v_watched[v_i]::text);
     end loop;
 
-    for v_i in 1 .. coalesce(cardinality(v_keys), 0) loop
-        perform cache._job_done(v_keys[v_i], (queue._config(v_key_queues[v_i])).cache_policy,
-            v_key_results[v_i], 'completed');
-    end loop;
     if v_flow is not null or v_flow_children is not null then  -- (queue._workflow_ended)
         perform queue._workflow_ended(v_flow, v_flow_children, 'completed', v_flow_results,
             v_flow_only);
@@ -8609,6 +8623,10 @@ REVOKE ALL ON FUNCTION queue._hint_key(queue_name text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._hint_wanted(queue_name text) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION queue._hist(ms double precision[]) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._hist_add(a bigint[], b bigint[]) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION queue._hist_bounds() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._hist_quantile(hist bigint[], q double precision) FROM PUBLIC;
@@ -8694,6 +8712,10 @@ REVOKE ALL ON FUNCTION queue._says_nothing(q queue.queues, defaults queue.queues
 REVOKE ALL ON FUNCTION queue._scan(queues text[], lim integer, exclude_categories text[], exclude_ids bigint[]) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._settle(job_id bigint, queue_name text, category_name text, outcome text, claimed_at timestamp with time zone, available_at timestamp with time zone, cache_key text, result jsonb, ready_at timestamp with time zone) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._settle_counted(outcomes text[], queues text[], categories text[], claimed_ats timestamp with time zone[], available_ats timestamp with time zone[]) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._settle_many(job_ids bigint[], outcomes text[], queues text[], categories text[], claimed_ats timestamp with time zone[], available_ats timestamp with time zone[], cache_keys text[], results jsonb[], ready_ats timestamp with time zone[], counted boolean) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._sleep(keys integer[]) FROM PUBLIC;
 

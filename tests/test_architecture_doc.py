@@ -62,6 +62,11 @@ RULE_HOMES: dict[str, tuple[str, dict[str, str]]] = {
         Q + "heartbeat.sql": "the extension of a lease, the same rule with `extend` for the"
         " claim's lease and the attempt's deadline as the cap, inside the heartbeat's update",
     }),
+    # the side effects of a state change go through the funnel (queue._settle_many)
+    "queue._free_slots(": (Q + "_settle.sql", {Q + "_gate.sql": "its definition"}),
+    "cache._job_done(": (Q + "_settle.sql", {
+        "sql/functions/cache/_job_done.sql": "its definition",
+    }),
     # a job out of attempts (dead-lettered, not retried)
     "attempt >= ": (Q + "_dead_letter.sql", {}),
     # a name's bound, written as a plain expression where a call would cost

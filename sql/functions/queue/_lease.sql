@@ -181,10 +181,10 @@ $$;
 -- available_at), or dead-lettered when it has no attempt left, or cancelled when its abort
 -- was requested. A lease that ran to the attempt's deadline (claimed_at + timeout) is a
 -- timeout: the error history records reason timeout and the retry waits for the queue's
--- backoff. Skips rows another session holds. Each job's side effects go through
--- queue._settle (its slot freed, its attempt counted, a hint on andal_jobs when it is
--- claimable at once); the cache keys are invalidated after the loop, in key order, like
--- every batch does. Returns how many it took back.
+-- backoff. Skips rows another session holds. The side effects go through
+-- queue._settle_many once, after the loop (the slots freed, the attempts counted, the cache
+-- keys in key order, a hint on andal_jobs per queue with a job claimable at once). Returns
+-- how many it took back.
 drop function if exists queue._reap(int);
 create or replace function queue._reap(lim int default 100, queues text[] default null)
 returns int
@@ -196,12 +196,17 @@ declare
     v_count int := 0;
     v_error text;
     v_timeout boolean;
-    v_keys text[] := '{}'::text[];
+    -- the jobs taken back, for queue._settle_many: outcome, queue, category, times, cache key
+    v_ids bigint[] := '{}'::bigint[];
+    v_outcomes text[] := '{}'::text[];
     v_queues text[] := '{}'::text[];
-    v_reasons text[] := '{}'::text[];
-    v_row record;
+    v_cats text[] := '{}'::text[];
+    v_claimed timestamptz[] := '{}'::timestamptz[];
+    v_avail timestamptz[] := '{}'::timestamptz[];
+    v_keys text[] := '{}'::text[];
+    v_ready timestamptz[] := '{}'::timestamptz[];
+    v_at timestamptz;
     v_now timestamptz := queue._lease_clock();
-    v_ready timestamptz;
 begin
     for v_job in
         select j.* from queue.jobs as j
@@ -225,23 +230,14 @@ begin
             v_job.errors := queue._add_error(v_job.errors,
                 queue._error_entry(v_job.attempt, v_error, v_job.worker));
         end if;
-        if v_job.cache_key is not null then
-            v_keys := v_keys || v_job.cache_key;
-            v_queues := v_queues || v_job.queue;
-            v_reasons := v_reasons
-                || case when queue._out_of_attempts(v_job.attempt, v_job.max_attempts)
-                             or v_job.abort_requested_at is not null then 'dead'
-                        else 'retry' end;
-        end if;
+        v_at := null;
         if v_job.abort_requested_at is not null then
             -- aborted and never acknowledged: fenced now, cancelled, not retried
             perform queue._bury(v_job.id, 'cancelled', 'aborted: ' || v_error, v_job.errors);
-            perform queue._settle(v_job.id, v_job.queue, v_job.category, 'cancelled',
-                v_job.claimed_at, v_job.available_at);
+            v_outcomes := v_outcomes || 'cancelled'::text;
         elsif queue._out_of_attempts(v_job.attempt, v_job.max_attempts) then
             perform queue._bury(v_job.id, 'exhausted', v_error, v_job.errors);
-            perform queue._settle(v_job.id, v_job.queue, v_job.category, 'dead',
-                v_job.claimed_at, v_job.available_at);
+            v_outcomes := v_outcomes || 'dead'::text;
         else
             update queue.jobs as j
             set status = 'pending', token = null, worker = null, claimed_at = null,
@@ -250,19 +246,22 @@ begin
                     then now() + queue._backoff(queue._config(v_job.queue), v_job.attempt)
                     else j.available_at end
             where j.id = v_job.id
-            returning j.available_at into v_ready;
-            perform queue._settle(v_job.id, v_job.queue, v_job.category, 'retry',
-                v_job.claimed_at, v_job.available_at, ready_at => v_ready);
+            returning j.available_at into v_at;
+            v_outcomes := v_outcomes || 'retry'::text;
         end if;
+        v_ids := v_ids || v_job.id;
+        v_queues := v_queues || v_job.queue;
+        v_cats := v_cats || v_job.category;
+        v_claimed := v_claimed || v_job.claimed_at;
+        v_avail := v_avail || v_job.available_at;
+        v_keys := v_keys || v_job.cache_key;
+        v_ready := v_ready || v_at;
         v_count := v_count + 1;
     end loop;
-    -- The jobs' cache keys are invalidated in key order, like every batch does.
-    for v_row in
-        select u.k, u.q, u.r from unnest(v_keys, v_queues, v_reasons) as u (k, q, r)
-        order by u.k
-    loop
-        perform cache._job_done(v_row.k, (queue._config(v_row.q)).cache_policy, null, v_row.r);
-    end loop;
+    if v_count > 0 then
+        perform queue._settle_many(v_ids, v_outcomes, v_queues, v_cats, v_claimed, v_avail,
+            v_keys, null, v_ready);
+    end if;
     return v_count;
 end
 $$;

@@ -6,9 +6,9 @@
 -- queue's cache_policy) in the same transaction.
 -- The lease is checked on the database's current time (queue._lease_clock): a transaction
 -- begun before the lease expired cannot complete the job after it. complete and
--- complete_many keep their set-based form (statistics counted in the statement that deletes
--- the jobs) but take their pieces from the one source of each rule: queue._hist_bounds,
--- queue._free_slots, queue._notify, queue._lease_clock.
+-- complete_many count their statistics in the statement that deletes the jobs (their hot
+-- path: queue._hist_bounds' buckets) and leave the other side effects (the slot, the cache)
+-- to the funnel, queue._settle_many.
 -- Raises: 22004 null job_id or token; 25006 in a read-only transaction; 54000 a result to
 -- keep (results or history) over queue.config.max_result_bytes (complete it without a result, or fail it); AN001 (lease
 -- lost) when the token is not the job's current, unexpired lease, or an abort of the job was
@@ -33,7 +33,6 @@ declare
     v_category text;
     v_cache_key text;
     v_keep boolean;
-    v_policy text;
     v_history interval;
     v_job record;
     v_now timestamptz := queue._lease_clock();
@@ -62,7 +61,7 @@ begin
                 queue._hist_bounds())
             + 1 as wb
     )
-    select g.*, q.keep_results, q.cache_policy, q.history_retention into v_job
+    select g.*, q.keep_results, q.history_retention into v_job
     from gone as g
     left join queue.queues as q on q.queue = g.queue;
     v_id := v_job.id;
@@ -70,7 +69,6 @@ begin
     v_category := v_job.category;
     v_cache_key := v_job.cache_key;
     v_keep := v_job.keep_results;
-    v_policy := v_job.cache_policy;
     v_history := v_job.history_retention;
     if v_id is null then
         perform queue._lease_lost(complete.job_id, complete.token);
@@ -121,16 +119,14 @@ begin
     if v_job.watched or found then
         perform queue._notify('andal_done', v_id::text);
     end if;
-    if v_category is not null then
-        perform queue._free_slots(array[v_id], array[v_queue]);
-    end if;
     if v_keep then
         insert into queue.results (job_id, queue, result, completed_at)
         values (v_id, v_queue, queue._check_result(complete.result, 'result'), v_now);
     end if;
-    if v_cache_key is not null then
-        perform cache._job_done(v_cache_key, coalesce(v_policy, 'invalidate'), complete.result,
-            'completed');
+    if v_category is not null or v_cache_key is not null then  -- the slot, the cache
+        perform queue._settle_many(array[v_id], array['completed'], array[v_queue],
+            array[v_category], cache_keys => array[v_cache_key],
+            results => array[complete.result], counted => true);
     end if;
     if v_job.workflow or v_job.has_parents then  -- children or parents (_workflow_ended)
         perform queue._workflow_ended(case when v_job.workflow then array[v_id] end,
@@ -196,13 +192,13 @@ declare
     v_toks uuid[];
     v_queues text[];
     v_span int8range;
-    v_keys text[];
-    v_key_queues text[];
-    v_key_results jsonb[];
+    v_fx bigint[];  -- the completed jobs with a category or a cache key (queue._settle_many)
+    v_fx_queues text[];
+    v_fx_cats text[];
+    v_fx_keys text[];
+    v_fx_results jsonb[];
     v_history jsonb;  -- the completed jobs of queues that keep history
     v_watched bigint[];  -- the completed jobs someone watches
-    v_gated bigint[];  -- the completed jobs that held a category slot, and their queues
-    v_gated_queues text[];
     v_flow bigint[];  -- the completed jobs with children, and their results
     v_flow_results jsonb[];
     v_flow_children bigint[];  -- the completed jobs with parents
@@ -253,12 +249,7 @@ begin
             j.attempt, j.max_attempts, j.enqueued_at, j.claimed_at, j.worker, j.errors,
             j.watched, j.workflow, j.has_parents, j.only_child,
             date_part('epoch', v_now - j.claimed_at) * 1000 as run_ms,
-            width_bucket(date_part('epoch', v_now - j.claimed_at) * 1000,
-                queue._hist_bounds())
-            + 1 as rb,
-            width_bucket(date_part('epoch', j.claimed_at - j.available_at) * 1000,
-                queue._hist_bounds())
-            + 1 as wb
+            date_part('epoch', j.claimed_at - j.available_at) * 1000 as wait_ms
     ),
     kept as (
         -- the queues that keep results are read once (usually none), not once per job; in
@@ -272,62 +263,30 @@ begin
     ),
     counted as (
         -- queue._record's upsert, once per queue and category of the batch: this backend's
-        -- row of the minute, with the batch's histograms (16 buckets, see queue._hist_bounds)
+        -- row of the minute, with the batch's histograms (queue._hist)
         insert into queue.stat_minutes as s (
             minute, backend, queue, category, completed, run_count, run_ms, run_hist, wait_hist
         )
         select date_trunc('minute', now()), pg_backend_pid(), g.queue, coalesce(g.category, ''),
-            count(*), count(*), sum(g.run_ms),
-            array[
-                count(*) filter (where g.rb = 1), count(*) filter (where g.rb = 2),
-                count(*) filter (where g.rb = 3), count(*) filter (where g.rb = 4),
-                count(*) filter (where g.rb = 5), count(*) filter (where g.rb = 6),
-                count(*) filter (where g.rb = 7), count(*) filter (where g.rb = 8),
-                count(*) filter (where g.rb = 9), count(*) filter (where g.rb = 10),
-                count(*) filter (where g.rb = 11), count(*) filter (where g.rb = 12),
-                count(*) filter (where g.rb = 13), count(*) filter (where g.rb = 14),
-                count(*) filter (where g.rb = 15), count(*) filter (where g.rb = 16)],
-            array[
-                count(*) filter (where g.wb = 1), count(*) filter (where g.wb = 2),
-                count(*) filter (where g.wb = 3), count(*) filter (where g.wb = 4),
-                count(*) filter (where g.wb = 5), count(*) filter (where g.wb = 6),
-                count(*) filter (where g.wb = 7), count(*) filter (where g.wb = 8),
-                count(*) filter (where g.wb = 9), count(*) filter (where g.wb = 10),
-                count(*) filter (where g.wb = 11), count(*) filter (where g.wb = 12),
-                count(*) filter (where g.wb = 13), count(*) filter (where g.wb = 14),
-                count(*) filter (where g.wb = 15), count(*) filter (where g.wb = 16)]
+            count(*), count(*), sum(g.run_ms), queue._hist(array_agg(g.run_ms)),
+            queue._hist(array_agg(g.wait_ms))
         from gone as g
         group by g.queue, coalesce(g.category, '')
         on conflict (minute, backend, queue, category) do update
         set completed = s.completed + excluded.completed,
             run_count = s.run_count + excluded.run_count,
             run_ms = s.run_ms + excluded.run_ms,
-            run_hist = array[
-                s.run_hist[1] + excluded.run_hist[1], s.run_hist[2] + excluded.run_hist[2],
-                s.run_hist[3] + excluded.run_hist[3], s.run_hist[4] + excluded.run_hist[4],
-                s.run_hist[5] + excluded.run_hist[5], s.run_hist[6] + excluded.run_hist[6],
-                s.run_hist[7] + excluded.run_hist[7], s.run_hist[8] + excluded.run_hist[8],
-                s.run_hist[9] + excluded.run_hist[9], s.run_hist[10] + excluded.run_hist[10],
-                s.run_hist[11] + excluded.run_hist[11], s.run_hist[12] + excluded.run_hist[12],
-                s.run_hist[13] + excluded.run_hist[13], s.run_hist[14] + excluded.run_hist[14],
-                s.run_hist[15] + excluded.run_hist[15], s.run_hist[16] + excluded.run_hist[16]],
-            wait_hist = array[
-                s.wait_hist[1] + excluded.wait_hist[1], s.wait_hist[2] + excluded.wait_hist[2],
-                s.wait_hist[3] + excluded.wait_hist[3], s.wait_hist[4] + excluded.wait_hist[4],
-                s.wait_hist[5] + excluded.wait_hist[5], s.wait_hist[6] + excluded.wait_hist[6],
-                s.wait_hist[7] + excluded.wait_hist[7], s.wait_hist[8] + excluded.wait_hist[8],
-                s.wait_hist[9] + excluded.wait_hist[9], s.wait_hist[10] + excluded.wait_hist[10],
-                s.wait_hist[11] + excluded.wait_hist[11], s.wait_hist[12] + excluded.wait_hist[12],
-                s.wait_hist[13] + excluded.wait_hist[13], s.wait_hist[14] + excluded.wait_hist[14],
-                s.wait_hist[15] + excluded.wait_hist[15], s.wait_hist[16] + excluded.wait_hist[16]]
+            run_hist = queue._hist_add(s.run_hist, excluded.run_hist),
+            wait_hist = queue._hist_add(s.wait_hist, excluded.wait_hist)
     )
     select array_agg(g.id), array_agg(g.token), array_agg(g.queue),
         int8range(min(g.id), max(g.id), '[]'),
-        -- cache effects in key order: concurrent batches lock entries in one order
-        array_agg(g.cache_key order by g.cache_key) filter (where g.cache_key is not null),
-        array_agg(g.queue order by g.cache_key) filter (where g.cache_key is not null),
-        array_agg(complete_many.results[g.n] order by g.cache_key)
-        filter (where g.cache_key is not null),
+        array_agg(g.id) filter (where g.category is not null or g.cache_key is not null),
+        array_agg(g.queue) filter (where g.category is not null or g.cache_key is not null),
+        array_agg(g.category) filter (where g.category is not null or g.cache_key is not null),
+        array_agg(g.cache_key) filter (where g.category is not null or g.cache_key is not null),
+        array_agg(complete_many.results[g.n])
+        filter (where g.category is not null or g.cache_key is not null),
         -- (usually none: the queues that keep history are read once)
         jsonb_agg(jsonb_build_object(
             'job_id', g.id, 'queue', g.queue, 'category', g.category, 'priority', g.priority,
@@ -339,14 +298,12 @@ begin
             select q.queue from queue.queues as q where q.history_retention is not null
             order by q.queue))),
         array_agg(g.id) filter (where g.watched),
-        array_agg(g.id) filter (where g.category is not null),
-        array_agg(g.queue) filter (where g.category is not null),
         array_agg(g.id) filter (where g.workflow),
         array_agg(complete_many.results[g.n]) filter (where g.workflow),
         array_agg(g.id) filter (where g.has_parents),
         array_agg(g.only_child) filter (where g.workflow)
-    into v_ids, v_toks, v_queues, v_span, v_keys, v_key_queues, v_key_results, v_history, v_watched,
-        v_gated, v_gated_queues, v_flow, v_flow_results, v_flow_children, v_flow_only
+    into v_ids, v_toks, v_queues, v_span, v_fx, v_fx_queues, v_fx_cats, v_fx_keys, v_fx_results,
+        v_history, v_watched, v_flow, v_flow_results, v_flow_children, v_flow_only
     from gone as g;
 
     -- Hash joins were off for the delete only: the statements below (the slots' release,
@@ -354,8 +311,10 @@ begin
     -- function returns; left off, the answer was a 100 x 100 nested loop at batch 100.
     perform set_config('enable_hashjoin', 'on', true);
 
-    if v_gated is not null then
-        perform queue._free_slots(v_gated, v_gated_queues);
+    if v_fx is not null then  -- the slots, the cache (the statistics are counted above)
+        perform queue._settle_many(v_fx, array_fill('completed'::text, array[cardinality(v_fx)]),
+            v_fx_queues, v_fx_cats, cache_keys => v_fx_keys, results => v_fx_results,
+            counted => true);
     end if;
 
     if v_ids is not null then
@@ -381,10 +340,6 @@ begin
         perform queue._notify('andal_done', v_watched[v_i]::text);
     end loop;
 
-    for v_i in 1 .. coalesce(cardinality(v_keys), 0) loop
-        perform cache._job_done(v_keys[v_i], (queue._config(v_key_queues[v_i])).cache_policy,
-            v_key_results[v_i], 'completed');
-    end loop;
     if v_flow is not null or v_flow_children is not null then  -- (queue._workflow_ended)
         perform queue._workflow_ended(v_flow, v_flow_children, 'completed', v_flow_results,
             v_flow_only);

@@ -10,6 +10,36 @@ as $$
     select '{1,2,5,10,25,50,100,250,500,1000,2500,5000,10000,30000,60000}'::double precision[]
 $$;
 
+-- _hist: the histogram of latencies `ms` (milliseconds): 16 counts, one per bucket of
+-- queue._hist_bounds (the 16th holds the rest). The one expression every writer of the
+-- statistics builds its histograms with (queue._record, queue.complete_many); queue.complete
+-- adds its one job to its bucket in place.
+create or replace function queue._hist(ms double precision []) returns bigint []
+language plpgsql immutable
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    return array(
+        select coalesce(c.n, 0) from generate_series(1, 16) as b (i)
+        left join (
+            select width_bucket(v.ms, queue._hist_bounds()) + 1 as i, count(*) as n
+            from unnest(_hist.ms) as v (ms) group by 1
+        ) as c on c.i = b.i
+        order by b.i);
+end
+$$;
+
+-- _hist_add: two histograms added bucket by bucket (an upsert's merge of its row's and its
+-- new counts).
+create or replace function queue._hist_add(a bigint [], b bigint []) returns bigint []
+language plpgsql immutable
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    return array(select u.x + u.y from unnest(a, b) as u (x, y));
+end
+$$;
+
 -- _hist_quantile: the q-quantile (0..1) of a histogram in milliseconds, interpolated
 -- linearly inside its bucket; null for an empty histogram.
 create or replace function queue._hist_quantile(hist bigint [], q double precision)
@@ -47,9 +77,10 @@ $$;
 
 -- _record: count ended attempts of one queue and category in this minute's row of this
 -- backend (never contended by another session). run_ms and wait_ms hold one duration per
--- ended attempt: claim to end, and availability to claim. Plain PL/pgSQL arithmetic and one
--- upsert; used by queue._settle. complete and complete_many do the same upsert inline,
--- in the statement that deletes the jobs (one row per queue and category of the batch).
+-- ended attempt: claim to end, and availability to claim. One upsert, its histograms by
+-- queue._hist; used by the funnel's statistics step (queue._settle_counted). complete and
+-- complete_many do the same upsert inline, in the statement that deletes the jobs (one row
+-- per queue and category of the batch).
 create or replace function queue._record(
     queue_name text, category_name text, completed int, retried int, dead int,
     run_ms double precision [], wait_ms double precision []
@@ -57,29 +88,15 @@ create or replace function queue._record(
 language plpgsql
 set search_path = pg_catalog, pg_temp
 as $$
-declare
-    v_bounds constant double precision[] := queue._hist_bounds();
-    v_run bigint[] := '{0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0}'::bigint[];
-    v_wait bigint[] := '{0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0}'::bigint[];
-    v_sum double precision := 0;
-    v_n int := coalesce(cardinality(run_ms), 0);
-    v_b int;
 begin
-    for v_i in 1 .. v_n loop
-        v_b := width_bucket(run_ms[v_i], v_bounds) + 1;
-        v_run[v_b] := v_run[v_b] + 1;
-        v_sum := v_sum + run_ms[v_i];
-    end loop;
-    for v_i in 1 .. coalesce(cardinality(wait_ms), 0) loop
-        v_b := width_bucket(wait_ms[v_i], v_bounds) + 1;
-        v_wait[v_b] := v_wait[v_b] + 1;
-    end loop;
     insert into queue.stat_minutes as s (
         minute, backend, queue, category, completed, retried, dead, run_count, run_ms,
         run_hist, wait_hist
     ) values (
         date_trunc('minute', now()), pg_backend_pid(), queue_name, coalesce(category_name, ''),
-        completed, retried, dead, v_n, v_sum, v_run, v_wait
+        completed, retried, dead, coalesce(cardinality(run_ms), 0),
+        coalesce((select sum(m) from unnest(run_ms) as m), 0), queue._hist(run_ms),
+        queue._hist(wait_ms)
     )
     on conflict (minute, backend, queue, category) do update
     set completed = s.completed + excluded.completed,
@@ -87,8 +104,8 @@ begin
         dead = s.dead + excluded.dead,
         run_count = s.run_count + excluded.run_count,
         run_ms = s.run_ms + excluded.run_ms,
-        run_hist = array(select u.a + u.b from unnest(s.run_hist, excluded.run_hist) as u (a, b)),
-        wait_hist = array(select u.a + u.b from unnest(s.wait_hist, excluded.wait_hist) as u (a, b));
+        run_hist = queue._hist_add(s.run_hist, excluded.run_hist),
+        wait_hist = queue._hist_add(s.wait_hist, excluded.wait_hist);
 end
 $$;
 
@@ -438,6 +455,8 @@ comment on function queue.stats() is
 'Per queue and category: counts, run time, outcomes over 1m/15m/1h, failure rate, contention, pickup latency.';
 comment on function queue.metrics() is 'Every queue statistic as Prometheus exposition text.';
 revoke all on function queue._hist_bounds() from public;
+revoke all on function queue._hist(double precision []) from public;
+revoke all on function queue._hist_add(bigint [], bigint []) from public;
 revoke all on function queue._hist_quantile(bigint [], double precision) from public;
 revoke all on function queue._record(text, text, int, int, int, double precision [], double precision [])
 from public;
