@@ -18,6 +18,7 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import ConnectionPool
 
 from .. import tracing as tracing_
+from ..client import route
 from ..hosts import is_connection_error
 from ..listening import VIA_POLLING, listen_via
 from ..logs import event, one_line
@@ -162,8 +163,6 @@ class Startup:
         ``apply_policy``: over the database's values). A schedule goes to the database its
         queue routes to (``andal.client.route``: once, not once per database; skipped this
         start when that one does not answer). A refusal raises ``PolicyError``."""
-        from ..client import route  # andal.client imports andal.worker: imported here
-
         o, r = self.o, self.r
         into = {p.queue for p in r.registry.periodics() if not o.queues or p.queue in o.queues}
         for src in r.sources:
