@@ -15,10 +15,13 @@ See docs/scaling.md.
 
 from __future__ import annotations
 
+import argparse
 import hashlib
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
@@ -36,40 +39,80 @@ PX = "andal_router_px"
 #: every partition), claim. Merges: one, union, sum, sum_row, bool_or, min, void,
 #: metrics, labels.
 MODES: dict[str, tuple[str, str, str]] = {
-    **{f: ("queue:queue", "one", "a queue's jobs and settings live on its partition")
-       for f in ("enqueue", "enqueue_many", "configure_queue", "pause", "resume",
-                 "queue_settings", "set_history")},
-    **{f: ("id:job_id", "one", "a job id carries its partition (id % n)")
-       for f in ("cancel", "child_jobs", "complete", "fail", "fail_outcome", "heartbeat",
-                 "job", "job_origin", "job_payload", "parent_results", "release",
-                 "requeue_dead", "watch")},
-    **{f: ("split_id:job_ids", "union", "each id goes to its partition")
-       for f in ("complete_many", "heartbeat_many", "trace_contexts")},
+    **{
+        f: ("queue:queue", "one", "a queue's jobs and settings live on its partition")
+        for f in (
+            "enqueue",
+            "enqueue_many",
+            "configure_queue",
+            "pause",
+            "resume",
+            "queue_settings",
+            "set_history",
+        )
+    },
+    **{
+        f: ("id:job_id", "one", "a job id carries its partition (id % n)")
+        for f in (
+            "cancel",
+            "child_jobs",
+            "complete",
+            "fail",
+            "fail_outcome",
+            "heartbeat",
+            "job",
+            "job_origin",
+            "job_payload",
+            "parent_results",
+            "release",
+            "requeue_dead",
+            "watch",
+        )
+    },
+    **{
+        f: ("split_id:job_ids", "union", "each id goes to its partition")
+        for f in ("complete_many", "heartbeat_many", "trace_contexts")
+    },
     "purge_dead_jobs": ("split_id:job_ids", "sum", "each id goes to its partition; summed"),
-    **{f: ("key:key", "one", "a cache key lives on crc32(key) % n")
-       for f in ("get", "put", "invalidate", "ttl_for")},
-    **{f: ("split_key:keys", "union", "each key goes to its partition")
-       for f in ("get_many", "validate")},
-    **{f: ("opt_queue:queue", "union", "the queue's partition, or all merged (union)")
-       for f in ("jobs_by", "list_dead", "dead_letters_by")},
+    **{
+        f: ("key:key", "one", "a cache key lives on crc32(key) % n")
+        for f in ("get", "put", "invalidate", "ttl_for")
+    },
+    **{
+        f: ("split_key:keys", "union", "each key goes to its partition")
+        for f in ("get_many", "validate")
+    },
+    **{
+        f: ("opt_queue:queue", "union", "the queue's partition, or all merged (union)")
+        for f in ("jobs_by", "list_dead", "dead_letters_by")
+    },
     "purge_dead_matching": ("opt_queue:queue", "sum", "the queue's partition, or all: summed"),
     "requeue_dead_matching": ("opt_queue:queue", "sum_row", "the queue's partition, or all"),
     "schedule": ("opt_queue:queue", "min", "on the queue's partition (null queue: on all)"),
-    **{f: ("all", "union", "run on all partitions, rows merged (a queue lives on one)")
-       for f in ("stats", "status", "stats_by_minute", "unserved_queues", "workers",
-                 "schedules")},
-    **{f: ("all", "sum", "run on all partitions, counts summed")
-       for f in ("maintain", "purge_dead", "reset")},
+    **{
+        f: ("all", "union", "run on all partitions, rows merged (a queue lives on one)")
+        for f in ("stats", "status", "stats_by_minute", "unserved_queues", "workers", "schedules")
+    },
+    **{
+        f: ("all", "sum", "run on all partitions, counts summed")
+        for f in ("maintain", "purge_dead", "reset")
+    },
     "prune": ("all", "sum_row", "run on all partitions, counts summed"),
     "next_available": ("all", "min", "run on all partitions, the earliest"),
-    **{f: ("all", "bool_or", "run on all partitions, true when any did")
-       for f in ("unschedule", "unregister_worker")},
+    **{
+        f: ("all", "bool_or", "run on all partitions, true when any did")
+        for f in ("unschedule", "unregister_worker")
+    },
     "register_worker": ("all", "min", "registered on every partition (each has its jobs)"),
-    **{f: ("all", "void", "a setting kept the same on every partition")
-       for f in ("set_category_limit", "set_rate_limit", "configure_history")},
-    "metrics": ("all", "metrics", "run on all partitions, samples labelled partition=\"n\""),
-    **{f: ("first", "union", "the same on every partition: read from partition 0")
-       for f in ("states", "roles", "category_limits", "rate_limits", "registered_workers")},
+    **{
+        f: ("all", "void", "a setting kept the same on every partition")
+        for f in ("set_category_limit", "set_rate_limit", "configure_history")
+    },
+    "metrics": ("all", "metrics", 'run on all partitions, samples labelled partition="n"'),
+    **{
+        f: ("first", "union", "the same on every partition: read from partition 0")
+        for f in ("states", "roles", "category_limits", "rate_limits", "registered_workers")
+    },
     "version": ("first", "one", "the same on every partition: read from partition 0"),
     "claim": ("claim", "union", "the partitions of its queues in rotating order, up to batch"),
 }
@@ -178,8 +221,11 @@ def proxy_sql(f: Function, index: int) -> str:
     """The PL/Proxy function that runs ``f`` on partition $1 (its other arguments follow)."""
     params = ", ".join(["partition int", *f.types])
     call = ", ".join(f"${i + 2}::{t}" for i, t in enumerate(f.types))
-    select = f"select * from {f.schema}.{f.name}({call})" if f.retset else (
-        f"select {f.schema}.{f.name}({call})")
+    select = (
+        f"select * from {f.schema}.{f.name}({call})"
+        if f.retset
+        else (f"select {f.schema}.{f.name}({call})")
+    )
     return (
         f"create function {px_name(f, index)}({params}) returns {f.result}\n"
         f"language plproxy as $px$ cluster 'andal'; run on $1; {select}; $px$;\n"
@@ -189,9 +235,14 @@ def proxy_sql(f: Function, index: int) -> str:
 
 
 def _rule(target: str) -> str:
-    return {"queue": "queue_partition", "id": "id_partition", "key": "key_partition",
-            "split_id": "id_partition", "split_key": "key_partition",
-            "opt_queue": "queue_partition"}[target]  # fmt: skip
+    return {
+        "queue": "queue_partition",
+        "id": "id_partition",
+        "key": "key_partition",
+        "split_id": "id_partition",
+        "split_key": "key_partition",
+        "opt_queue": "queue_partition",
+    }[target]
 
 
 def partitions_expr(f: Function, target: str) -> str:
@@ -202,13 +253,20 @@ def partitions_expr(f: Function, target: str) -> str:
     if kind in ("queue", "id", "key"):
         return f"array[coalesce(andal_router.{_rule(kind)}({ref}), 0)]"
     if kind.startswith("split"):
-        return (f"coalesce(nullif(array(select distinct andal_router.{_rule(kind)}(e)"
-                f" from unnest({ref}) as e order by 1), '{{}}'), array[0])")
+        return (
+            f"coalesce(nullif(array(select distinct andal_router.{_rule(kind)}(e)"
+            f" from unnest({ref}) as e order by 1), '{{}}'), array[0])"
+        )
     if kind in ("opt_queue", "claim"):
-        first = f"andal_router.queue_partition({ref})" if kind == "opt_queue" else (
-            f"andal_router.queue_partition(q) from unnest({ref}) as q")
-        return (f"coalesce(nullif(array(select {first} where {ref} is not null union"
-                f" {every} where {ref} is null order by 1), '{{}}'), array[0])")
+        first = (
+            f"andal_router.queue_partition({ref})"
+            if kind == "opt_queue"
+            else (f"andal_router.queue_partition(q) from unnest({ref}) as q")
+        )
+        return (
+            f"coalesce(nullif(array(select {first} where {ref} is not null union"
+            f" {every} where {ref} is null order by 1), '{{}}'), array[0])"
+        )
     return "array[0]" if kind == "first" else f"array({every})"
 
 
@@ -220,9 +278,11 @@ def call_args(f: Function, target: str) -> str:
         ref = f"{f.name}.{name}"
         if kind.startswith("split") and typ.endswith("[]"):
             k = f"{f.name}.{key}"
-            ref = (f"case when {ref} is null then null else array(select {ref}[o]"
-                   f" from generate_subscripts({k}, 1) as o"
-                   f" where andal_router.{_rule(kind)}({k}[o]) = v_p order by o) end")
+            ref = (
+                f"case when {ref} is null then null else array(select {ref}[o]"
+                f" from generate_subscripts({k}, 1) as o"
+                f" where andal_router.{_rule(kind)}({k}[o]) = v_p order by o) end"
+            )
         out.append(ref)
     return ", ".join(out)
 
@@ -233,19 +293,25 @@ def call_sql(f: Function, index: int, target: str, merge: str) -> str:
     each = "from unnest(v_parts) as v_p"
     rows = f"{each} cross join lateral {px} as r"
     if merge == "sum_row":
-        cols = [c.split(" ", 1) for c in f.result[len("TABLE("):-1].split(", ")]
+        cols = [c.split(" ", 1) for c in f.result[len("TABLE(") : -1].split(", ")]
         sums = ", ".join(f"coalesce(sum(r.{c}), 0)::{t}" for c, t in cols)
         return f"return query select {sums} {rows};"
     if merge == "labels":
-        return ("return query select r.metric, r.labels || jsonb_build_object('partition',"
-                f" v_p), r.value {rows};")
+        return (
+            "return query select r.metric, r.labels || jsonb_build_object('partition',"
+            f" v_p), r.value {rows};"
+        )
     if f.retset:
         return f"return query select r.* {rows};"
     if f.void:
         return f"perform {px} {each};\n    return;"
-    agg = {"sum": f"coalesce(sum({px}), 0)::{f.result}", "bool_or": f"bool_or({px})",
-           "min": f"min({px})", "metrics": f"string_agg(andal_router._relabel({px}, v_p,"
-           " v_p = v_parts[1]), E'\\n' order by v_p)"}.get(merge, px)  # fmt: skip
+    agg = {
+        "sum": f"coalesce(sum({px}), 0)::{f.result}",
+        "bool_or": f"bool_or({px})",
+        "min": f"min({px})",
+        "metrics": f"string_agg(andal_router._relabel({px}, v_p,"
+        " v_p = v_parts[1]), E'\\n' order by v_p)",
+    }.get(merge, px)
     return f"return (select {agg} {each} limit 1);"
 
 
@@ -260,11 +326,15 @@ def checks_sql(f: Function, target: str) -> str:
     if kind == "queue" and ("after" in f.names or "cache_key" in f.names):
         after = f"{f.name}.after" if "after" in f.names else "null"
         key = f"{f.name}.cache_key" if "cache_key" in f.names else "null"
-        out.append(f"perform andal_router._check_together(andal_router.queue_partition("
-                   f"{f.name}.queue), {after}, {key}, 'an enqueue with parents or a cache key');")
+        out.append(
+            f"perform andal_router._check_together(andal_router.queue_partition("
+            f"{f.name}.queue), {after}, {key}, 'an enqueue with parents or a cache key');"
+        )
     if kind == "key" and "job_id" in f.names:
-        out.append(f"perform andal_router._check_together(andal_router.key_partition("
-                   f"{f.name}.key), array[{f.name}.job_id], null, 'a job-fenced cache write');")
+        out.append(
+            f"perform andal_router._check_together(andal_router.key_partition("
+            f"{f.name}.key), array[{f.name}.job_id], null, 'a job-fenced cache write');"
+        )
     return "".join(f"    {c}\n" for c in out)
 
 
@@ -334,13 +404,20 @@ end
 def wrapper_sql(f: Function, index: int, mode: tuple[str, str, str]) -> str:
     """The router's function ``f``: same signature, defaults, comment and grants."""
     target, merge, _ = mode
-    fields = {"schema": f.schema, "name": f.name, "args": f.args, "result": f.result,
-              "volatility": VOLATILITY[f.volatility], "checks": checks_sql(f, target),
-              "parts": partitions_expr(f, target)}  # fmt: skip
+    fields = {
+        "schema": f.schema,
+        "name": f.name,
+        "args": f.args,
+        "result": f.result,
+        "volatility": VOLATILITY[f.volatility],
+        "checks": checks_sql(f, target),
+        "parts": partitions_expr(f, target),
+    }
     if target == "claim":
         rest = ", ".join(f"{f.name}.{n}" for n in f.names[3:])
-        body = CLAIM.format(parts=partitions_expr(f, "claim:queues"), fn=f.name,
-                            px=px_name(f, index), rest=rest)  # fmt: skip
+        body = CLAIM.format(
+            parts=partitions_expr(f, "claim:queues"), fn=f.name, px=px_name(f, index), rest=rest
+        )
         head = WRAPPER.format(**fields, call="").split("#variable_conflict")[0]
         sql = head + body + "$fn$;\n"
     else:
@@ -349,8 +426,12 @@ def wrapper_sql(f: Function, index: int, mode: tuple[str, str, str]) -> str:
     sql += f"revoke all on function {ident} from public;\n"
     for role in f.grantees:
         sql += f'grant execute on function {ident} to "{role}";\n'
-        sql += f'grant execute on function {px_name(f, index)}(int, {", ".join(f.types)})'.replace(
-            "(int, )", "(int)") + f' to "{role}";\n'
+        sql += (
+            f"grant execute on function {px_name(f, index)}(int, {', '.join(f.types)})".replace(
+                "(int, )", "(int)"
+            )
+            + f' to "{role}";\n'
+        )
     if f.comment is not None:
         sql += f"comment on function {ident} is {_literal(f.comment)};\n"
     return sql
@@ -365,10 +446,12 @@ def generated_sql(functions: list[Function], types: list[tuple[str, str]]) -> st
     partition's catalog; and the rows of andal_router.functions."""
     roles = sorted({r for f in functions for r in f.grantees})
     grants = ", ".join(f'"{r}"' for r in roles)
-    out = [f"drop schema if exists {PX}, queue, cache cascade;",
-           f"create schema {PX}; create schema queue; create schema cache;",
-           f"revoke all on schema {PX}, queue, cache from public;",
-           "delete from andal_router.functions;"]  # fmt: skip
+    out = [
+        f"drop schema if exists {PX}, queue, cache cascade;",
+        f"create schema {PX}; create schema queue; create schema cache;",
+        f"revoke all on schema {PX}, queue, cache from public;",
+        "delete from andal_router.functions;",
+    ]
     if grants:
         out.append(f"grant usage on schema {PX}, queue, cache, andal_router, plproxy to {grants};")
     out += [f"create type {name} as ({attrs});" for name, attrs in types]
@@ -379,8 +462,10 @@ def generated_sql(functions: list[Function], types: list[tuple[str, str]]) -> st
             out.append(proxy_sql(f, i) + wrapper_sql(f, i, mode))
             reason = mode[2]
         label = "local" if mode is None else f"{mode[0].split(':')[0]}/{mode[1]}"
-        out.append("insert into andal_router.functions values"
-                   f" ({_literal(f.signature)}, {_literal(label)}, {_literal(reason)});")
+        out.append(
+            "insert into andal_router.functions values"
+            f" ({_literal(f.signature)}, {_literal(label)}, {_literal(reason)});"
+        )
     return "\n".join(out) + "\n"
 
 
@@ -447,12 +532,21 @@ def install_router(
 
 
 def _install_router_db(
-    conn: psycopg.Connection, shards: list[str], functions: list[Function], generated: str,
+    conn: psycopg.Connection,
+    shards: list[str],
+    functions: list[Function],
+    generated: str,
     log: Callable[[str], None],
-) -> list[str]:  # fmt: skip
+) -> list[str]:
     roles = sorted({r for f in functions for r in f.grantees})
-    missing = [r for r in roles if conn.execute(
-        "select not exists (select from pg_roles where rolname = %s)", (r,)).fetchone() == (True,)]
+    missing = [
+        r
+        for r in roles
+        if conn.execute(
+            "select not exists (select from pg_roles where rolname = %s)", (r,)
+        ).fetchone()
+        == (True,)
+    ]
     if missing:
         create_roles(conn, missing)
     prefix = roles[0].rsplit("_", 1)[0] if roles else "andal"
@@ -463,7 +557,8 @@ def _install_router_db(
         conn.execute("select pg_advisory_xact_lock(%s)", (0x616E64616C + 1,))
         conn.execute(static)
         have = conn.execute(
-            "select partition, connstr from andal_router.partitions order by 1").fetchall()
+            "select partition, connstr from andal_router.partitions order by 1"
+        ).fetchall()
         state = conn.execute("select digest from andal_router.install_state").fetchone()
         done = []
         if have != wanted:
@@ -481,3 +576,37 @@ def _install_router_db(
             )
             done.append(f"router functions ({sum(mode_of(f) is not None for f in functions)})")
     return done
+
+
+def add_command(sub: Any) -> None:
+    """``andal router install --dsn ROUTER --shard DSN_A --shard DSN_B [...]``."""
+    s = sub.add_parser("router", help="a PL/Proxy router over N andal databases (docs/scaling.md)")
+    actions = s.add_subparsers(dest="router_command", metavar="ACTION", required=True)
+    s = actions.add_parser(
+        "install", help="install or upgrade the partitions (--shard) and the router (--dsn)"
+    )
+    s.add_argument(
+        "--shard",
+        action="append",
+        required=True,
+        metavar="DSN",
+        help="a partition database, in partition order (repeat; a power of two)",
+    )
+    s.add_argument(
+        "--role-prefix",
+        metavar="PREFIX",
+        help="the partitions' roles (default: as partition 0 has or chooses)",
+    )
+    s.set_defaults(func=cmd_router_install)
+
+
+def cmd_router_install(args: argparse.Namespace) -> int:
+    try:
+        done = install_router(args.dsn, args.shard, role_prefix=args.role_prefix)
+    except RouterError as exc:
+        print(f"andal router install: {exc}", file=sys.stderr)
+        return 2
+    for step in done:
+        print(f"applied {step}")
+    print(f"andal router: {len(args.shard)} partitions" + ("" if done else "; nothing to do"))
+    return 0
