@@ -1,0 +1,271 @@
+"""The PL/Proxy router (``andal router install``, docs/scaling.md) over two PostgreSQL servers of
+the test's own (initdb on free ports), with the router database on the suite's server: every
+call goes through the router DSN, and the partitions are read directly only to check where
+the rows went."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from psycopg.conninfo import make_conninfo
+
+from andal.client import route
+from andal.cluster import Cluster, pg_bin
+from andal.router import LOCAL, RouterError, install_router
+
+from conftest import make_dsn, test_name
+
+ROOT = Path(__file__).resolve().parent.parent
+VECTORS = ROOT / "tests" / "vectors" / "routing.json"
+
+pytestmark = pytest.mark.timeout(600)
+
+
+class Setup:
+    def __init__(self, router: str, shards: list[str], clusters: list[Cluster], prefix: str):
+        self.router, self.shards, self.clusters, self.prefix = router, shards, clusters, prefix
+
+    def call(self, sql: str, params: Any = None) -> list[tuple[Any, ...]]:
+        with psycopg.connect(self.router, autocommit=True) as c:
+            cur = c.execute(sql, params)
+            return cur.fetchall() if cur.description else []
+
+    def direct(self, k: int, sql: str, params: Any = None) -> list[tuple[Any, ...]]:
+        with psycopg.connect(self.shards[k], autocommit=True) as c:
+            return c.execute(sql, params).fetchall()
+
+    def queue_on(self, k: int, start: int = 0) -> str:
+        """A queue name the hash puts on partition k."""
+        return next(f"q{i}" for i in range(start, 10_000) if route(f"q{i}", 2) == k)
+
+
+@pytest.fixture(scope="module")
+def rt() -> Iterator[Setup]:
+    try:
+        pg_bin("initdb")
+    except FileNotFoundError:
+        pytest.skip("no PostgreSQL server binaries")
+    clusters = [Cluster(Path(tempfile.mkdtemp(prefix="andal-router-"))) for _ in range(2)]
+    router_db = test_name("router")
+    prefix = test_name("rr", 6)
+    try:
+        for c in clusters:
+            c.init()
+            c.start()
+            with psycopg.connect(c.dsn, autocommit=True) as conn:
+                conn.execute("create database part")
+        shards = [make_conninfo(c.dsn, dbname="part") for c in clusters]
+        with psycopg.connect(make_dsn("postgres"), autocommit=True) as conn:
+            conn.execute(f'create database "{router_db}"')
+        install_router(make_dsn(router_db), shards, role_prefix=prefix)
+        yield Setup(make_dsn(router_db), shards, clusters, prefix)
+    finally:
+        for c in clusters:
+            c.destroy()
+        with psycopg.connect(make_dsn("postgres"), autocommit=True) as conn:
+            conn.execute(f'drop database if exists "{router_db}" with (force)')
+            for kind in ("producer", "worker", "admin", "monitor"):
+                conn.execute(f'drop role if exists "{prefix}_{kind}"')
+
+
+def test_enqueue_to_50_queues_puts_each_on_its_partition(rt: Setup) -> None:
+    queues = [f"fifty_{i}" for i in range(50)]
+    ids = {q: rt.call("select queue.enqueue('{}', queue => %s)", (q,))[0][0] for q in queues}
+    for k in range(2):
+        held = dict(rt.direct(k, "select queue, id from queue.jobs where queue like 'fifty_%'"))
+        mine = {q for q in queues if route(q, 2) == k}
+        assert mine and set(held) == mine, k
+        assert all(ids[q] == held[q] and held[q] % 2 == k for q in mine)
+    assert len(set(ids.values())) == 50
+
+
+def test_claim_complete_fail_heartbeat_cancel_route_by_id(rt: Setup) -> None:
+    a, b = rt.queue_on(0, 100), rt.queue_on(1, 100)
+    for q in (a, b):
+        for n in range(3):
+            rt.call("select queue.enqueue(%s, queue => %s)", (json.dumps({"n": n}), q))
+    got = rt.call("select job_id, token, queue from queue.claim('w1', array[%s, %s], 4)", (a, b))
+    assert len(got) == 4 and {q for _, _, q in got} == {a, b}
+    (j1, t1, _), (j2, t2, _), (j3, t3, _), (j4, _, _) = got
+    assert rt.call("select queue.heartbeat(%s, %s) is not null", (j1, t1)) == [(True,)]
+    rt.call("select queue.complete(%s, %s, '{\"ok\": 1}')", (j1, t1))
+    assert rt.call("select queue.fail(%s, %s, 'boom', retryable => false)", (j2, t2)) == [
+        ("dead",)
+    ]
+    rt.call("select queue.release(%s, %s)", (j3, t3))
+    ((j5,),) = rt.call("select queue.enqueue('{}', queue => %s, delay => '1 hour')", (b,))
+    rt.call("select queue.cancel(%s)", (j5,))
+    states = {r[0]: r[1] for r in rt.call(
+        "select job_id, state from unnest(%s::bigint[]) as i, queue.job(i)",
+        ([j1, j2, j3, j4, j5],),
+    )}  # fmt: skip
+    assert states == {j1: "completed", j2: "dead", j3: "pending", j4: "running", j5: "cancelled"}
+    rest = rt.call("select job_id from queue.claim('w2', array[%s, %s], 10)", (a, b))
+    assert len(rest) == 3  # the two not claimed and the released one: no more, none twice
+    with pytest.raises(psycopg.Error) as lost:  # the lease is gone: AN001, as direct
+        rt.call("select queue.complete(%s, %s)", (j1, t1))
+    assert lost.value.sqlstate == "AN001"
+
+
+def test_claim_never_returns_more_than_batch(rt: Setup) -> None:
+    a, b = rt.queue_on(0, 200), rt.queue_on(1, 200)
+    for q in (a, b):
+        rt.call("select queue.enqueue_many(array_fill('{}'::jsonb, array[5]), queue => %s)", (q,))
+    first = rt.call("select job_id from queue.claim('w', array[%s, %s], 3)", (a, b))
+    second = rt.call("select job_id from queue.claim('w', array[%s, %s], 100)", (a, b))
+    assert len(first) == 3 and len(second) == 7
+    assert not {r[0] for r in first} & {r[0] for r in second}
+
+
+def test_stats_and_metrics_merge_every_partition(rt: Setup) -> None:
+    a, b = rt.queue_on(0, 300), rt.queue_on(1, 300)
+    for q in (a, b):
+        rt.call("select queue.enqueue('{}', queue => %s)", (q,))
+    stats = dict(rt.call("select queue, ready from queue.stats() where queue in (%s, %s)", (a, b)))
+    assert stats == {a: 1, b: 1}
+    text = rt.call("select queue.metrics()")[0][0]
+    assert f'partition="0",queue="{a}"' in text and f'partition="1",queue="{b}"' in text
+    assert text.count("# TYPE andal_jobs ") == 1
+
+
+def test_a_category_lives_on_one_partition(rt: Setup) -> None:
+    home = rt.queue_on(0, 400)
+    same = rt.queue_on(0, 401 + int(home[1:]) - 400)
+    other = rt.queue_on(1, 400)
+    rt.call("select queue.set_category_limit('cat_one', 1)")
+    for q in (home, same):
+        rt.call("select queue.enqueue('{}', queue => %s, category => 'cat_one')", (q,))
+    with pytest.raises(psycopg.errors.FeatureNotSupported) as refused:
+        rt.call("select queue.enqueue('{}', queue => %s, category => 'cat_one')", (other,))
+    assert "andal_router.placements" in (refused.value.diag.message_hint or "")
+    got = rt.call("select job_id from queue.claim('w', array[%s, %s], 5)", (home, same))
+    assert len(got) == 1  # the limit, exactly
+    rt.call("insert into andal_router.placements values (%s, 0)", (other,))
+    rt.call("select queue.enqueue('{}', queue => %s, category => 'cat_one')", (other,))
+    assert rt.direct(0, "select count(*) from queue.jobs where queue = %s", (other,)) == [(1,)]
+
+
+def test_the_cache_routes_by_key(rt: Setup) -> None:
+    keys = [f"key_{i}" for i in range(8)]
+    for k in keys:
+        rt.call("select cache.put(%s, %s)", (k, json.dumps({"k": k})))
+    got = rt.call("select key, value from cache.get_many(%s)", (keys,))
+    assert {k: v["k"] for k, v in got} == {k: k for k in keys}
+    for k in range(2):
+        held = {r[0] for r in rt.direct(k, "select key from cache.entries")}
+        assert {x for x in keys if route(x, 2) == k} <= held
+    q = rt.queue_on(0, 500)
+    job = rt.call("select job_id, token from queue.claim('w', array[%s], 1)", (q,))
+    if not job:
+        rt.call("select queue.enqueue('{}', queue => %s)", (q,))
+        job = rt.call("select job_id, token from queue.claim('w', array[%s], 1)", (q,))
+    far = next(x for x in keys if route(x, 2) == 1)
+    with pytest.raises(psycopg.errors.FeatureNotSupported):
+        rt.call("select cache.put(%s, '1', %s, %s)", (far, job[0][0], job[0][1]))
+
+
+def test_crc32_and_the_rule_agree_with_the_vectors(rt: Setup) -> None:
+    vectors = json.loads(VECTORS.read_text(encoding="utf-8"))["vectors"]
+    for v in vectors:
+        got = rt.call(
+            "select andal_router.crc32(%s), andal_router.queue_partition(%s)",
+            (v["queue"], v["queue"]),
+        )
+        assert got == [(v["crc32"], v["index"]["2"])], v["queue"]
+
+
+def _functions(dsn: str) -> dict[str, tuple[Any, ...]]:
+    with psycopg.connect(dsn) as c:
+        rows = c.execute(
+            "select p.oid::regprocedure::text, pg_get_function_arguments(p.oid),"
+            " pg_get_function_result(p.oid), array(select distinct a.grantee::regrole::text"
+            " from aclexplode(p.proacl) as a where a.privilege_type = 'EXECUTE'"
+            " and a.grantee not in (0, p.proowner) order by 1),"
+            " obj_description(p.oid, 'pg_proc')"
+            " from pg_proc as p join pg_namespace as n on n.oid = p.pronamespace"
+            " where n.nspname in ('queue', 'cache') and p.proname !~ '^_'"
+        ).fetchall()
+    return {r[0]: r[1:] for r in rows}
+
+
+def test_every_public_function_is_on_the_router_but_the_local_list(rt: Setup) -> None:
+    partition, router = _functions(rt.shards[0]), _functions(rt.router)
+    expected = {s: v for s, v in partition.items() if s.split("(")[0].split(".")[1] not in LOCAL}
+    assert router == expected
+    modes = {r[0] for r in rt.call("select function from andal_router.modes")}
+    assert len(modes) == len(partition)
+
+
+def test_an_error_on_a_partition_keeps_its_sqlstate(rt: Setup) -> None:
+    with pytest.raises(psycopg.Error) as through:
+        rt.call("select queue.cancel(987654321)")
+    with pytest.raises(psycopg.Error) as direct:
+        rt.direct(1, "select queue.cancel(987654321)")
+    assert through.value.sqlstate == direct.value.sqlstate
+    assert through.value.diag.message_primary == direct.value.diag.message_primary
+
+
+def test_partition_for_gives_the_direct_path(rt: Setup) -> None:
+    q = rt.queue_on(1, 600)
+    ((k, conninfo),) = rt.call("select * from andal_router.partition_for(%s)", (q,))
+    assert k == 1 and "password" not in conninfo
+    with psycopg.connect(conninfo + " user=postgres") as c:  # the producer's own transaction
+        with c.transaction():
+            job = c.execute("select queue.enqueue('{}', queue => %s)", (q,)).fetchone()
+    assert job is not None
+    assert rt.call("select queue from queue.job(%s)", (job[0],)) == [(q,)]
+
+
+def test_a_second_install_changes_nothing(rt: Setup) -> None:
+    before = rt.call("select oid from pg_proc order by 1")
+    out = subprocess.run(
+        [sys.executable, "-m", "andal.cli", "router", "install", "--dsn", rt.router,
+         *[a for s in rt.shards for a in ("--shard", s)]],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert "nothing to do" in out.stdout
+    assert rt.call("select oid from pg_proc order by 1") == before
+
+
+def test_the_partition_count_is_a_power_of_two(rt: Setup) -> None:
+    with pytest.raises(RouterError):
+        install_router(rt.router, [*rt.shards, rt.shards[0]])
+
+
+def test_a_stopped_partition_fails_only_the_calls_that_need_it(rt: Setup) -> None:
+    up, down = rt.queue_on(0, 700), rt.queue_on(1, 700)
+    for q in (up, down):
+        rt.call("select queue.enqueue('{}', queue => %s)", (q,))
+    rt.clusters[1].stop()
+    try:
+        ok = rt.call("select queue.enqueue('{}', queue => %s)", (up,))
+        assert ok and ok[0][0] % 2 == 0
+        for sql, args in (
+            ("select queue.enqueue('{}', queue => %s)", (down,)),
+            ("select * from queue.stats()", None),
+        ):
+            with pytest.raises(psycopg.Error) as lost:
+                rt.call(sql, args)
+            assert lost.value.sqlstate == "AN003"
+        got = rt.call("select queue from queue.claim('w', array[%s, %s], 10)", (up, down))
+        assert {r[0] for r in got} == {up} and len(got) == 2
+        with pytest.raises(psycopg.Error) as lost:
+            rt.call("select * from queue.claim('w', array[%s], 1)", (down,))
+        assert lost.value.sqlstate == "AN003"
+    finally:
+        rt.clusters[1].start()
+    assert rt.call("select queue from queue.claim('w', array[%s], 5)", (down,)) == [(down,)]
+
+
+def test_no_password_in_the_configuration(rt: Setup) -> None:
+    with pytest.raises(psycopg.errors.CheckViolation):
+        rt.call("update andal_router.partitions set connstr = connstr || ' password=x'")
