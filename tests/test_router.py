@@ -15,13 +15,12 @@ from typing import Any
 
 import psycopg
 import pytest
+from conftest import make_dsn, test_name
 from psycopg.conninfo import make_conninfo
 
 from andal.client import route
 from andal.cluster import Cluster, pg_bin
 from andal.router import LOCAL, RouterError, install_router
-
-from conftest import make_dsn, test_name
 
 ROOT = Path(__file__).resolve().parent.parent
 VECTORS = ROOT / "tests" / "vectors" / "routing.json"
@@ -97,9 +96,7 @@ def test_claim_complete_fail_heartbeat_cancel_route_by_id(rt: Setup) -> None:
     (j1, t1, _), (j2, t2, _), (j3, t3, _), (j4, _, _) = got
     assert rt.call("select queue.heartbeat(%s, %s) is not null", (j1, t1)) == [(True,)]
     rt.call("select queue.complete(%s, %s, '{\"ok\": 1}')", (j1, t1))
-    assert rt.call("select queue.fail(%s, %s, 'boom', retryable => false)", (j2, t2)) == [
-        ("dead",)
-    ]
+    assert rt.call("select queue.fail(%s, %s, 'boom', retryable => false)", (j2, t2)) == [("dead",)]
     rt.call("select queue.release(%s, %s)", (j3, t3))
     ((j5,),) = rt.call("select queue.enqueue('{}', queue => %s, delay => '1 hour')", (b,))
     rt.call("select queue.cancel(%s)", (j5,))
@@ -159,14 +156,12 @@ def test_the_cache_routes_by_key(rt: Setup) -> None:
         rt.call("select cache.put(%s, %s)", (k, json.dumps({"k": k})))
     got = rt.call("select key, value from cache.get_many(%s)", (keys,))
     assert {k: v["k"] for k, v in got} == {k: k for k in keys}
-    for k in range(2):
-        held = {r[0] for r in rt.direct(k, "select key from cache.entries")}
-        assert {x for x in keys if route(x, 2) == k} <= held
+    for part in range(2):
+        held = {r[0] for r in rt.direct(part, "select key from cache.entries")}
+        assert {x for x in keys if route(x, 2) == part} <= held
     q = rt.queue_on(0, 500)
+    rt.call("select queue.enqueue('{}', queue => %s)", (q,))
     job = rt.call("select job_id, token from queue.claim('w', array[%s], 1)", (q,))
-    if not job:
-        rt.call("select queue.enqueue('{}', queue => %s)", (q,))
-        job = rt.call("select job_id, token from queue.claim('w', array[%s], 1)", (q,))
     far = next(x for x in keys if route(x, 2) == 1)
     with pytest.raises(psycopg.errors.FeatureNotSupported):
         rt.call("select cache.put(%s, '1', %s, %s)", (far, job[0][0], job[0][1]))
@@ -217,9 +212,8 @@ def test_partition_for_gives_the_direct_path(rt: Setup) -> None:
     q = rt.queue_on(1, 600)
     ((k, conninfo),) = rt.call("select * from andal_router.partition_for(%s)", (q,))
     assert k == 1 and "password" not in conninfo
-    with psycopg.connect(conninfo + " user=postgres") as c:  # the producer's own transaction
-        with c.transaction():
-            job = c.execute("select queue.enqueue('{}', queue => %s)", (q,)).fetchone()
+    with psycopg.connect(conninfo + " user=postgres") as c, c.transaction():  # its own
+        job = c.execute("select queue.enqueue('{}', queue => %s)", (q,)).fetchone()
     assert job is not None
     assert rt.call("select queue from queue.job(%s)", (job[0],)) == [(q,)]
 
