@@ -15,7 +15,7 @@ from typing import Any
 
 import psycopg
 import pytest
-from conftest import make_dsn, test_name
+from conftest import make_dsn, test_name, wait_for
 from psycopg.conninfo import make_conninfo
 
 from andal.client import route
@@ -263,3 +263,57 @@ def test_a_stopped_partition_fails_only_the_calls_that_need_it(rt: Setup) -> Non
 def test_no_password_in_the_configuration(rt: Setup) -> None:
     with pytest.raises(psycopg.errors.CheckViolation):
         rt.call("update andal_router.partitions set connstr = connstr || ' password=x'")
+
+
+def test_a_schedule_lives_on_its_queue_partition(rt: Setup) -> None:
+    q = rt.queue_on(1, 800)
+    rt.call("select queue.schedule('rt_tick', %s, every => '1 hour')", (q,))
+    names = rt.call("select queue from queue.schedules() where name = 'rt_tick'")
+    assert names == [(q,)]
+    assert rt.direct(1, "select count(*) from queue.schedules where name = 'rt_tick'") == [(1,)]
+    assert rt.call("select queue.unschedule('rt_tick')") == [(True,)]
+    assert rt.call("select count(*) from queue.schedules() where name = 'rt_tick'") == [(0,)]
+
+
+def test_a_worker_pool_on_the_partitions_drains_what_the_router_enqueued(rt: Setup) -> None:
+    import threading
+
+    import andal
+
+    queues = [f"drain_{i}" for i in range(20)]
+    ids = {
+        r[0]
+        for q in queues
+        for r in rt.call(
+            "select queue.enqueue_many(array_fill('{}'::jsonb, array[10]), queue => %s)", (q,)
+        )
+    }
+    assert len(ids) == 200
+    seen: list[int] = []
+    lock = threading.Lock()
+    registry = andal.Registry()
+
+    def handle(job: andal.Job) -> None:
+        with lock:
+            seen.append(job.id)
+
+    for q in queues:
+        registry.handler(q)(handle)
+
+    def drained() -> bool:
+        left = rt.call(
+            "select coalesce(sum(ready + running), 0) from queue.status()"
+            " where queue like 'drain_%'"
+        )
+        return left == [(0,)] and len(seen) >= 200
+
+    worker = andal.Worker(rt.shards, registry, concurrency=8).start()
+    try:
+        wait_for(drained, timeout=120, what="the router's jobs drained")
+    finally:
+        worker.stop()
+        assert worker.join(timeout=60) == 0
+    assert sorted(seen) == sorted(ids)  # 0 lost, 0 doubled
+    done = rt.call("select count(*) from unnest(%s::bigint[]) as i, queue.job(i)"
+                   " where state = 'completed'", (sorted(ids),))  # fmt: skip
+    assert done == [(200,)]
