@@ -317,3 +317,34 @@ def test_a_worker_pool_on_the_partitions_drains_what_the_router_enqueued(rt: Set
     done = rt.call("select count(*) from unnest(%s::bigint[]) as i, queue.job(i)"
                    " where state = 'completed'", (sorted(ids),))  # fmt: skip
     assert done == [(200,)]
+
+
+def test_a_partition_moves_to_another_server(rt: Setup) -> None:
+    """The operator procedure of docs/scaling.md: dump the partition, restore it on the new
+    server, point its row of andal_router.partitions there; no job lost or doubled."""
+    q = rt.queue_on(1, 900)
+    many = "select queue.enqueue_many(array_fill('{}'::jsonb, array[25]), queue => %s)"
+    ids = {r[0] for r in rt.call(many, (q,))}
+    target = Cluster(Path(tempfile.mkdtemp(prefix="andal-router-moved-")))
+    rt.clusters.append(target)  # destroyed with the others
+    target.init()
+    target.start()
+    with psycopg.connect(target.dsn, autocommit=True) as c:
+        c.execute("create database part")
+        for kind in ("producer", "worker", "admin", "monitor"):
+            c.execute(f'create role "{rt.prefix}_{kind}" nologin')
+    moved = make_conninfo(target.dsn, dbname="part")
+    dump = subprocess.run([pg_bin("pg_dump"), "-Fc", "-d", rt.shards[1]], capture_output=True,
+                          check=True, timeout=300).stdout  # fmt: skip
+    subprocess.run([pg_bin("pg_restore"), "--exit-on-error", "-d", moved], input=dump,
+                   capture_output=True, check=True, timeout=300)  # fmt: skip
+    rt.clusters[1].stop()  # the old server is gone
+    rt.call(
+        "update andal_router.partitions set connstr = %s where partition = 1",
+        (make_conninfo(moved, user=None),),
+    )
+    rt.shards[1] = moved
+    got = rt.call("select job_id from queue.claim('w', array[%s], 100)", (q,))
+    assert sorted(r[0] for r in got) == sorted(ids)
+    ((new_id,),) = rt.call("select queue.enqueue('{}', queue => %s)", (q,))
+    assert new_id % 2 == 1 and new_id > max(ids)
