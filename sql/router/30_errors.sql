@@ -49,7 +49,11 @@ as $$
 $$;
 
 create or replace view andal_router.modes as
-select f.function, f.mode, f.reason from andal_router.functions as f;
+select
+    f.function,
+    f.mode,
+    f.reason
+from andal_router.functions as f;
 comment on view andal_router.modes is
 'How each public andal function is served on the router: routed by queue, id or key, split,'
 ' run on all partitions and merged, or local (call the partition directly), with the reason.';
