@@ -348,3 +348,22 @@ def test_a_partition_moves_to_another_server(rt: Setup) -> None:
     assert sorted(r[0] for r in got) == sorted(ids)
     ((new_id,),) = rt.call("select queue.enqueue('{}', queue => %s)", (q,))
     assert new_id % 2 == 1 and new_id > max(ids)
+
+
+def test_psql_works_through_the_router_with_no_routing_of_its_own(rt: Setup) -> None:
+    """Any SQL client: psql alone, one DSN, the functions of docs/sql-api.md."""
+    script = """
+\\set ON_ERROR_STOP 1
+select queue.enqueue('{"n": 1}', queue => 'psql_a') as a \\gset
+select queue.enqueue('{"n": 2}', queue => 'psql_d') as b \\gset
+select count(*) from queue.claim('psql', array['psql_a', 'psql_d'], 10) as c,
+    lateral queue.complete(c.job_id, c.token);
+select string_agg(j.state, ',') from unnest(array[:a, :b]::bigint[]) as i, queue.job(i) as j;
+"""
+    out = subprocess.run(
+        ["psql", "-X", "-At", "-d", rt.router], input=script, capture_output=True, text=True,
+        timeout=60,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["2", "completed,completed"]
+    assert {route("psql_a", 2), route("psql_d", 2)} == {0, 1}
