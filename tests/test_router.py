@@ -20,7 +20,7 @@ from psycopg.conninfo import make_conninfo
 
 from andal.client import route
 from andal.cluster import Cluster, pg_bin
-from andal.router import LOCAL, RouterError, install_router
+from andal.router import LOCAL, RouterError, direct_dsn, install_router
 
 ROOT = Path(__file__).resolve().parent.parent
 VECTORS = ROOT / "tests" / "vectors" / "routing.json"
@@ -367,3 +367,20 @@ select string_agg(j.state, ',') from unnest(array[:a, :b]::bigint[]) as i, queue
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["2", "completed,completed"]
     assert {route("psql_a", 2), route("psql_d", 2)} == {0, 1}
+
+
+def test_a_transactional_enqueue_takes_the_direct_path(rt: Setup) -> None:
+    """The producer's own transaction: andal.enqueue on a connection to direct_dsn's
+    partition commits or rolls back with the producer's writes."""
+    import andal
+
+    q = rt.queue_on(0, 1000)
+    dsn = direct_dsn(rt.router, q)
+    assert psycopg.conninfo.conninfo_to_dict(dsn)["port"] == str(rt.clusters[0].port)
+    with psycopg.connect(dsn) as c:
+        andal.enqueue(c, {"n": "rolled back"}, q)
+        c.rollback()
+        kept = andal.enqueue(c, {"n": "kept"}, q)
+        c.commit()
+    assert rt.call("select queue.job_payload(%s)", (kept,)) == [({"n": "kept"},)]
+    assert rt.call("select count(*) from queue.jobs_by(queue => %s)", (q,)) == [(1,)]

@@ -578,6 +578,23 @@ def _install_router_db(
     return done
 
 
+def direct_dsn(router_dsn: str, queue: str) -> str:
+    """The DSN of the partition that serves ``queue``, for what a proxied call cannot carry:
+    an enqueue in the producer's own transaction (``andal.enqueue(conn, ...)`` on a
+    connection to it) and transactional handlers. Asks the router
+    (``andal_router.partition_for``) and keeps the router DSN's user (and password, when it
+    has one: PL/Proxy connects to the partitions as the same role)."""
+    with psycopg.connect(router_dsn, autocommit=True) as conn:
+        row = conn.execute(
+            "select connstr from andal_router.partition_for(queue => %s)", (queue,)
+        ).fetchone()
+    if row is None:
+        raise RouterError(f"the router has no partition for queue {queue!r}")
+    given = conninfo_to_dict(router_dsn)
+    extra = {k: str(given[k]) for k in ("user", "password") if given.get(k)}
+    return make_conninfo(str(row[0]), **extra)
+
+
 def add_command(sub: Any) -> None:
     """``andal router install --dsn ROUTER --shard DSN_A --shard DSN_B [...]``."""
     s = sub.add_parser("router", help="a PL/Proxy router over N andal databases (docs/scaling.md)")
