@@ -219,7 +219,13 @@ def test_partition_for_gives_the_direct_path(rt: Setup) -> None:
 
 
 def test_a_second_install_changes_nothing(rt: Setup) -> None:
-    before = rt.call("select oid from pg_proc order by 1")
+    catalog = (
+        "select (select array_agg(oid order by oid) from pg_proc),"
+        " (select array_agg(oid order by oid) from pg_trigger),"
+        " (select array_agg(oid order by oid) from pg_class), "
+        " (select version from andal_router.config_version)"
+    )
+    before = rt.call(catalog)
     out = subprocess.run(
         [sys.executable, "-m", "andal.cli", "router", "install", "--dsn", rt.router,
          *[a for s in rt.shards for a in ("--shard", s)]],
@@ -227,12 +233,16 @@ def test_a_second_install_changes_nothing(rt: Setup) -> None:
     )  # fmt: skip
     assert out.returncode == 0, out.stderr
     assert "nothing to do" in out.stdout
-    assert rt.call("select oid from pg_proc order by 1") == before
+    assert rt.call(catalog) == before
 
 
-def test_the_partition_count_is_a_power_of_two(rt: Setup) -> None:
-    with pytest.raises(RouterError):
+def test_the_partition_count_is_a_power_of_two_and_stays(rt: Setup) -> None:
+    before = [rt.direct(k, "select * from queue._partition()") for k in range(2)]
+    with pytest.raises(RouterError, match="power of two"):
         install_router(rt.router, [*rt.shards, rt.shards[0]])
+    with pytest.raises(RouterError, match="has 2 partitions, not 1"):
+        install_router(rt.router, rt.shards[:1])
+    assert [rt.direct(k, "select * from queue._partition()") for k in range(2)] == before
 
 
 def test_a_stopped_partition_fails_only_the_calls_that_need_it(rt: Setup) -> None:

@@ -521,6 +521,7 @@ def install_router(
         raise RouterError(f"the partition count must be a power of two (1, 2, 4, ...), got {n}")
     if _prefix(dsn) is not None:
         raise RouterError("the router database holds andal itself: give it a database of its own")
+    _check_count(dsn, n)
     done = install_partitions(shards, role_prefix, log)
     with psycopg.connect(shards[0], autocommit=True) as conn:
         functions = catalog(conn)
@@ -538,30 +539,26 @@ def _install_router_db(
     generated: str,
     log: Callable[[str], None],
 ) -> list[str]:
+    """The router database's part: its roles, ``sql/router``, the partitions' rows and the
+    generated functions, each only when it changed (a second run writes nothing)."""
     roles = sorted({r for f in functions for r in f.grantees})
-    missing = [
-        r
-        for r in roles
-        if conn.execute(
-            "select not exists (select from pg_roles where rolname = %s)", (r,)
-        ).fetchone()
-        == (True,)
-    ]
-    if missing:
+    present = {r[0] for r in conn.execute("select rolname from pg_roles where rolname = any(%s)",
+                                          (roles,))}  # fmt: skip
+    if missing := [r for r in roles if r not in present]:
         create_roles(conn, missing)
     prefix = roles[0].rsplit("_", 1)[0] if roles else "andal"
     static = "".join(with_roles(p.read_text(), prefix) for p in router_files())
     digest = hashlib.sha256((static + generated).encode()).hexdigest()
     wanted = [(k, connstr(d)) for k, d in enumerate(shards)]
+    done = []
     with conn.transaction():
         conn.execute("select pg_advisory_xact_lock(%s)", (0x616E64616C + 1,))
-        conn.execute(static)
-        have = conn.execute(
-            "select partition, connstr from andal_router.partitions order by 1"
-        ).fetchall()
-        state = conn.execute("select digest from andal_router.install_state").fetchone()
-        done = []
-        if have != wanted:
+        state = _router_state(conn)
+        if state is None or state[0] != digest:
+            conn.execute(static)
+        have = conn.execute("select partition, connstr from andal_router.partitions order by 1")
+        have_rows = [tuple(r) for r in have.fetchall()]
+        if have_rows != wanted:
             conn.execute("delete from andal_router.partitions")
             for k, c in wanted:
                 conn.execute("insert into andal_router.partitions values (%s, %s)", (k, c))
@@ -576,6 +573,28 @@ def _install_router_db(
             )
             done.append(f"router functions ({sum(mode_of(f) is not None for f in functions)})")
     return done
+
+
+def _check_count(dsn: str, n: int) -> None:
+    """Refuse another partition count than the router has: job ids would go elsewhere."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        if _router_state(conn) is None:
+            return
+        row = conn.execute("select count(*) from andal_router.partitions").fetchone()
+    if row and row[0] and row[0] != n:
+        raise RouterError(
+            f"the router has {row[0]} partitions, not {n}: changing the count would send job"
+            " ids and queues to other partitions (not supported; see docs/scaling.md)"
+        )
+
+
+def _router_state(conn: psycopg.Connection) -> tuple[Any, ...] | None:
+    """The digest of the router's last install, or None on a new router database."""
+    if conn.execute("select to_regclass('andal_router.install_state') is null").fetchone() == (
+        True,
+    ):
+        return None
+    return conn.execute("select digest from andal_router.install_state").fetchone()
 
 
 def direct_dsn(router_dsn: str, queue: str) -> str:
