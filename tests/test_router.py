@@ -394,3 +394,19 @@ def test_a_transactional_enqueue_takes_the_direct_path(rt: Setup) -> None:
         c.commit()
     assert rt.call("select queue.job_payload(%s)", (kept,)) == [({"n": "kept"},)]
     assert rt.call("select count(*) from queue.jobs_by(queue => %s)", (q,)) == [(1,)]
+
+
+def test_the_python_client_works_through_the_router_dsn(rt: Setup) -> None:
+    """``andal.Client(ROUTER_DSN)``: one DSN, no routing of its own."""
+    import andal
+
+    a, b = rt.queue_on(0, 1100), rt.queue_on(1, 1100)
+    client = andal.Client(rt.router)
+    ids = [client.enqueue({"n": 1}, a), client.enqueue({"n": 2}, b)]
+    ids += client.enqueue_many([{"n": 3}, {"n": 4}], b)
+    assert [i is not None and i % 2 for i in ids] == [0, 1, 1, 1]
+    assert {j.queue for j in client.jobs_by(state="pending") if j.job_id in ids} == {a, b}
+    client.cancel(ids[0])
+    assert client.job(ids[0]).state == "cancelled"
+    assert {s.queue for s in client.stats()} >= {a, b}
+    assert client.version() == rt.call("select queue.version()")[0][0]
