@@ -406,7 +406,10 @@ def test_the_python_client_works_through_the_router_dsn(rt: Setup) -> None:
     ids += client.enqueue_many([{"n": 3}, {"n": 4}], b)
     assert [i is not None and i % 2 for i in ids] == [0, 1, 1, 1]
     assert {j.queue for j in client.jobs_by(state="pending") if j.job_id in ids} == {a, b}
-    client.cancel(ids[0])
-    assert client.job(ids[0]).state == "cancelled"
+    first = ids[0]
+    assert first is not None
+    client.cancel(first)
+    info = client.job(first)
+    assert info is not None and info.state == "cancelled"
     assert {s.queue for s in client.stats()} >= {a, b}
     assert client.version() == rt.call("select queue.version()")[0][0]
