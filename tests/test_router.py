@@ -413,3 +413,19 @@ def test_the_python_client_works_through_the_router_dsn(rt: Setup) -> None:
     assert info is not None and info.state == "cancelled"
     assert {s.queue for s in client.stats()} >= {a, b}
     assert client.version() == rt.call("select queue.version()")[0][0]
+
+
+def test_complete_many_then_claim_settles_and_claims_across_partitions(rt: Setup) -> None:
+    a, b = rt.queue_on(0, 1200), rt.queue_on(1, 1200)
+    for q in (a, b):
+        rt.call("select queue.enqueue_many(array_fill('{}'::jsonb, array[2]), queue => %s)", (q,))
+    held = rt.call("select job_id, token from queue.claim('w', array[%s, %s], 2)", (a, b))
+    rows = rt.call(
+        "select claimed, job_id, completed from queue.complete_many_then_claim("
+        "%s::bigint[], %s::uuid[], null, 'w', array[%s, %s], 10, null)",
+        ([h[0] for h in held], [h[1] for h in held], a, b),
+    )
+    settled = {r[1]: r[2] for r in rows if not r[0]}
+    claimed = [r[1] for r in rows if r[0]]
+    assert settled == {h[0]: True for h in held}
+    assert len(claimed) == 2 and not set(claimed) & set(settled)

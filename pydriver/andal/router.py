@@ -115,6 +115,11 @@ MODES: dict[str, tuple[str, str, str]] = {
     },
     "version": ("first", "one", "the same on every partition: read from partition 0"),
     "claim": ("claim", "union", "the partitions of its queues in rotating order, up to batch"),
+    "complete_many_then_claim": (
+        "settle_then_claim",
+        "union",
+        "the router's complete_many, then its claim (two calls: not one transaction)",
+    ),
 }
 # cache.stats (not queue.stats): labelled per partition
 CACHE_MODES = {"stats": ("all", "labels", "run on all partitions, labels get partition")}
@@ -134,7 +139,6 @@ LOCAL: dict[str, str] = {
     "report_reads": "a cache pool's read counts of one database",
     "idle": "the session's own sleep state: a proxied call runs in another session",
     "busy": "the session's own sleep state: a proxied call runs in another session",
-    "complete_many_then_claim": "one partition's transaction: call complete_many, then claim",
 }
 
 
@@ -400,6 +404,25 @@ exception when others then
 end
 """
 
+#: queue.complete_many_then_claim on the router: the router's complete_many (split by id),
+#: then its claim (the deadlines overload), in the rows of the partition's function.
+SETTLE_THEN_CLAIM = """#variable_conflict use_column
+begin
+    return query
+    select false, d.job_id, null::text, null::text, null::int, null::jsonb, null::int,
+        null::int, null::uuid, null::timestamptz, null::timestamptz, null::text,
+        null::bigint, null::timestamptz, d.completed
+    from queue.complete_many(complete_many_then_claim.job_ids,
+        complete_many_then_claim.tokens, complete_many_then_claim.results) as d;
+    return query
+    select true, c.job_id, c.queue, c.category, c.priority, c.payload, c.attempt,
+        c.max_attempts, c.token, c.lease_expires_at, c.enqueued_at, c.cache_key,
+        c.cache_version, c.deadline, null::boolean
+    from queue.claim(complete_many_then_claim.worker, complete_many_then_claim.queues,
+        complete_many_then_claim.batch, complete_many_then_claim.lease, true) as c;
+end
+"""
+
 
 def wrapper_sql(f: Function, index: int, mode: tuple[str, str, str]) -> str:
     """The router's function ``f``: same signature, defaults, comment and grants."""
@@ -413,7 +436,11 @@ def wrapper_sql(f: Function, index: int, mode: tuple[str, str, str]) -> str:
         "checks": checks_sql(f, target),
         "parts": partitions_expr(f, target),
     }
-    if target == "claim":
+    if target == "settle_then_claim":
+        sql = (
+            WRAPPER.split("#variable_conflict")[0].format(**fields) + SETTLE_THEN_CLAIM + "$fn$;\n"
+        )
+    elif target == "claim":
         rest = ", ".join(f"{f.name}.{n}" for n in f.names[3:])
         body = CLAIM.format(
             parts=partitions_expr(f, "claim:queues"), fn=f.name, px=px_name(f, index), rest=rest
