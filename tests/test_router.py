@@ -429,3 +429,16 @@ def test_complete_many_then_claim_settles_and_claims_across_partitions(rt: Setup
     claimed = [r[1] for r in rows if r[0]]
     assert settled == {h[0]: True for h in held}
     assert len(claimed) == 2 and not set(claimed) & set(settled)
+
+
+def test_a_merged_page_holds_at_most_lim_rows_newest_first(rt: Setup) -> None:
+    for q in (rt.queue_on(0, 1300), rt.queue_on(1, 1300)):
+        rt.call("select queue.enqueue_many(array_fill('{}'::jsonb, array[3]), queue => %s)", (q,))
+    page = [r[0] for r in rt.call("select job_id from queue.jobs_by(lim => 4)")]
+    each = [
+        r[0] for k in range(2) for r in rt.direct(k, "select job_id from queue.jobs_by(lim => 4)")
+    ]
+    assert page == sorted(each, reverse=True)[:4]
+    nxt = [r[0] for r in rt.call("select job_id from queue.jobs_by(before => %s, lim => 4)",
+                                 (page[-1],))]  # fmt: skip
+    assert nxt and max(nxt) < page[-1]

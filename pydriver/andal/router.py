@@ -83,9 +83,10 @@ MODES: dict[str, tuple[str, str, str]] = {
         for f in ("get_many", "validate")
     },
     **{
-        f: ("opt_queue:queue", "union", "the queue's partition, or all merged (union)")
-        for f in ("jobs_by", "list_dead", "dead_letters_by")
+        f: ("opt_queue:queue", "page:job_id", "the queue's partition, or all: newest ids, lim")
+        for f in ("jobs_by", "dead_letters_by")
     },
+    "list_dead": ("opt_queue:queue", "page:died_at", "the queue's partition, or all: newest"),
     "purge_dead_matching": ("opt_queue:queue", "sum", "the queue's partition, or all: summed"),
     "requeue_dead_matching": ("opt_queue:queue", "sum_row", "the queue's partition, or all"),
     "schedule": ("opt_queue:queue", "min", "on the queue's partition (null queue: on all)"),
@@ -305,6 +306,8 @@ def call_sql(f: Function, index: int, target: str, merge: str) -> str:
             "return query select r.metric, r.labels || jsonb_build_object('partition',"
             f" v_p), r.value {rows};"
         )
+    if merge.startswith("page:"):  # one page of the merged rows: newest first, at most lim
+        return f"return query select r.* {rows} order by r.{merge[5:]} desc limit {f.name}.lim;"
     if f.retset:
         return f"return query select r.* {rows};"
     if f.void:
