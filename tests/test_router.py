@@ -20,7 +20,7 @@ from psycopg.conninfo import make_conninfo
 
 from andal.client import route
 from andal.cluster import Cluster, pg_bin
-from andal.router import LOCAL, RouterError, direct_dsn, install_router
+from andal.router import LOCAL, RouterError, connstr, direct_dsn, install_router
 
 ROOT = Path(__file__).resolve().parent.parent
 VECTORS = ROOT / "tests" / "vectors" / "routing.json"
@@ -270,9 +270,10 @@ def test_a_stopped_partition_fails_only_the_calls_that_need_it(rt: Setup) -> Non
     assert rt.call("select queue from queue.claim('w', array[%s], 5)", (down,)) == [(down,)]
 
 
-def test_no_password_in_the_configuration(rt: Setup) -> None:
-    with pytest.raises(psycopg.errors.CheckViolation):
-        rt.call("update andal_router.partitions set connstr = connstr || ' password=x'")
+def test_no_password_and_no_user_in_the_configuration(rt: Setup) -> None:
+    for key in ("password=x", "user=postgres", "USER = postgres"):
+        with pytest.raises(psycopg.errors.CheckViolation):
+            rt.call("update andal_router.partitions set connstr = connstr || ' ' || %s", (key,))
 
 
 def test_a_schedule_lives_on_its_queue_partition(rt: Setup) -> None:
@@ -350,8 +351,7 @@ def test_a_partition_moves_to_another_server(rt: Setup) -> None:
                    capture_output=True, check=True, timeout=300)  # fmt: skip
     rt.clusters[1].stop()  # the old server is gone
     rt.call(
-        "update andal_router.partitions set connstr = %s where partition = 1",
-        (make_conninfo(moved, user=None),),
+        "update andal_router.partitions set connstr = %s where partition = 1", (connstr(moved),)
     )
     rt.shards[1] = moved
     got = rt.call("select job_id from queue.claim('w', array[%s], 100)", (q,))
@@ -442,3 +442,30 @@ def test_a_merged_page_holds_at_most_lim_rows_newest_first(rt: Setup) -> None:
     nxt = [r[0] for r in rt.call("select job_id from queue.jobs_by(before => %s, lim => 4)",
                                  (page[-1],))]  # fmt: skip
     assert nxt and max(nxt) < page[-1]
+
+
+def test_each_role_reaches_the_partitions_as_itself(rt: Setup) -> None:
+    """PL/Proxy connects to a partition as the calling role: the router's grants and each
+    partition's apply to it, never the router owner's."""
+    login = test_name("t_producer", 6)
+    servers = [make_dsn("postgres"), *(make_conninfo(s, dbname="postgres") for s in rt.shards)]
+    for dsn in servers:
+        with psycopg.connect(dsn, autocommit=True) as c:
+            c.execute(f'create role "{login}" login in role "{rt.prefix}_producer"')
+    try:
+        as_login = make_conninfo(rt.router, user=login)
+        a, b = rt.queue_on(0, 1400), rt.queue_on(1, 1400)
+        with psycopg.connect(as_login, autocommit=True) as c:
+            assert c.execute("select queue.enqueue('{}', queue => %s)", (a,)).fetchone()
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):  # a worker's function
+                c.execute("select * from queue.claim('w', array[%s], 1)", (a,))
+        with psycopg.connect(rt.shards[0], autocommit=True) as c:  # partition 0 only
+            c.execute(f'revoke "{rt.prefix}_producer" from "{login}"')
+        with psycopg.connect(as_login, autocommit=True) as c:
+            assert c.execute("select queue.enqueue('{}', queue => %s)", (b,)).fetchone()
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                c.execute("select queue.enqueue('{}', queue => %s)", (a,))
+    finally:
+        for dsn in servers:
+            with psycopg.connect(dsn, autocommit=True) as c:
+                c.execute(f'drop role if exists "{login}"')

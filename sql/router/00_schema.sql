@@ -11,10 +11,12 @@ revoke all on schema plproxy from public;
 
 create table if not exists andal_router.partitions (
     partition int primary key check (partition >= 0),
-    connstr text not null check (connstr !~* '(^|\s)password\s*=')
+    -- no password (.pgpass), no user: PL/Proxy then connects as the calling role
+    connstr text not null check (connstr !~* '(^|\s)(password|user)\s*=')
 );
 comment on table andal_router.partitions is
-'The router''s partitions: number and libpq connect string (no password: use .pgpass).';
+'The router''s partitions: number and libpq connect string (no password: use .pgpass; no'
+' user: each role connects as itself).';
 
 create table if not exists andal_router.placements (
     queue text primary key,
