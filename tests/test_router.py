@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+import psycopg.sql
 import pytest
 from conftest import make_dsn, test_name, wait_for
 from psycopg.conninfo import make_conninfo
@@ -39,7 +40,8 @@ class Setup:
 
     def direct(self, k: int, sql: str, params: Any = None) -> list[tuple[Any, ...]]:
         with psycopg.connect(self.shards[k], autocommit=True) as c:
-            return c.execute(sql, params).fetchall()
+            cur = c.execute(sql, params)
+            return cur.fetchall() if cur.description else []
 
     def queue_on(self, k: int, start: int = 0) -> str:
         """A queue name the hash puts on partition k."""
@@ -469,3 +471,20 @@ def test_each_role_reaches_the_partitions_as_itself(rt: Setup) -> None:
         for dsn in servers:
             with psycopg.connect(dsn, autocommit=True) as c:
                 c.execute(f'drop role if exists "{login}"')
+
+
+def test_a_changed_partition_catalog_regenerates_the_router(rt: Setup) -> None:
+    """An upgrade of the partitions (here: a comment changed on partition 0) is picked up by
+    the next ``andal router install``; then nothing more to do."""
+    version = "queue.version()"
+    (old,) = rt.direct(0, f"select obj_description('{version}'::regprocedure)")[0]
+    try:
+        rt.direct(0, f"comment on function {version} is 'upgraded'")
+        assert any("router functions" in s for s in install_router(rt.router, rt.shards))
+        got = rt.call(f"select obj_description('{version}'::regprocedure)")
+        assert got == [("upgraded",)]
+        assert install_router(rt.router, rt.shards) == []
+    finally:
+        literal = psycopg.sql.Literal(old).as_string(None)
+        rt.direct(0, f"comment on function {version} is {literal}")
+        install_router(rt.router, rt.shards)
