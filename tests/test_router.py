@@ -147,6 +147,9 @@ def test_a_category_lives_on_one_partition(rt: Setup) -> None:
     assert "andal_router.placements" in (refused.value.diag.message_hint or "")
     got = rt.call("select job_id from queue.claim('w', array[%s, %s], 5)", (home, same))
     assert len(got) == 1  # the limit, exactly
+    with pytest.raises(psycopg.errors.FeatureNotSupported):  # a schedule of it, elsewhere
+        rt.call("select queue.schedule('cat_tick', %s, every => '1 hour', category => 'cat_one')",
+                (other,))  # fmt: skip
     rt.call("insert into andal_router.placements values (%s, 0)", (other,))
     rt.call("select queue.enqueue('{}', queue => %s, category => 'cat_one')", (other,))
     assert rt.direct(0, "select count(*) from queue.jobs where queue = %s", (other,)) == [(1,)]
@@ -488,3 +491,19 @@ def test_a_changed_partition_catalog_regenerates_the_router(rt: Setup) -> None:
         literal = psycopg.sql.Literal(old).as_string(None)
         rt.direct(0, f"comment on function {version} is {literal}")
         install_router(rt.router, rt.shards)
+
+
+def test_the_async_client_works_through_the_router_dsn(rt: Setup) -> None:
+    import asyncio
+
+    import andal
+
+    async def run() -> tuple[int | None, str | None]:
+        client = andal.AsyncClient(rt.router)
+        job = await client.enqueue({"n": 1}, rt.queue_on(1, 1500))
+        assert job is not None
+        info = await client.job(job)
+        return job, info.state if info else None
+
+    job, state = asyncio.run(run())
+    assert job is not None and job % 2 == 1 and state == "pending"

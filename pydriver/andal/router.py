@@ -328,7 +328,7 @@ def checks_sql(f: Function, target: str) -> str:
     partition's key."""
     out = []
     kind = target.split(":")[0]
-    if kind == "queue" and "category" in f.names:
+    if kind in ("queue", "opt_queue") and "category" in f.names:
         out.append(f"perform andal_router._check_category({f.name}.category, {f.name}.queue);")
     if kind == "queue" and ("after" in f.names or "cache_key" in f.names):
         after = f"{f.name}.after" if "after" in f.names else "null"

@@ -112,7 +112,7 @@ declare
     v_p int := andal_router.queue_partition(_check_category.queue);
     v_home int;
 begin
-    if _check_category.category is null then
+    if _check_category.category is null or _check_category.queue is null then
         return;
     end if;
     insert into andal_router.categories as c (category, partition)
