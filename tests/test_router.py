@@ -507,3 +507,13 @@ def test_the_async_client_works_through_the_router_dsn(rt: Setup) -> None:
 
     job, state = asyncio.run(run())
     assert job is not None and job % 2 == 1 and state == "pending"
+
+
+def test_the_local_list_of_the_docs_is_the_code_s() -> None:
+    """docs/scaling.md's table of functions left off the router names exactly LOCAL."""
+    import re
+
+    text = (ROOT / "docs" / "scaling.md").read_text(encoding="utf-8")
+    table = text.split("**The local list**", 1)[1].split("\n\n", 2)[1]
+    named = set(re.findall(r"`(?:queue|cache)\.(\w+)`|, `(\w+)`", table))
+    assert {a or b for a, b in named} == set(LOCAL)
