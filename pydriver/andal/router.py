@@ -28,7 +28,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from .install import install
 from .roles import create_roles, with_roles
-from .sources import sql_dir
+from .sources import SqlNotFound, sql_dir
 
 #: Proxy functions live here; the wrappers keep andal's own schema names on the router.
 PX = "andal_router_px"
@@ -500,7 +500,13 @@ def generated_sql(functions: list[Function], types: list[tuple[str, str]]) -> st
 
 
 def router_files(root: Path | None = None) -> list[Path]:
-    return sorted(((root or sql_dir()) / "router").glob("*.sql"))
+    """The router's SQL (``sql/router/*.sql``, in name order). Raises ``SqlNotFound`` when
+    they are missing (an installed wheel does not carry them yet: run from a checkout)."""
+    base = (root or sql_dir()) / "router"
+    files = sorted(base.glob("*.sql"))
+    if not files:
+        raise SqlNotFound(f"the router's SQL is missing (looked in {base}): run from a checkout")
+    return files
 
 
 def _prefix(dsn: str) -> str | None:
@@ -551,6 +557,7 @@ def install_router(
         raise RouterError(f"the partition count must be a power of two (1, 2, 4, ...), got {n}")
     if _prefix(dsn) is not None:
         raise RouterError("the router database holds andal itself: give it a database of its own")
+    router_files()  # SqlNotFound before anything is written
     _check_count(dsn, n)
     done = install_partitions(shards, role_prefix, log)
     with psycopg.connect(shards[0], autocommit=True) as conn:
