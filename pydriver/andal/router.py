@@ -36,8 +36,8 @@ PX = "andal_router_px"
 #: Functions by name: (target, merge, reason). Targets: queue:ARG / id:ARG / key:ARG (one
 #: partition), opt_queue:ARG (that queue's partition, all when null), split_id:ARG /
 #: split_key:ARG (the array split per partition), all, first (partition 0: the same on
-#: every partition), claim. Merges: one, union, sum, sum_row, bool_or, min, void,
-#: metrics, labels.
+#: every partition), claim, settle_then_claim. Merges: one, union, page:COLUMN (the newest
+#: ``lim`` rows of all), sum, sum_row, bool_or, min, void, metrics, labels.
 MODES: dict[str, tuple[str, str, str]] = {
     **{
         f: ("queue:queue", "one", "a queue's jobs and settings live on its partition")
