@@ -517,3 +517,20 @@ def test_the_local_list_of_the_docs_is_the_code_s() -> None:
     table = text.split("**The local list**", 1)[1].split("\n\n", 2)[1]
     named = set(re.findall(r"`(?:queue|cache)\.(\w+)`|, `(\w+)`", table))
     assert {a or b for a, b in named} == set(LOCAL)
+
+
+def test_public_may_execute_nothing_on_the_router(rt: Setup) -> None:
+    open_to_public = rt.call(
+        "select p.oid::regprocedure::text from pg_proc as p"
+        " join pg_namespace as n on n.oid = p.pronamespace"
+        " where n.nspname in ('queue', 'cache', 'andal_router', 'andal_router_px', 'plproxy')"
+        " and exists (select from aclexplode(coalesce(p.proacl, acldefault('f', p.proowner)))"
+        " as a where a.grantee = 0 and a.privilege_type = 'EXECUTE')"
+    )
+    assert open_to_public == []
+    tables = rt.call(
+        "select c.relname from pg_class as c join pg_namespace as n on n.oid = c.relnamespace"
+        " where n.nspname = 'andal_router' and c.relkind in ('r', 'v')"
+        " and has_table_privilege('public', c.oid, 'select')"
+    )
+    assert tables == []
