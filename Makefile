@@ -29,7 +29,7 @@ PG_BINDIR ?= $(shell pg_config --bindir)
 PG_ISOLATION_REGRESS ?= $(PG_PKGLIBDIR)/pgxs/src/test/isolation/pg_isolation_regress
 ISOLATION_DB ?= $(TEST_DB)_isolation$(if $(SHARDS),_sharded)
 ISOLATION_SPECS ?= $(sort $(basename $(notdir $(wildcard sql/isolation/specs/*.spec))))
-DEB_PACKAGES := postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl postgresql-15-plpgsql-check chromium chromium-driver
+DEB_PACKAGES := postgresql-15-pgtap postgresql-15-plproxy libtap-parser-sourcehandler-pgtap-perl postgresql-15-plpgsql-check chromium chromium-driver
 
 .PHONY: help venv deps install dist test test-sql test-isolation test-py lint demo bench bench-quick soak clean schema-dump screenshots
 

@@ -4293,6 +4293,18 @@ begin
 end
 $$;
 
+CREATE FUNCTION queue._partition(OUT k integer, OUT n integer) RETURNS record
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+    select m[1]::int, m[2]::int
+    from (select regexp_match(
+        obj_description(pg_get_serial_sequence('queue.jobs', 'id')::regclass, 'pg_class'),
+        '^andal partition (\d+) of (\d+)$') as m) as d
+$_$;
+
+COMMENT ON FUNCTION queue._partition(OUT k integer, OUT n integer) IS 'This database''s router partition (k, n), or nulls.';
+
 CREATE FUNCTION queue._pending_queues() RETURNS SETOF text
     LANGUAGE sql STABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -4844,6 +4856,56 @@ end
 $$;
 
 COMMENT ON FUNCTION queue._scan(queues text[], lim integer, exclude_categories text[], exclude_ids bigint[]) IS 'Private: the best ready jobs, locked SKIP LOCKED, by partial index.';
+
+CREATE FUNCTION queue._set_partition(k integer, n integer) RETURNS bigint
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    v_seq text := pg_get_serial_sequence('queue.jobs', 'id');
+    v_max bigint;
+    v_next bigint;
+    v_now record;
+    v_used bigint;
+begin
+    if k is null or n is null then
+        raise exception 'queue._set_partition: k and n must not be null'
+            using errcode = '22004';
+    end if;
+    if n < 1 or n > 1048576 or (n & (n - 1)) <> 0 then
+        raise exception 'queue._set_partition: the partition count must be a power of two, got %',
+            n using errcode = '22023', hint = 'PL/Proxy hashes with (hash & (n - 1)): use 1, 2, 4, 8, ...';
+    end if;
+    if k < 0 or k >= n then
+        raise exception 'queue._set_partition: partition % is outside [0, %)', k, n
+            using errcode = '22023';
+    end if;
+    lock table queue.jobs in share row exclusive mode;  -- no id drawn while we renumber
+    if exists (select from queue.jobs as j where j.id % n <> k) then
+        raise exception 'queue._set_partition: live jobs have ids of another partition than % of %',
+            k, n using errcode = '55000',
+            hint = 'finish or move those jobs first; the router routes a job id to partition id % n';
+    end if;
+    select s.seqincrement as increment_by into v_now from pg_sequence as s
+    where s.seqrelid = v_seq::regclass;
+    execute format('select last_value - (not is_called)::int from %s', v_seq) into v_used;
+    v_max := greatest(
+        (select max(j.id) from queue.jobs as j),
+        (select max(d.job_id) from queue.dead_letters as d),
+        (select max(h.job_id) from queue.history as h),
+        v_used, 0);
+    v_next := v_max + 1 + ((k - (v_max + 1) % n) % n + n) % n;
+    if v_now.increment_by = n and obj_description(v_seq::regclass, 'pg_class')
+        = format('andal partition %s of %s', k, n) then
+        return v_next;  -- already so: nothing to change
+    end if;
+    execute format('alter sequence %s increment by %s restart with %s', v_seq, n, v_next);
+    execute format('comment on sequence %s is %L', v_seq, format('andal partition %s of %s', k, n));
+    return v_next;
+end
+$$;
+
+COMMENT ON FUNCTION queue._set_partition(k integer, n integer) IS 'Make this database partition k of n for the router: job ids = k (mod n) from now on.';
 
 CREATE FUNCTION queue._settle(job_id bigint, queue_name text, category_name text, outcome text, claimed_at timestamp with time zone, available_at timestamp with time zone, cache_key text DEFAULT NULL::text, result jsonb DEFAULT NULL::jsonb, ready_at timestamp with time zone DEFAULT NULL::timestamp with time zone) RETURNS void
     LANGUAGE plpgsql
@@ -8677,6 +8739,8 @@ REVOKE ALL ON FUNCTION queue._notify_ready(queue_name text, enabled boolean) FRO
 
 REVOKE ALL ON FUNCTION queue._out_of_attempts(attempt integer, max_attempts integer) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION queue._partition(OUT k integer, OUT n integer) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION queue._pending_queues() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._prom_label(value text) FROM PUBLIC;
@@ -8710,6 +8774,8 @@ REVOKE ALL ON FUNCTION queue._run_tasks() FROM PUBLIC;
 REVOKE ALL ON FUNCTION queue._says_nothing(q queue.queues, defaults queue.queues) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._scan(queues text[], lim integer, exclude_categories text[], exclude_ids bigint[]) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._set_partition(k integer, n integer) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._settle(job_id bigint, queue_name text, category_name text, outcome text, claimed_at timestamp with time zone, available_at timestamp with time zone, cache_key text, result jsonb, ready_at timestamp with time zone) FROM PUBLIC;
 

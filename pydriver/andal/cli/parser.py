@@ -54,6 +54,9 @@ def parser() -> argparse.ArgumentParser:
     _enqueue(sub)
     _status(sub)
     _dead(sub)
+    from ..router import add_command as add_router_command
+
+    add_router_command(sub)
 
     from .jobs import add_commands
 
