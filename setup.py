@@ -1,7 +1,7 @@
 """Build step: ship the SQL inside the package, and read the version from it.
 
-The top-level ``sql/schema`` and ``sql/functions`` are copied into the built package as
-``andal/sql/`` (``andal.install`` finds them there once installed); the release number is the
+The top-level ``sql/schema``, ``sql/functions`` and ``sql/router`` (the PL/Proxy router's
+SQL) are copied into the built package as ``andal/sql/`` (``andal.install`` finds them there once installed); the release number is the
 literal of ``queue.version()`` in ``sql/functions/queue/version.sql``, its one source.
 """
 
@@ -15,7 +15,7 @@ from setuptools import setup  # type: ignore[import-untyped]
 from setuptools.command.build_py import build_py  # type: ignore[import-untyped]
 
 ROOT = Path(__file__).resolve().parent
-SHIPPED = ("schema", "functions")
+SHIPPED = ("schema", "functions", "router")
 
 
 def version() -> str:

@@ -46,7 +46,7 @@ def test_the_wheel_ships_every_sql_file(tmp_path: Path) -> None:
     shipped = set(zipfile.ZipFile(wheel).namelist())
     sources = sorted(
         "andal/sql/" + p.relative_to(ROOT / "sql").as_posix()
-        for part in ("schema", "functions")
+        for part in ("schema", "functions", "router")
         for p in (ROOT / "sql" / part).rglob("*.sql")
     ) + ["andal/sql/functions/manifest.txt"]
     assert len(sources) > 40
@@ -63,7 +63,7 @@ def test_the_wheel_ships_every_sql_file(tmp_path: Path) -> None:
 
 
 def test_the_sdist_carries_the_sql_and_builds_a_wheel_with_it(tmp_path: Path) -> None:
-    """The sdist (MANIFEST.in) holds sql/schema and sql/functions, and a wheel built from it
+    """The sdist (MANIFEST.in) holds sql/schema, sql/functions and sql/router, and a wheel built from it
     ships them: installing from the sdist works as from the wheel."""
     build = [sys.executable, "-m", "build", "-q", "--sdist", "-o", str(tmp_path), str(ROOT)]
     subprocess.run(build, check=True, capture_output=True, timeout=300)
@@ -72,7 +72,7 @@ def test_the_sdist_carries_the_sql_and_builds_a_wheel_with_it(tmp_path: Path) ->
         names = {n.split("/", 1)[1] for n in tar.getnames() if "/" in n}
     sources = sorted(
         p.relative_to(ROOT).as_posix()
-        for part in ("schema", "functions")
+        for part in ("schema", "functions", "router")
         for p in (ROOT / "sql" / part).rglob("*.sql")
     ) + ["sql/functions/manifest.txt"]
     assert [s for s in sources if s not in names] == []

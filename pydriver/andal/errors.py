@@ -5,7 +5,8 @@ Each class is a subclass of both ``AndalError`` and psycopg's class for the same
 keeps psycopg's ``sqlstate`` and ``diag``: code written as ``except psycopg.Error`` or
 ``except psycopg.errors.InvalidParameterValue`` goes on catching what it caught.
 
-``LeaseLost`` (``AN001``) and ``PrimaryOnly`` (``AN002``), andal's own codes, are registered
+``LeaseLost`` (``AN001``), ``PrimaryOnly`` (``AN002``) and ``PartitionUnreachable``
+(``AN003``), andal's own codes, are registered
 with psycopg: any statement that gets one of them in a process that imported andal raises
 it, whoever sent the statement. The
 other codes are PostgreSQL's, shared with everything else a program does, so they are not
@@ -26,6 +27,8 @@ from psycopg import errors as pg
 LEASE_LOST = "AN001"
 #: Raised by the shared cache's functions on a hot standby (the cache lives on the primary).
 PRIMARY_ONLY = "AN002"
+#: Raised by a router function (``andal router``) whose partition cannot be reached.
+PARTITION_UNREACHABLE = "AN003"
 
 
 class AndalError(Exception):
@@ -51,6 +54,13 @@ class PrimaryOnly(AndalError, psycopg.DatabaseError, code=PRIMARY_ONLY):
     ``changes_since``, ...) reached a hot standby. The cache's entries are UNLOGGED, so only
     the primary has them: connect the cache to the primary (a multi-host DSN with
     ``target_session_attrs=read-write``). Nothing was read or written."""
+
+
+class PartitionUnreachable(AndalError, psycopg.OperationalError, code=PARTITION_UNREACHABLE):
+    """``AN003``: a call through the PL/Proxy router (``andal router``) needs a partition the
+    router cannot reach (PL/Proxy's own ``XX000``, mapped). Calls routed to the other
+    partitions go on; nothing was done on the unreachable one. Retry later, or call the
+    partition's own DSN once it is back (docs/scaling.md)."""
 
 
 class BadInput(AndalError):
@@ -134,6 +144,7 @@ BY_SQLSTATE: dict[str, type[psycopg.Error]] = {
     for cls in (
         LeaseLost,
         PrimaryOnly,
+        PartitionUnreachable,
         NullArgument,
         InvalidArgument,
         TooLarge,
