@@ -1,8 +1,9 @@
 """Build step: ship the SQL inside the package, and read the version from it.
 
 The top-level ``sql/schema``, ``sql/functions`` and ``sql/router`` (the PL/Proxy router's
-SQL) are copied into the built package as ``andal/sql/`` (``andal.install`` finds them there once installed); the release number is the
-literal of ``queue.version()`` in ``sql/functions/queue/version.sql``, its one source.
+SQL) are copied into the built package as ``andal/sql/`` (``andal.install`` finds them
+there once installed); the release number is the literal of ``queue.version()`` in
+``sql/functions/queue/version.sql``, its one source.
 """
 
 from __future__ import annotations

@@ -63,8 +63,8 @@ def test_the_wheel_ships_every_sql_file(tmp_path: Path) -> None:
 
 
 def test_the_sdist_carries_the_sql_and_builds_a_wheel_with_it(tmp_path: Path) -> None:
-    """The sdist (MANIFEST.in) holds sql/schema, sql/functions and sql/router, and a wheel built from it
-    ships them: installing from the sdist works as from the wheel."""
+    """The sdist (MANIFEST.in) holds sql/schema, sql/functions and sql/router, and a wheel
+    built from it ships them: installing from the sdist works as from the wheel."""
     build = [sys.executable, "-m", "build", "-q", "--sdist", "-o", str(tmp_path), str(ROOT)]
     subprocess.run(build, check=True, capture_output=True, timeout=300)
     (sdist,) = tmp_path.glob("andal_pg-*.tar.gz")
