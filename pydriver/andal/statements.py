@@ -13,6 +13,10 @@ element by element, which costs more client CPU than the statement for a batch o
 
 from __future__ import annotations
 
+from datetime import datetime
+from typing import NamedTuple
+from uuid import UUID
+
 # -- producers ------------------------------------------------------------------------------
 
 ENQUEUE = (
@@ -90,10 +94,33 @@ CLAIM = (
     "select c.job_id, c.queue, c.category, c.priority, c.payload::text, c.attempt,"
     " c.max_attempts,"
     " c.token, c.lease_expires_at, c.enqueued_at, c.cache_key, c.cache_version,"
-    " now() as db_now, c.deadline"
+    " c.deadline, now() as db_now"
     " from queue.claim(worker => %(worker)s::text, queues => %(queues)s::text[],"
     " batch => %(batch)s::int, lease => %(lease)s::interval, deadlines => true) as c"
 )
+
+
+class Claimed(NamedTuple):
+    """A claimed job, read by name: the row of ``CLAIM`` (and the claimed rows of
+    ``COMPLETE_MANY_THEN_CLAIM``, its columns 1 to 14). Its fields are the attributes of the
+    SQL type ``queue.claimed`` (the claimed row's one declaration, migration 0054), the
+    payload as text, then ``db_now`` (a test checks both statements and the type)."""
+
+    job_id: int
+    queue: str
+    category: str | None
+    priority: int
+    payload: str
+    attempt: int
+    max_attempts: int
+    token: UUID
+    lease_expires_at: datetime
+    enqueued_at: datetime
+    cache_key: str | None
+    cache_version: int | None
+    deadline: datetime | None
+    db_now: datetime
+
 
 #: Seconds until the next job of the queues becomes claimable (negative: ready now), null when
 #: nothing is scheduled: bounds the pause after an empty claim.
@@ -128,11 +155,11 @@ REFUSALS = (
 #: effects (a category slot they free, say); an error in either rolls both back. A row per
 #: completion (``claimed`` false: ``job_id`` and ``completed``, as ``COMPLETE_MANY``), then a
 #: row per claimed job (``claimed`` true: the columns of ``CLAIM`` in its order, from
-#: ``job_id`` to ``db_now``, then ``deadline``).
+#: ``job_id`` to ``db_now``: a ``Claimed``).
 COMPLETE_MANY_THEN_CLAIM = (
     "select d.claimed, d.job_id, d.queue, d.category, d.priority, d.payload::text, d.attempt,"
     " d.max_attempts, d.token, d.lease_expires_at, d.enqueued_at, d.cache_key, d.cache_version,"
-    " case when d.claimed then now() end, d.deadline, d.completed"
+    " d.deadline, case when d.claimed then now() end as db_now, d.completed"
     " from queue.complete_many_then_claim(job_ids => %(job_ids)s::bigint[],"
     " tokens => %(tokens)s::uuid[], results => %(results)s::jsonb[],"
     " worker => %(worker)s::text, queues => %(queues)s::text[], batch => %(batch)s::int,"

@@ -16,7 +16,6 @@ import logging
 import random
 import time
 from collections.abc import Callable, Mapping
-from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 import psycopg
@@ -172,12 +171,13 @@ class Claimer:
     def make_run(
         self, src: Source, row: tuple[Any, ...], now: float | None = None, logged: bool = True
     ) -> _Run:
-        """A run of the claimed ``row`` (``sql.CLAIM``'s columns). ``now``: the monotonic
-        clock, ``logged``: whether the ``claimed`` event is logged (both taken once per batch
-        by ``_claimed``)."""
-        handler = self.registry[row[1]]
+        """A run of the claimed ``row`` (``sql.CLAIM``'s columns, ``sql.Claimed``). ``now``: the
+        monotonic clock, ``logged``: whether the ``claimed`` event is logged (both taken once
+        per batch by ``_claimed``)."""
+        c = sql.Claimed._make(row)
+        handler = self.registry[c.queue]
         try:
-            payload = json.loads(row[4])
+            payload = json.loads(c.payload)
         except (RecursionError, ValueError) as exc:
             # Valid JSON for PostgreSQL, not for this process (nested past Python's recursion
             # limit): the job fails for good through the usual path, the others run.
@@ -185,13 +185,14 @@ class Claimer:
             handler = undecodable(handler, f"{type(exc).__name__}: {exc}"[:200])
         # Positional (the field order of Job), which is cheaper than keywords per job.
         job = Job(
-            row[0], row[1], row[2], payload, row[5], row[6], row[7], row[8], row[9], row[10],
-            row[11], row[3], src.label, row[13], _dsn=src.dsn,
+            c.job_id, c.queue, c.category, payload, c.attempt, c.max_attempts, c.token,
+            c.lease_expires_at, c.enqueued_at, c.cache_key, c.cache_version, c.priority,
+            src.label, c.deadline, _dsn=src.dsn,
         )  # fmt: skip
-        db_now: datetime = row[12]
-        run = _Run(src, job, handler, (row[8] - db_now).total_seconds(), now)
-        if row[13] is not None:  # by the database's clock, as the lease
-            run.time_up = run.claimed_at + (row[13] - db_now).total_seconds()
+        db_now = c.db_now
+        run = _Run(src, job, handler, (c.lease_expires_at - db_now).total_seconds(), now)
+        if c.deadline is not None:  # by the database's clock, as the lease
+            run.time_up = run.claimed_at + (c.deadline - db_now).total_seconds()
         if logged and self.observer.job_logs():  # no formatting when not logged
             waited = round((db_now - job.enqueued_at).total_seconds() * 1000, 3)
             self.observer.job_line("claimed", run, duration_ms=waited)
