@@ -123,7 +123,8 @@ def test_gate_past_its_limit_is_over_limit(rconn: psycopg.Connection, broken: bo
     with maybe(
         broken,
         rconn,
-        "queue._claim(text, text[], int, interval)",
+        "queue._gate_take(text, bigint[], text[], bigint[], text[], bigint[], int[], int[],"
+        " timestamptz)",
         "select k.max - count(*) as slots",
         "select k.max + 100 - count(*) as slots",
     ):
@@ -145,10 +146,11 @@ def test_claim_before_available_at_is_seen(rconn: psycopg.Connection, broken: bo
         sql = "select pg_get_functiondef(%s::regprocedure)"
         return rconn.execute(sql, (function,)).fetchone()[0]
 
-    # every candidate scan: the claim's direct path (queue._claim: every queue, one queue),
+    # every candidate scan: the claim's direct path (queue._claim_direct: every queue, one
+    # queue),
     # _scan's (and its per-category scan of the gated jobs when categories are left out), the
     # gated head's
-    claim = source("queue._claim(text, text[], int, interval)")
+    claim = source("queue._claim_direct(text, text, int, interval, timestamptz)")
     scan = source("queue._scan(text[], int, text[], bigint[])")
     gated = source("queue._gated_scan(text[], int, text[], bigint[])")
     head = source("queue._gated_head(text[], int, text[], bigint[])")
@@ -160,7 +162,7 @@ def test_claim_before_available_at_is_seen(rconn: psycopg.Connection, broken: bo
         maybe(
             broken,
             rconn,
-            "queue._claim(text, text[], int, interval)",
+            "queue._claim_direct(text, text, int, interval, timestamptz)",
             "c.available_at <= now()",
             "c.available_at <= now() + interval '1 hour'",
         ),
