@@ -534,3 +534,65 @@ def test_public_may_execute_nothing_on_the_router(rt: Setup) -> None:
         " and has_table_privilege('public', c.oid, 'select')"
     )
     assert tables == []
+
+
+def test_andal_worker_on_the_router_dsn_drains_both_partitions_and_listens(
+    rt: Setup, tmp_path: Path
+) -> None:
+    """``andal --dsn ROUTER worker``: it finds the partitions (``andal_router.partition_dsns``)
+    and runs on them as the router DSN's role; 0 lost, 0 doubled; with a 30 s poll a job
+    enqueued while it sleeps is picked up by its NOTIFY, long before the poll."""
+    import os
+    import signal
+
+    a, b = rt.queue_on(0, 1600), rt.queue_on(1, 1600)
+    seen = tmp_path / "seen.txt"
+    module = tmp_path / "router_jobs.py"
+    module.write_text(
+        "import os\n"
+        f"def record(job):\n"
+        f"    fd = os.open({str(seen)!r}, os.O_WRONLY | os.O_APPEND | os.O_CREAT)\n"
+        "    os.write(fd, f'{job.id}\\n'.encode())\n"
+        "    os.close(fd)\n"
+        f"handlers = {{{a!r}: record, {b!r}: record}}\n"
+    )
+    many = "select queue.enqueue_many(array_fill('{}'::jsonb, array[30]), queue => %s)"
+    ids = {r[0] for q in (a, b) for r in rt.call(many, (q,))}
+    assert {i % 2 for i in ids} == {0, 1}
+
+    def done() -> list[int]:
+        return [int(x) for x in seen.read_text().split()] if seen.exists() else []
+
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "ANDAL_DSN")}
+    log = tmp_path / "worker.log"
+    with open(log, "wb") as sink:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "andal.cli", "--dsn", rt.router, "worker", str(module),
+             "--concurrency", "4", "--poll", "30", "--log-format", "json"],
+            env=env, stdout=sink, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+    try:
+        wait_for(lambda: len(done()) >= 60, timeout=60, what="the router's jobs drained")
+        assert sorted(done()) == sorted(ids)  # 0 lost, 0 doubled
+        completed = "select count(*) from unnest(%s::bigint[]) as i, queue.job(i)"
+        completed += " where state = 'completed'"
+        wait_for(lambda: rt.call(completed, (sorted(ids),)) == [(60,)], timeout=30,
+                 what="the drained jobs recorded")  # fmt: skip
+        for q in (a, b):  # while it sleeps (poll 30 s): the partitions' NOTIFY wakes it
+            ((late,),) = rt.call("select queue.enqueue('{}', queue => %s)", (q,))
+            wait_for(lambda late=late: late in done(), timeout=10, what=f"job {late} woken")
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(30) == 0, log.read_text()[-3000:]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert len(done()) == len(set(done())) == 62
+    states = rt.call(
+        "select state, count(*) from unnest(%s::bigint[]) as i, queue.job(i) group by 1",
+        (done(),),
+    )
+    assert states == [("completed", 62)]
+    text = log.read_text()
+    assert text.count('"event": "router_partitions"') == 1
+    for k in range(2):
+        assert f":{rt.clusters[k].port}" in text.split('"event": "router_partitions"')[1][:400]
