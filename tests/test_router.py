@@ -596,3 +596,30 @@ def test_andal_worker_on_the_router_dsn_drains_both_partitions_and_listens(
     assert text.count('"event": "router_partitions"') == 1
     for k in range(2):
         assert f":{rt.clusters[k].port}" in text.split('"event": "router_partitions"')[1][:400]
+
+
+def test_andal_web_on_the_router_dsn_shows_both_partitions_and_acts(rt: Setup) -> None:
+    """``andal --dsn ROUTER web``: the overview lists the queues of both partitions (the
+    router's merged queue.stats()), a job page opens by id, and a requeue goes through the
+    router's queue.requeue_dead to the job's partition."""
+    pytest.importorskip("starlette")
+    from test_web_security import Browser
+    from webapp import andal_web, get
+
+    a, b = rt.queue_on(0, 1700), rt.queue_on(1, 1700)
+    ((ja,),) = rt.call("select queue.enqueue('{}', queue => %s)", (a,))
+    ((jb,),) = rt.call("select queue.enqueue('{}', queue => %s)", (b,))
+    ((jd, token),) = rt.call("select job_id, token from queue.claim('w', array[%s], 1)", (b,))
+    assert jd == jb
+    rt.call("select queue.fail(%s, %s, 'boom', retryable => false)", (jd, token))
+    with andal_web(rt.router, "--refresh", "600") as server:
+        status, html = get(server.base + "/")
+        assert status == 200, server.output()
+        assert a in html and b in html
+        for job in (ja, jb):
+            status, html = get(server.base + f"/jobs/{job}")
+            assert status == 200 and str(job) in html
+        browser = Browser(server.base)
+        status, _ = browser.post("/dead/requeue", {"one": jd, "csrf": browser.csrf()})
+        assert status == 303, server.output()
+    assert rt.direct(1, "select status from queue.jobs where id = %s", (jd,)) == [("pending",)]
