@@ -596,7 +596,7 @@ def test_andal_worker_on_the_router_dsn_drains_both_partitions_and_listens(
     assert text.count('"event": "router_partitions"') == 1
     found = text.split('"event": "router_partitions"')[1].split("\n")[0]
     for shard in rt.shards:  # (partition 1 may have moved: the router's rows, as now)
-        assert f":{psycopg.conninfo.conninfo_to_dict(shard)['port']}\"" in found
+        assert f':{psycopg.conninfo.conninfo_to_dict(shard)["port"]}"' in found
 
 
 def test_andal_web_on_the_router_dsn_shows_both_partitions_and_acts(rt: Setup) -> None:
