@@ -624,3 +624,24 @@ def test_andal_web_on_the_router_dsn_shows_both_partitions_and_acts(rt: Setup) -
         status, _ = browser.post("/dead/requeue", {"one": jd, "csrf": browser.csrf()})
         assert status == 303, server.output()
     assert rt.direct(1, "select status from queue.jobs where id = %s", (jd,)) == [("pending",)]
+
+
+def test_a_python_worker_given_the_router_dsn_is_told_where_to_run(rt: Setup) -> None:
+    """``andal.Worker(ROUTER_DSN)`` refuses with what to do (the CLI expands a router DSN;
+    ``andal.router.partition_dsns`` gives the DSNs with the router DSN's options)."""
+    import andal
+    from andal.errors import NotInstalled
+    from andal.router import partition_dsns
+
+    registry = andal.Registry()
+    registry.handler("rt_py_worker")(lambda job: None)
+    with pytest.raises(NotInstalled, match="partition_dsns"):
+        andal.Worker(rt.router, registry).start()
+    dsns = partition_dsns(make_conninfo(rt.router, sslmode="disable", application_name="x"))
+    assert dsns is not None and len(dsns) == 2
+    for dsn, shard in zip(dsns, rt.shards, strict=True):
+        got, want = (psycopg.conninfo.conninfo_to_dict(d) for d in (dsn, shard))
+        assert (got["port"], got["dbname"], got["sslmode"], got["application_name"]) == (
+            want["port"], want["dbname"], "disable", "x",
+        )  # fmt: skip
+    assert partition_dsns(rt.shards[0]) is None
