@@ -645,3 +645,25 @@ def test_a_python_worker_given_the_router_dsn_is_told_where_to_run(rt: Setup) ->
             want["port"], want["dbname"], "disable", "x",
         )  # fmt: skip
     assert partition_dsns(rt.shards[0]) is None
+
+
+def test_the_cli_s_one_shot_commands_work_on_the_router_dsn(rt: Setup) -> None:
+    """``andal --dsn ROUTER enqueue | job | status``: the router passes the installed check
+    and its functions answer as one database's."""
+    a = rt.queue_on(1, 1800)
+
+    def andal_cli(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "andal.cli", "--dsn", rt.router, *argv],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+
+    out = andal_cli("enqueue", a, '{"n": 1}')
+    assert out.returncode == 0, out.stderr
+    job = int(out.stdout.split()[0])
+    assert job % 2 == 1
+    shown = andal_cli("job", str(job))
+    assert shown.returncode == 0 and "pending" in shown.stdout, shown.stderr
+    status = andal_cli("status", "--json")
+    assert status.returncode == 0, status.stderr
+    assert a in {q["queue"] for q in json.loads(status.stdout)}
