@@ -613,6 +613,10 @@ def test_andal_web_on_the_router_dsn_shows_both_partitions_and_acts(rt: Setup) -
     ((jd, token),) = rt.call("select job_id, token from queue.claim('w', array[%s], 1)", (b,))
     assert jd == jb
     rt.call("select queue.fail(%s, %s, 'boom', retryable => false)", (jd, token))
+    ((jp,),) = rt.call("select queue.enqueue('{}', queue => %s)", (a,))
+    ((jp2, token),) = rt.call("select job_id, token from queue.claim('w', array[%s], 1)", (a,))
+    assert jp2 == ja  # the older one first
+    rt.call("select queue.fail(%s, %s, 'boom', retryable => false)", (ja, token))
     with andal_web(rt.router, "--refresh", "600") as server:
         status, html = get(server.base + "/")
         assert status == 200, server.output()
@@ -623,7 +627,11 @@ def test_andal_web_on_the_router_dsn_shows_both_partitions_and_acts(rt: Setup) -
         browser = Browser(server.base)
         status, _ = browser.post("/dead/requeue", {"one": jd, "csrf": browser.csrf()})
         assert status == 303, server.output()
+        status, _ = browser.post("/dead/purge", {"ids": [ja], "csrf": browser.csrf()})
+        assert status == 303, server.output()
     assert rt.direct(1, "select status from queue.jobs where id = %s", (jd,)) == [("pending",)]
+    assert rt.call("select count(*) from queue.job(%s)", (ja,)) == [(0,)]  # purged, on 0
+    assert rt.call("select state from queue.job(%s)", (jp,)) == [("pending",)]
 
 
 def test_a_python_worker_given_the_router_dsn_is_told_where_to_run(rt: Setup) -> None:
@@ -638,6 +646,11 @@ def test_a_python_worker_given_the_router_dsn_is_told_where_to_run(rt: Setup) ->
     with pytest.raises(NotInstalled, match="partition_dsns"):
         andal.Worker(rt.router, registry).start()
     dsns = partition_dsns(make_conninfo(rt.router, sslmode="disable", application_name="x"))
+    other = partition_dsns(make_conninfo(rt.router, user="postgres", password="secret"))
+    assert other is not None
+    assert {(d["user"], d["password"]) for d in map(psycopg.conninfo.conninfo_to_dict, other)} == {
+        ("postgres", "secret")
+    }
     assert dsns is not None and len(dsns) == 2
     for dsn, shard in zip(dsns, rt.shards, strict=True):
         got, want = (psycopg.conninfo.conninfo_to_dict(d) for d in (dsn, shard))
