@@ -19,6 +19,7 @@ import pytest
 from conftest import make_dsn, test_name, wait_for
 from psycopg.conninfo import make_conninfo
 
+import andal
 from andal.client import route
 from andal.cluster import Cluster, pg_bin
 from andal.router import LOCAL, RouterError, connstr, direct_dsn, install_router
@@ -262,12 +263,12 @@ def test_a_stopped_partition_fails_only_the_calls_that_need_it(rt: Setup) -> Non
             ("select queue.enqueue('{}', queue => %s)", (down,)),
             ("select * from queue.stats()", None),
         ):
-            with pytest.raises(psycopg.Error) as lost:
+            with pytest.raises(andal.PartitionUnreachable) as lost:
                 rt.call(sql, args)
             assert lost.value.sqlstate == "AN003"
         got = rt.call("select queue from queue.claim('w', array[%s, %s], 10)", (up, down))
         assert {r[0] for r in got} == {up} and len(got) == 2
-        with pytest.raises(psycopg.Error) as lost:
+        with pytest.raises(andal.PartitionUnreachable) as lost:
             rt.call("select * from queue.claim('w', array[%s], 1)", (down,))
         assert lost.value.sqlstate == "AN003"
     finally:
@@ -534,3 +535,149 @@ def test_public_may_execute_nothing_on_the_router(rt: Setup) -> None:
         " and has_table_privilege('public', c.oid, 'select')"
     )
     assert tables == []
+
+
+def test_andal_worker_on_the_router_dsn_drains_both_partitions_and_listens(
+    rt: Setup, tmp_path: Path
+) -> None:
+    """``andal --dsn ROUTER worker``: it finds the partitions (``andal_router.partition_dsns``)
+    and runs on them as the router DSN's role; 0 lost, 0 doubled; with a 30 s poll a job
+    enqueued while it sleeps is picked up by its NOTIFY, long before the poll."""
+    import os
+    import signal
+
+    a, b = rt.queue_on(0, 1600), rt.queue_on(1, 1600)
+    seen = tmp_path / "seen.txt"
+    module = tmp_path / "router_jobs.py"
+    module.write_text(
+        "import os\n"
+        f"def record(job):\n"
+        f"    fd = os.open({str(seen)!r}, os.O_WRONLY | os.O_APPEND | os.O_CREAT)\n"
+        "    os.write(fd, f'{job.id}\\n'.encode())\n"
+        "    os.close(fd)\n"
+        f"handlers = {{{a!r}: record, {b!r}: record}}\n"
+    )
+    many = "select queue.enqueue_many(array_fill('{}'::jsonb, array[30]), queue => %s)"
+    ids = {r[0] for q in (a, b) for r in rt.call(many, (q,))}
+    assert {i % 2 for i in ids} == {0, 1}
+
+    def done() -> list[int]:
+        return [int(x) for x in seen.read_text().split()] if seen.exists() else []
+
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "ANDAL_DSN")}
+    log = tmp_path / "worker.log"
+    with open(log, "wb") as sink:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "andal.cli", "--dsn", rt.router, "worker", str(module),
+             "--concurrency", "4", "--poll", "30", "--log-format", "json"],
+            env=env, stdout=sink, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+    try:
+        wait_for(lambda: len(done()) >= 60, timeout=60, what="the router's jobs drained")
+        assert sorted(done()) == sorted(ids)  # 0 lost, 0 doubled
+        completed = "select count(*) from unnest(%s::bigint[]) as i, queue.job(i)"
+        completed += " where state = 'completed'"
+        wait_for(lambda: rt.call(completed, (sorted(ids),)) == [(60,)], timeout=30,
+                 what="the drained jobs recorded")  # fmt: skip
+        for q in (a, b):  # while it sleeps (poll 30 s): the partitions' NOTIFY wakes it
+            ((late,),) = rt.call("select queue.enqueue('{}', queue => %s)", (q,))
+            wait_for(lambda late=late: late in done(), timeout=10, what=f"job {late} woken")
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(30) == 0, log.read_text()[-3000:]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert len(done()) == len(set(done())) == 62
+    states = rt.call(
+        "select state, count(*) from unnest(%s::bigint[]) as i, queue.job(i) group by 1",
+        (done(),),
+    )
+    assert states == [("completed", 62)]
+    text = log.read_text()
+    assert text.count('"event": "router_partitions"') == 1
+    found = text.split('"event": "router_partitions"')[1].split("\n")[0]
+    for shard in rt.shards:  # (partition 1 may have moved: the router's rows, as now)
+        assert f':{psycopg.conninfo.conninfo_to_dict(shard)["port"]}"' in found
+
+
+def test_andal_web_on_the_router_dsn_shows_both_partitions_and_acts(rt: Setup) -> None:
+    """``andal --dsn ROUTER web``: the overview lists the queues of both partitions (the
+    router's merged queue.stats()), a job page opens by id, and a requeue goes through the
+    router's queue.requeue_dead to the job's partition."""
+    pytest.importorskip("starlette")
+    from test_web_security import Browser
+    from webapp import andal_web, get
+
+    a, b = rt.queue_on(0, 1700), rt.queue_on(1, 1700)
+    ((ja,),) = rt.call("select queue.enqueue('{}', queue => %s)", (a,))
+    ((jb,),) = rt.call("select queue.enqueue('{}', queue => %s)", (b,))
+    ((jd, token),) = rt.call("select job_id, token from queue.claim('w', array[%s], 1)", (b,))
+    assert jd == jb
+    rt.call("select queue.fail(%s, %s, 'boom', retryable => false)", (jd, token))
+    ((jp,),) = rt.call("select queue.enqueue('{}', queue => %s)", (a,))
+    ((jp2, token),) = rt.call("select job_id, token from queue.claim('w', array[%s], 1)", (a,))
+    assert jp2 == ja  # the older one first
+    rt.call("select queue.fail(%s, %s, 'boom', retryable => false)", (ja, token))
+    with andal_web(rt.router, "--refresh", "600") as server:
+        status, html = get(server.base + "/")
+        assert status == 200, server.output()
+        assert a in html and b in html
+        for job in (ja, jb):
+            status, html = get(server.base + f"/jobs/{job}")
+            assert status == 200 and str(job) in html
+        browser = Browser(server.base)
+        status, _ = browser.post("/dead/requeue", {"one": jd, "csrf": browser.csrf()})
+        assert status == 303, server.output()
+        status, _ = browser.post("/dead/purge", {"ids": [ja], "csrf": browser.csrf()})
+        assert status == 303, server.output()
+    assert rt.direct(1, "select status from queue.jobs where id = %s", (jd,)) == [("pending",)]
+    assert rt.call("select count(*) from queue.job(%s)", (ja,)) == [(0,)]  # purged, on 0
+    assert rt.call("select state from queue.job(%s)", (jp,)) == [("pending",)]
+
+
+def test_a_python_worker_given_the_router_dsn_is_told_where_to_run(rt: Setup) -> None:
+    """``andal.Worker(ROUTER_DSN)`` refuses with what to do (the CLI expands a router DSN;
+    ``andal.router.partition_dsns`` gives the DSNs with the router DSN's options)."""
+    import andal
+    from andal.errors import NotInstalled
+    from andal.router import partition_dsns
+
+    registry = andal.Registry()
+    registry.handler("rt_py_worker")(lambda job: None)
+    with pytest.raises(NotInstalled, match="partition_dsns"):
+        andal.Worker(rt.router, registry).start()
+    dsns = partition_dsns(make_conninfo(rt.router, sslmode="disable", application_name="x"))
+    other = partition_dsns(make_conninfo(rt.router, user="postgres", password="secret"))
+    assert other is not None
+    assert {(d["user"], d["password"]) for d in map(psycopg.conninfo.conninfo_to_dict, other)} == {
+        ("postgres", "secret")
+    }
+    assert dsns is not None and len(dsns) == 2
+    for dsn, shard in zip(dsns, rt.shards, strict=True):
+        got, want = (psycopg.conninfo.conninfo_to_dict(d) for d in (dsn, shard))
+        assert (got["port"], got["dbname"], got["sslmode"], got["application_name"]) == (
+            want["port"], want["dbname"], "disable", "x",
+        )  # fmt: skip
+    assert partition_dsns(rt.shards[0]) is None
+
+
+def test_the_cli_s_one_shot_commands_work_on_the_router_dsn(rt: Setup) -> None:
+    """``andal --dsn ROUTER enqueue | job | status``: the router passes the installed check
+    and its functions answer as one database's."""
+    a = rt.queue_on(1, 1800)
+
+    def andal_cli(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "andal.cli", "--dsn", rt.router, *argv],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+
+    out = andal_cli("enqueue", a, '{"n": 1}')
+    assert out.returncode == 0, out.stderr
+    job = int(out.stdout.split()[0])
+    assert job % 2 == 1
+    shown = andal_cli("job", str(job))
+    assert shown.returncode == 0 and "pending" in shown.stdout, shown.stderr
+    status = andal_cli("status", "--json")
+    assert status.returncode == 0, status.stderr
+    assert a in {q["queue"] for q in json.loads(status.stdout)}

@@ -127,9 +127,22 @@ def check_installed(dsn: str, connect_timeout: int = 5) -> bool:
     ) as conn:
         row = conn.execute(sql.INSTALLED).fetchone()
         pooled = behind_pooler(conn)
+        router = not (row and row[0]) and _is_router(conn)
+    if router:  # its queue.idle/busy and NOTIFY are the partitions': run there
+        raise NotInstalled(
+            "this is an andal router database (andal router install): a worker runs on its"
+            " partitions; give `andal worker` the router DSN, or andal.Worker the DSNs of"
+            " andal.router.partition_dsns(dsn)"
+        )
     if not row or not row[0]:
         raise NotInstalled("andal is not installed in this database; run `andal install`")
     return pooled
+
+
+def _is_router(conn: psycopg.Connection[Any]) -> bool:
+    """Whether ``conn``'s database is an andal router (``andal router install``)."""
+    row = conn.execute("select to_regnamespace('andal_router') is not null").fetchone()
+    return bool(row and row[0])
 
 
 def behind_pooler(conn: psycopg.Connection[Any]) -> bool:

@@ -645,17 +645,47 @@ def direct_dsn(router_dsn: str, queue: str) -> str:
     """The DSN of the partition that serves ``queue``, for what a proxied call cannot carry:
     an enqueue in the producer's own transaction (``andal.enqueue(conn, ...)`` on a
     connection to it) and transactional handlers. Asks the router
-    (``andal_router.partition_for``) and keeps the router DSN's user (and password, when it
-    has one: PL/Proxy connects to the partitions as the same role)."""
+    (``andal_router.partition_for``) and keeps the router DSN's options (``on_partition``)."""
     with psycopg.connect(router_dsn, autocommit=True) as conn:
         row = conn.execute(
             "select connstr from andal_router.partition_for(queue => %s)", (queue,)
         ).fetchone()
     if row is None:
         raise RouterError(f"the router has no partition for queue {queue!r}")
-    given = conninfo_to_dict(router_dsn)
-    extra = {k: str(given[k]) for k in ("user", "password") if given.get(k)}
-    return make_conninfo(str(row[0]), **extra)
+    return on_partition(router_dsn, str(row[0]))
+
+
+#: The options a partition's connect string gives; every other one comes from the router DSN.
+_WHERE = ("host", "hostaddr", "port", "dbname")
+
+
+def on_partition(router_dsn: str, partition: str) -> str:
+    """A partition's connect string with every option of the router DSN but where it
+    connects (host, hostaddr, port, dbname: the partition's): the same user, password,
+    sslmode, ... as PL/Proxy's own connections (it connects as the calling role)."""
+    given = {k: str(v) for k, v in conninfo_to_dict(router_dsn).items() if k not in _WHERE}
+    return make_conninfo(partition, **given)
+
+
+def is_router(conn: psycopg.Connection[Any]) -> bool:
+    """Whether ``conn``'s database is an andal router (``andal router install``)."""
+    row = conn.execute(
+        "select to_regprocedure('andal_router.partition_dsns()') is not null"
+    ).fetchone()
+    return bool(row and row[0])
+
+
+def partition_dsns(router_dsn: str) -> list[str] | None:
+    """The DSNs of the router's partitions in partition order (``andal_router.partition_dsns``,
+    each with the router DSN's options: ``on_partition``), or None when ``router_dsn`` is not
+    a router. ``andal worker`` runs on them: LISTEN and the sleep state are partition-local."""
+    with psycopg.connect(router_dsn, autocommit=True, connect_timeout=5) as conn:
+        if not is_router(conn):
+            return None
+        rows = conn.execute("select connstr from andal_router.partition_dsns()").fetchall()
+    if not rows:
+        raise RouterError("the router has no partitions: run andal router install")
+    return [on_partition(router_dsn, str(r[0])) for r in rows]
 
 
 def add_command(sub: Any) -> None:

@@ -1,6 +1,6 @@
 -- The router database's own state (`andal router install`, docs/scaling.md): PL/Proxy, the
 -- schema andal_router with the partitions (a connect string each, never a password: PL/Proxy
--- appends user=CURRENT_USER, so each role connects to a partition as itself, with its
+-- appends user=SESSION_USER, so each login role connects to a partition as itself, with its
 -- password in .pgpass or trust on the partitions' side), the queue placements that override
 -- the hash, and the partition of each category. Re-runnable: nothing here drops data.
 create extension if not exists plproxy;

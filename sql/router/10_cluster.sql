@@ -60,5 +60,14 @@ begin
     key := 'disable_binary';
     val := '1';
     return next;
+    -- the login role, not one taken by SET ROLE (which may not log in): `andal web` and any
+    -- client that sets a role are checked as that role by the router's grants, and reach
+    -- the partitions as the role they logged in with
+    key := 'default_user';
+    val := 'session_user';
+    return next;
 end
 $$;
+
+-- A changed configuration (this file re-run by an upgrade) is read by PL/Proxy's next call.
+update andal_router.config_version set version = version + 1;

@@ -101,6 +101,19 @@ as $$
     where p.partition = andal_router.queue_partition(partition_for.queue)
 $$;
 
+-- andal_router.partition_dsns: every partition and its connect string (no password, no
+-- user), for a client that runs on the partitions themselves: `andal worker` given the router
+-- DSN claims from each (LISTEN is partition-local) as the router DSN's role.
+create or replace function andal_router.partition_dsns()
+returns table (partition int, connstr text)
+language sql
+stable
+security definer
+set search_path = pg_catalog, pg_temp
+as $$
+    select p.partition, p.connstr from andal_router.partitions as p order by 1
+$$;
+
 -- andal_router._check_category: a category lives on the partition of its first queue (so
 -- its limit is counted in one place, exactly); a queue of it routed elsewhere is refused.
 create or replace function andal_router._check_category(category text, queue text) returns void

@@ -13,6 +13,7 @@ from typing import Any, TextIO
 import psycopg
 
 from .. import statements as sql
+from ..router import is_router
 
 EXIT_SQL, EXIT_USAGE, EXIT_CONNECT, EXIT_NOT_INSTALLED, EXIT_MODULE = 1, 2, 3, 4, 5
 #: 6 is the worker's (a configuration problem: andal.worker.EXIT_CONFIG).
@@ -68,7 +69,7 @@ def connect(dsn: str, *, installed: bool = True) -> Iterator[psycopg.Connection]
     with conn:
         if installed:
             row = conn.execute(sql.INSTALLED).fetchone()
-            if not row or not row[0]:
+            if not (row and row[0]) and not is_router(conn):  # a router: the same functions
                 raise CliError(NOT_INSTALLED, EXIT_NOT_INSTALLED)
         yield conn
 

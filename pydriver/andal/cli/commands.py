@@ -14,11 +14,14 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import psycopg
+
 from .. import client, logs
 from .. import statements as sql
 from ..errors import NotInstalled
 from ..hosts import database_labels
 from ..install import install, sql_dir
+from ..router import RouterError, partition_dsns
 from ..worker import Registry, Worker
 from .base import (
     EXIT_CONNECT,
@@ -31,6 +34,7 @@ from .base import (
     _named,
     _version,
     connect,
+    connect_failure,
     one_line,
     print_table,
 )
@@ -79,6 +83,29 @@ def cmd_uninstall(args: argparse.Namespace) -> int:
     if done.kept_roles:
         print(describe(done)[-1])
     return 0
+
+
+def on_partitions(dsns: Sequence[str]) -> list[str]:
+    """``dsns`` with each router DSN (``andal router install``) replaced by its partitions'
+    DSNs (``router.partition_dsns``: the router DSN's options, the partitions' hosts): a
+    worker claims, sleeps and listens on the partitions. Logs once what a router gave."""
+    out: list[str] = []
+    for dsn, label in zip(dsns, database_labels(dsns), strict=True):
+        try:
+            found = partition_dsns(dsn)
+        except psycopg.Error as exc:
+            if len(dsns) > 1 and isinstance(exc, psycopg.OperationalError):
+                found = None  # check_databases says so, and the worker reconnects
+            else:
+                raise connect_failure(exc) from None
+        except RouterError as exc:
+            raise CliError(f"{label}: {exc}", EXIT_NOT_INSTALLED) from None
+        if found is None:
+            out.append(dsn)
+            continue
+        logs.event("router_partitions", router=label, partitions=database_labels(found))
+        out += found
+    return out
 
 
 def check_databases(dsns: Sequence[str]) -> list[str]:
@@ -154,6 +181,8 @@ def _import(target: str) -> ModuleType:
 def cmd_worker(args: argparse.Namespace) -> int:
     registry = load_handlers(args.module)
     logs.setup(args.log_level, fmt=args.log_format)
+    args.dsns = on_partitions(args.dsns)
+    args.dsn = args.dsns[0]
     for reason in check_databases(args.dsns):
         print(f"andal: {reason}; starting without it (reconnecting)", file=sys.stderr)
     try:

@@ -70,6 +70,7 @@ class Database:
             min_size=1,
             max_size=4,
             kwargs={"autocommit": True, "application_name": APPLICATION_NAME},
+            configure=_prime_router,
             open=True,
         )
         self._pools.append(pool)
@@ -149,6 +150,15 @@ class Database:
 def _one(conn: psycopg.Connection, statement: str, params: Mapping[str, Any] | None = None) -> Any:
     row = conn.execute(statement, params).fetchone()
     return row[0] if row else None
+
+
+def _prime_router(conn: psycopg.Connection) -> None:
+    """On a router database (``andal router install``): one call as the login role before
+    any ``SET ROLE``. PL/Proxy picks the role a session connects to the partitions as before
+    it reads the cluster's configuration (``default_user``: the session's login role), so
+    its first call would go as andal_monitor, which may not log in."""
+    if _one(conn, queries.ROUTER):
+        conn.execute(queries.VERSION)
 
 
 def _install_prefix(conn: psycopg.Connection) -> str:

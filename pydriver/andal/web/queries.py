@@ -19,10 +19,16 @@ MEMBER_OF = (
     " from pg_catalog.pg_roles as r where r.rolname = %(role)s::text), false)"
 )
 
-#: Whether andal is installed: the schema and its live table exist.
-INSTALLED = "select to_regnamespace('queue') is not null and to_regclass('queue.jobs') is not null"
+#: Whether andal is installed: the schema and its live table exist, or the database is an
+#: andal router (``andal router install``: the same functions, run on its partitions).
+INSTALLED = (
+    "select to_regnamespace('queue') is not null and (to_regclass('queue.jobs') is not null"
+    " or to_regnamespace('andal_router') is not null)"
+)
 
 VERSION = "select queue.version()"
+#: Whether the database is an andal router (its partitions serve the calls).
+ROUTER = "select to_regnamespace('andal_router') is not null"
 #: On a hot standby: seconds since the last transaction it replayed (its lag while the
 #: primary writes); null on a primary.
 REPLICA_LAG = (
