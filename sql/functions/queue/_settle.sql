@@ -32,7 +32,10 @@ declare
     v_queues text[];
     v_row record;
 begin
-    if array_remove(categories, null) <> '{}' then
+    if cardinality(categories) > 0 and array_position(categories, null) is null then
+        -- every job has one (a gated batch): no query to pick them
+        perform queue._free_slots(job_ids, queues);
+    elsif array_remove(categories, null) <> '{}' then
         select array_agg(u.id), array_agg(u.q) into v_ids, v_queues
         from unnest(job_ids, queues, categories) as u (id, q, c) where u.c is not null;
         perform queue._free_slots(v_ids, v_queues);
