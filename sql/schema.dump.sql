@@ -984,6 +984,19 @@ $$;
 
 COMMENT ON FUNCTION cache.put(key text, value jsonb, job_id bigint, token uuid, ttl interval, if_version bigint) IS 'Store a value on behalf of a running job: refused (AN001) once its token is stale.';
 
+CREATE FUNCTION cache.refill(key text, value jsonb, ttl interval DEFAULT NULL::interval, if_version bigint DEFAULT NULL::bigint) RETURNS bigint
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+    perform set_config('synchronous_commit', 'off', true);
+    return cache._put(refill.key, refill.value, refill.ttl, refill.if_version, null, null,
+        false);
+end
+$$;
+
+COMMENT ON FUNCTION cache.refill(key text, value jsonb, ttl interval, if_version bigint) IS 'cache.put for a refill after a miss: its transaction commits without waiting for the WAL flush.';
+
 CREATE FUNCTION cache.refresh_due() RETURNS TABLE(view regclass, job_id bigint, pending bigint, lag interval)
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -8588,6 +8601,11 @@ REVOKE ALL ON FUNCTION cache.put(key text, value jsonb, job_id bigint, token uui
 GRANT ALL ON FUNCTION cache.put(key text, value jsonb, job_id bigint, token uuid, ttl interval, if_version bigint) TO andal_producer;
 GRANT ALL ON FUNCTION cache.put(key text, value jsonb, job_id bigint, token uuid, ttl interval, if_version bigint) TO andal_worker;
 GRANT ALL ON FUNCTION cache.put(key text, value jsonb, job_id bigint, token uuid, ttl interval, if_version bigint) TO andal_admin;
+
+REVOKE ALL ON FUNCTION cache.refill(key text, value jsonb, ttl interval, if_version bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION cache.refill(key text, value jsonb, ttl interval, if_version bigint) TO andal_producer;
+GRANT ALL ON FUNCTION cache.refill(key text, value jsonb, ttl interval, if_version bigint) TO andal_worker;
+GRANT ALL ON FUNCTION cache.refill(key text, value jsonb, ttl interval, if_version bigint) TO andal_admin;
 
 REVOKE ALL ON FUNCTION cache.refresh_due() FROM PUBLIC;
 GRANT ALL ON FUNCTION cache.refresh_due() TO andal_admin;

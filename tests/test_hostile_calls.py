@@ -354,6 +354,9 @@ def cache_calls(job: int) -> list[Call]:
     out += over("cache.put", put, "value", each(OVERSIZED, "54000"))
     out += intervals("cache.put", put, "ttl", True, None)
     out += over("cache.put", put, "if_version", [("-1", "22023")])
+    out += over("cache.refill", put, "key", KEY_BAD)
+    out += over("cache.refill", put, "value", [("null", "22004"), ("'null'", "22023")])
+    out += intervals("cache.refill", put, "ttl", True, None)
     fenced = {**put, "job_id": str(job), "token": TOKEN}
     out += over("cache.put", fenced, "token", [("null", "22004"), (TOKEN, "AN001")])
     out += over("cache.put", fenced, "job_id", [("null", "22004"), ("0", "AN001")])

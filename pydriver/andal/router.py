@@ -82,7 +82,7 @@ MODES: dict[str, tuple[str, str, str]] = {
     "purge_dead_jobs": ("split_id:job_ids", "sum", "each id goes to its partition; summed"),
     **{
         f: ("key:key", "one", "a cache key lives on crc32(key) % n")
-        for f in ("get", "put", "invalidate", "ttl_for")
+        for f in ("get", "put", "refill", "invalidate", "ttl_for")
     },
     **{
         f: ("split_key:keys", "union", "each key goes to its partition")

@@ -213,13 +213,11 @@ CACHE_PUT = (
     " from cache.get(key => %(key)s::text) as g) as ttl_left from p"
 )
 
-#: The same for a refill after a miss, committed asynchronously (no wait for the WAL flush):
-#: losing it in a crash is harmless, the crash starts a new epoch and every local cache
-#: flushes. Only on the cache's own connections, never in a caller's transaction.
+#: The same for a refill after a miss (``cache.refill``: alone in its transaction, on the
+#: cache's own autocommit connections, it commits without waiting for the WAL flush).
 CACHE_PUT_REFILL = (
-    "with a as (select set_config('synchronous_commit', 'off', true) as setting),"
-    " p as (select cache.put(key => %(key)s::text, value => %(value)s::jsonb,"
-    " ttl => %(ttl)s::interval, if_version => %(if_version)s::bigint) as version from a)"
+    "with p as (select cache.refill(key => %(key)s::text, value => %(value)s::jsonb,"
+    " ttl => %(ttl)s::interval, if_version => %(if_version)s::bigint) as version)"
     " select p.version, (select extract(epoch from g.expires_at - now())::float8"
     " from cache.get(key => %(key)s::text) as g) as ttl_left from p"
 )

@@ -96,6 +96,7 @@ create or replace temporary view andal_audit_matrix (fn, roles) as values
     ('queue.shard_of', '{andal_admin,andal_producer,andal_worker}'),
     -- the cache (docs/cache.md)
     ('cache.put', '{andal_admin,andal_producer,andal_worker}'),
+    ('cache.refill', '{andal_admin,andal_producer,andal_worker}'),
     ('cache.get', '{andal_admin,andal_worker}'),
     ('cache.get_many', '{andal_admin,andal_worker}'),
     ('cache.invalidate', '{andal_admin,andal_worker}'),

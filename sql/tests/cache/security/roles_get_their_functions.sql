@@ -1,6 +1,6 @@
 -- Grants: workers read, write, invalidate, follow the log, validate, run refresh jobs and
 -- report and read statistics;
--- producers may only put (both forms: plain, and on behalf of a job); admins also manage views and maintenance.
+-- producers may only put (both forms: plain, and on behalf of a job) and refill; admins also manage views and maintenance.
 begin;
 select plan(3);
 
@@ -15,11 +15,11 @@ $$;
 
 select is(pg_temp.executable('andal_worker'),
     array['changes_since', 'get', 'get_many', 'invalidate', 'invalidate', 'put', 'put',
-        'refresh_view', 'report_reads', 'stats', 'ttl_for', 'validate'], 'andal_worker');
-select is(pg_temp.executable('andal_producer'), array['put', 'put'], 'andal_producer');
+        'refill', 'refresh_view', 'report_reads', 'stats', 'ttl_for', 'validate'], 'andal_worker');
+select is(pg_temp.executable('andal_producer'), array['put', 'put', 'refill'], 'andal_producer');
 select is(pg_temp.executable('andal_admin'),
     array['changes_since', 'get', 'get_many', 'invalidate', 'invalidate', 'prune', 'put', 'put',
-        'refresh_due',
+        'refill', 'refresh_due',
         'refresh_view', 'register_view', 'report_reads', 'reset', 'stats', 'track', 'ttl_for',
         'unregister_view', 'untrack', 'validate'], 'andal_admin');
 

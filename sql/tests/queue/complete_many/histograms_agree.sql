@@ -6,15 +6,16 @@ begin;
 \ir ../_fixtures.psql
 select plan(4);
 
--- six jobs whose run and wait fall in the middle of six different buckets, so that the
--- moment of the call cannot move one across a bound (the bounds: queue._hist_bounds)
+-- six jobs whose run and wait fall in six different buckets (the bounds: queue._hist_bounds);
+-- each run just past a bound, with a quarter of a second or more to the next, so that the
+-- moment of the call (the run is measured at it) cannot move one across a bound
 select queue.enqueue('{}', queue => 'hist') from generate_series(1, 6) \g /dev/null
 create temp table c as
 select c.job_id, c.token, row_number() over (order by c.job_id) as k
 from queue.claim(worker => 'w', queues => array['hist'], batch => 6) as c;
 create temp table lat (k int, run_ms double precision, wait_ms double precision);
-insert into lat values (1, 3, 7), (2, 30, 70), (3, 300, 700), (4, 3000, 7000),
-    (5, 40000, 1.5), (6, 120000, 0.5);
+insert into lat values (1, 251, 7), (2, 1001, 70), (3, 2501, 700), (4, 5001, 7000),
+    (5, 10001, 1.5), (6, 30001, 0.5);
 update queue.jobs as j
 set claimed_at = clock_timestamp() - make_interval(secs => l.run_ms / 1000),
     available_at = clock_timestamp() - make_interval(secs => (l.run_ms + l.wait_ms) / 1000),
