@@ -42,10 +42,10 @@ from typing import Any
 import psycopg
 from psycopg.conninfo import make_conninfo
 
-from andal.cluster import Cluster
+from andal.cluster import Cluster, pg_bin
 from andal.router import install_router
 
-from .common import percentile, run_pgbench
+from .common import percentile, pgbench_path, run_pgbench
 from .cpu_ab import backend_ns
 from .tree_ab import rotated
 
@@ -107,11 +107,25 @@ def servers() -> Iterator[dict[int, Setup]]:
             install_router(router, parts, role_prefix=f"rb{n}")
             with psycopg.connect(router, autocommit=True) as conn:
                 for i, q in enumerate(QUEUES + ["rb100"]):
-                    conn.execute(
-                        "insert into andal_router.placements values (%s, %s)", (q, i % n)
-                    )
+                    conn.execute("insert into andal_router.placements values (%s, %s)", (q, i % n))
             setups[n] = Setup(n, router, parts)
         yield setups
+
+
+def unavailable() -> str | None:
+    """Why this cannot run here, or None."""
+    try:
+        bindir = Path(pg_bin("initdb")).parent
+    except FileNotFoundError:
+        return "no PostgreSQL server binaries (initdb)"
+    if pgbench_path() is None:
+        return "no pgbench"
+    sharedir = subprocess.run(
+        [str(bindir / "pg_config"), "--sharedir"], capture_output=True, text=True
+    ).stdout.strip()
+    if not sharedir or not (Path(sharedir) / "extension" / "plproxy.control").exists():
+        return "no PL/Proxy (make deps installs postgresql-15-plproxy)"
+    return None
 
 
 def _connect(dsn: str) -> psycopg.Connection:
@@ -143,45 +157,64 @@ def one_op(conn: psycopg.Connection, op: str, queue: str) -> int:
     return len(row[0])
 
 
+def turn(
+    conn: psycopg.Connection, op: str, calls: int, pids: tuple[int, int]
+) -> tuple[list[float], float, float]:
+    """``calls`` ops on ``conn``: each one's latency (ms), and µs of CPU per job of the
+    partition's backend and the router's (pids: partition, router; router 0: none)."""
+    ppid, rpid = pids
+    queue = "rb100" if op.endswith("100") else "rq0"
+    ms: list[float] = []
+    jobs = 0
+    p0, r0 = backend_ns(ppid), backend_ns(rpid) if rpid else 0
+    for _ in range(calls):
+        t0 = time.perf_counter()
+        jobs += one_op(conn, op, queue)
+        ms.append((time.perf_counter() - t0) * 1000)
+    r_us = (backend_ns(rpid) - r0) / jobs / 1000 if rpid else 0.0
+    return ms, (backend_ns(ppid) - p0) / jobs / 1000, r_us
+
+
 def per_call(s: Setup, rounds: int, chunk: int) -> dict[tuple[str, str], dict[str, list[float]]]:
-    """Latency (ms, every call) and backend CPU (µs per call, per chunk) of each op and path."""
+    """Latency (ms, every call or cycle) and backend CPU (µs per job, one figure per turn)
+    of each op and path. One op after the other, so that each claims only its own queue
+    (rq0: what the enqueues left; rb100: preloaded before its turns)."""
     big = chunk // 10 or 1
-    with _connect(s.parts[0]) as direct, _connect(s.router) as router, _connect(
-        s.parts[0]
-    ) as watch:
-        direct.execute(
-            "select count(*) from queue.enqueue_many(payloads => array(select '{}'::jsonb"
-            " from generate_series(1, %s)), queue => 'rb100')",
-            ((rounds * 2 + 1) * big * 100,),
-        )
+    with (
+        _connect(s.parts[0]) as direct,
+        _connect(s.router) as router,
+        _connect(s.parts[0]) as watch,
+    ):
         for _ in range(5):  # warm both paths: plans, PL/Proxy's connection
             for c in (direct, router):
                 one_op(c, "enqueue", "rq0")
                 one_op(c, "claim+complete 1", "rq0")
-        rpid = router.info.backend_pid
-        got: dict[tuple[str, str], dict[str, list[float]]] = {
-            (op, path): {"ms": [], "router_us": [], "part_us": []}
-            for op in OPS
-            for path in ("direct", "router")
-        }
-        for r in range(rounds):
-            for op in OPS:
-                for path in rotated(["direct", "router"], r + OPS.index(op)):
-                    conn = direct if path == "direct" else router
-                    ppid = direct.info.backend_pid if path == "direct" else None
-                    ppid = ppid or proxied_pid(watch, direct.info.backend_pid)
-                    if ppid is None:
-                        continue
-                    calls = big if op.endswith("100") else chunk
-                    g = got[(op, path)]
-                    p0, r0 = backend_ns(ppid), backend_ns(rpid)
-                    for _ in range(calls):
-                        t0 = time.perf_counter()
-                        one_op(conn, op, "rb100" if op.endswith("100") else "rq0")
-                        g["ms"].append((time.perf_counter() - t0) * 1000)
-                    g["part_us"].append((backend_ns(ppid) - p0) / calls / 1000)
+        got: dict[tuple[str, str], dict[str, list[float]]] = {}
+        for op in OPS:
+            if op.endswith("100"):
+                direct.execute(
+                    "select count(*) from queue.enqueue_many(payloads => array(select"
+                    " '{}'::jsonb from generate_series(1, %s)), queue => 'rb100')",
+                    ((rounds * 2 + 2) * big * 100,),
+                )
+                direct.execute("vacuum analyze queue.jobs")
+                for c in (direct, router):
+                    one_op(c, op, "rb100")
+            for r in range(rounds):
+                for path in rotated(["direct", "router"], r):
+                    ppid: int | None = direct.info.backend_pid
                     if path == "router":
-                        g["router_us"].append((backend_ns(rpid) - r0) / calls / 1000)
+                        ppid = proxied_pid(watch, direct.info.backend_pid)
+                    if ppid is None:
+                        continue  # PL/Proxy reconnected: no partition backend to read
+                    rpid = router.info.backend_pid if path == "router" else 0
+                    conn = direct if path == "direct" else router
+                    ms, p_us, r_us = turn(conn, op, big if op.endswith("100") else chunk,
+                                          (ppid, rpid))  # fmt: skip
+                    g = got.setdefault((op, path), {"ms": [], "router_us": [], "part_us": []})
+                    g["ms"] += ms
+                    g["part_us"].append(p_us)
+                    g["router_us"].append(r_us)
         return got
 
 
@@ -217,16 +250,18 @@ def throughput(s: Setup, dsn: str, seconds: float, clients: int) -> tuple[float,
 
 def show_per_call(got: dict[tuple[str, str], dict[str, list[float]]]) -> dict[str, Any]:
     print("\nCost per call: router over 1 partition against the partition directly")
-    print("| call | path | median ms | p95 ms | router CPU µs | partition CPU µs |")
+    print(
+        "| call (latency per call or cycle; CPU per job) | path | median ms | p95 ms"
+        " | router CPU µs | partition CPU µs |"
+    )
     print("|---|---|---|---|---|---|")
     inputs: dict[str, Any] = {}
     for (op, path), g in got.items():
         rcpu = statistics.median(g["router_us"]) if g["router_us"] else 0.0
         pcpu = statistics.median(g["part_us"]) if g["part_us"] else float("nan")
-        unit = " (per job)" if op.endswith("100") else ""
         print(
             f"| {op} | {path} | {statistics.median(g['ms']):.3f} | {percentile(g['ms'], 95):.3f}"
-            f" | {rcpu:.1f}{unit} | {pcpu:.1f}{unit} |"
+            f" | {rcpu:.1f} | {pcpu:.1f} |"
         )
         inputs[f"{op} {path}"] = (rcpu, pcpu)
     return inputs
@@ -257,6 +292,10 @@ def main() -> None:
     a = p.parse_args()
     if a.quick:
         a.rounds, a.chunk, a.seconds, a.reps = 2, 20, 1.0, 1
+    missing = unavailable()
+    if missing:
+        print(f"bench.router: skipped, {missing}")
+        return
     print("uptime:", subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip())
     with servers() as setups:
         inputs = show_per_call(per_call(setups[1], a.rounds, a.chunk))
@@ -265,7 +304,9 @@ def main() -> None:
         cases += [(f"router, {n} partitions", setups[n], setups[n].router) for n in PARTITIONS]
         res: dict[str, list[tuple[float, float]]] = {name: [] for name, _, _ in cases}
         for rep in range(a.reps):
-            for name, s, dsn in (cases[i] for i in rotated(list(range(len(cases))), rep)):
+            by_name = {name: (s, dsn) for name, s, dsn in cases}
+            for name in rotated(list(by_name), rep):
+                s, dsn = by_name[name]
                 res[name].append(throughput(s, dsn, a.seconds, a.clients))
         print(f"\nThroughput, {a.clients} pgbench clients, median of {a.reps} (min-max)")
         print("| | enqueue jobs/s | claim + complete jobs/s |")
