@@ -283,7 +283,7 @@ def show_model(inputs: dict[str, Any], cores: int) -> None:
 
 def main() -> None:
     p = argparse.ArgumentParser(prog="python -m bench.router")
-    p.add_argument("--rounds", type=int, default=9)
+    p.add_argument("--rounds", type=int, default=11)
     p.add_argument("--chunk", type=int, default=200, help="calls per turn (a tenth at batch 100)")
     p.add_argument("--seconds", type=float, default=6.0, help="per pgbench phase")
     p.add_argument("--reps", type=int, default=3)
