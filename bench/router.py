@@ -301,7 +301,10 @@ def main() -> None:
         inputs = show_per_call(per_call(setups[1], a.rounds, a.chunk))
         show_model(inputs, os.cpu_count() or 1)
         cases = [("direct, 1 partition", setups[1], setups[1].parts[0])]
-        cases += [(f"router, {n} partitions", setups[n], setups[n].router) for n in PARTITIONS]
+        cases += [
+            (f"router, {n} partition{'s' * (n > 1)}", setups[n], setups[n].router)
+            for n in PARTITIONS
+        ]
         res: dict[str, list[tuple[float, float]]] = {name: [] for name, _, _ in cases}
         for rep in range(a.reps):
             by_name = {name: (s, dsn) for name, s, dsn in cases}
