@@ -125,6 +125,7 @@ bench: venv ## the full benchmark W1–W7 (~26 min, not in make test); BENCH_ARG
 
 bench-quick: venv ## every benchmark workload at small sizes (smoke test, no timing assertions)
 	$(PY) -m bench.run --quick $(BENCH_ARGS)
+	$(PY) -m bench.router --quick
 
 .PHONY: bench-scale
 bench-scale: venv ## W8 scale workload alone, growth run to 10M jobs (20–40 min here; not in make test)
