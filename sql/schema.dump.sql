@@ -3764,14 +3764,18 @@ CREATE FUNCTION queue._hist(ms double precision[]) RETURNS bigint[]
     LANGUAGE plpgsql IMMUTABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
+declare
+    v_bounds constant double precision[] := queue._hist_bounds();
+    v_hist bigint[] := array_fill(0::bigint, array[16]);
+    v_b int;
 begin
-    return array(
-        select coalesce(c.n, 0) from generate_series(1, 16) as b (i)
-        left join (
-            select width_bucket(v.ms, queue._hist_bounds()) + 1 as i, count(*) as n
-            from unnest(_hist.ms) as v (ms) group by 1
-        ) as c on c.i = b.i
-        order by b.i);
+    -- a loop, not a query: most calls count one latency (an attempt's end), where a query
+    -- cost several times the loop
+    for v_i in 1 .. coalesce(cardinality(ms), 0) loop
+        v_b := width_bucket(ms[v_i], v_bounds) + 1;
+        v_hist[v_b] := v_hist[v_b] + 1;
+    end loop;
+    return v_hist;
 end
 $$;
 
@@ -3779,8 +3783,13 @@ CREATE FUNCTION queue._hist_add(a bigint[], b bigint[]) RETURNS bigint[]
     LANGUAGE plpgsql IMMUTABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
+declare
+    v_sum bigint[] := a;
 begin
-    return array(select u.x + u.y from unnest(a, b) as u (x, y));
+    for v_i in 1 .. 16 loop
+        v_sum[v_i] := a[v_i] + b[v_i];
+    end loop;
+    return v_sum;
 end
 $$;
 
@@ -4939,6 +4948,15 @@ declare
     v_now timestamptz := queue._lease_clock();
     v_row record;
 begin
+    if cardinality(outcomes) = 1 then  -- one attempt (fail, release, cancel): no grouping
+        if claimed_ats[1] is not null and outcomes[1] in ('completed', 'retry', 'dead') then
+            perform queue._record(queues[1], categories[1], (outcomes[1] = 'completed')::int,
+                (outcomes[1] = 'retry')::int, (outcomes[1] = 'dead')::int,
+                array[date_part('epoch', v_now - claimed_ats[1]) * 1000],
+                array[date_part('epoch', claimed_ats[1] - available_ats[1]) * 1000]);
+        end if;
+        return;
+    end if;
     for v_row in
         select u.q, u.c, count(*) filter (where u.o = 'completed')::int as completed,
             count(*) filter (where u.o = 'retry')::int as retried,
@@ -4989,7 +5007,11 @@ begin
                     else 'dead' end);
         end loop;
     end if;
-    if array_remove(ready_ats, null) <> '{}' then
+    if cardinality(ready_ats) = 1 then  -- one job: no query
+        if ready_ats[1] <= now() then
+            perform queue._notify_ready(queues[1]);
+        end if;
+    elsif array_remove(ready_ats, null) <> '{}' then
         for v_row in
             select distinct u.q from unnest(queues, ready_ats) as u (q, r) where u.r <= now()
         loop

@@ -56,7 +56,11 @@ begin
                     else 'dead' end);
         end loop;
     end if;
-    if array_remove(ready_ats, null) <> '{}' then
+    if cardinality(ready_ats) = 1 then  -- one job: no query
+        if ready_ats[1] <= now() then
+            perform queue._notify_ready(queues[1]);
+        end if;
+    elsif array_remove(ready_ats, null) <> '{}' then
         for v_row in
             select distinct u.q from unnest(queues, ready_ats) as u (q, r) where u.r <= now()
         loop
@@ -79,6 +83,15 @@ declare
     v_now timestamptz := queue._lease_clock();
     v_row record;
 begin
+    if cardinality(outcomes) = 1 then  -- one attempt (fail, release, cancel): no grouping
+        if claimed_ats[1] is not null and outcomes[1] in ('completed', 'retry', 'dead') then
+            perform queue._record(queues[1], categories[1], (outcomes[1] = 'completed')::int,
+                (outcomes[1] = 'retry')::int, (outcomes[1] = 'dead')::int,
+                array[date_part('epoch', v_now - claimed_ats[1]) * 1000],
+                array[date_part('epoch', claimed_ats[1] - available_ats[1]) * 1000]);
+        end if;
+        return;
+    end if;
     for v_row in
         select u.q, u.c, count(*) filter (where u.o = 'completed')::int as completed,
             count(*) filter (where u.o = 'retry')::int as retried,
