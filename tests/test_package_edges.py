@@ -37,6 +37,7 @@ NEUTRAL = [
     "andal.handlers",
     "andal.policy",
     "andal.maintenance",
+    "andal.aio",
     "andal.cache",
     "andal.cache.local",
     "andal.cache.follower",

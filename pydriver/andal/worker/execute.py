@@ -18,8 +18,8 @@ import time
 from collections.abc import Awaitable, Callable, Iterator
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ..aio import EventLoop
 from ..handlers import ABORTED
-from .aio import EventLoop
 from .databases import Source
 from .interrupt import aborted
 from .limits import Limits

@@ -29,7 +29,7 @@ from .observe import JOB_LEVEL
 from .state import Probe, RunState, _dump_result, _failure, _Outcome, _Run
 
 if TYPE_CHECKING:
-    from .aio import EventLoop
+    from ..aio import EventLoop
     from .observe import Observer
     from .slots import Slots
 
