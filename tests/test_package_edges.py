@@ -38,6 +38,7 @@ NEUTRAL = [
     "andal.policy",
     "andal.maintenance",
     "andal.aio",
+    "andal.registration",
     "andal.cache",
     "andal.cache.local",
     "andal.cache.follower",

@@ -26,9 +26,9 @@ from .state import _STOP, _Run
 
 if TYPE_CHECKING:
     from ..maintenance import Maintenance
+    from ..registration import Registration
     from .databases import Source
     from .execute import Executor
-    from .registration import Registration
     from .slots import Slots
     from .trouble import Trouble
 

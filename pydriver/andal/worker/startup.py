@@ -24,12 +24,12 @@ from ..listening import VIA_POLLING, listen_via
 from ..logs import event, one_line
 from ..maintenance import Maintenance
 from ..policy import apply_policy
+from ..registration import Registration
 from .databases import Source, pooler_mode
 from .execute import Executor
 from .heartbeat import Heartbeat
 from .limits import Limits
 from .listen import Dryness, Listener, abort_target, lost_event
-from .registration import Registration
 from .state import _Dry, _Lane, _Run
 from .transact import Transactions, TxGroup
 
