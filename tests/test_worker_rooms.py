@@ -260,13 +260,13 @@ class FakeExecutor:
 def a_source(dsn: str, slots_for: int = 2):
     from psycopg_pool import ConnectionPool
 
+    from andal.hosts import PoolLane
     from andal.worker.observe import Observer
     from andal.worker.slots import Slots
-    from andal.worker.state import _Lane
 
     src = Source(0, dsn, "t@h:1", 1.0)
     src.pool = ConnectionPool(dsn, min_size=1, max_size=3, kwargs={"autocommit": True}, open=True)
-    src.claim_lane = _Lane(src.pool)
+    src.claim_lane = PoolLane(src.pool)
     observer = Observer("w-rooms", None, [src])
     return src, observer, Slots(slots_for, 100, [src], observer, lambda: False)
 
@@ -360,14 +360,14 @@ def test_transactions_commit_a_handlers_writes_with_its_outcome(dsn, clean, fail
 def completer_rig(dsn: str, queue: str, slots_for: int, batch: int) -> tuple[Any, ...]:
     """A claimer and a completer of one database's leased jobs of ``queue``, wired by hand
     (no Worker): (source, slots, claimer, executor, completer, the errors it reported)."""
+    from andal.hosts import PoolLane
     from andal.worker.claim import Claimer
     from andal.worker.complete import Completer
-    from andal.worker.state import _Lane
     from andal.worker.trouble import Trouble
 
     src, observer, slots = a_source(dsn, slots_for=slots_for)
     assert src.pool is not None
-    src.complete_lane = _Lane(src.pool)
+    src.complete_lane = PoolLane(src.pool)
     slots.configure(leased=True, tx_forms=[])
     trouble = Trouble(
         slots, observer, Interrupter(slots, observer), "w-rooms",

@@ -22,11 +22,11 @@ import psycopg
 
 from .. import statements as sql
 from ..handlers import Job, Registry, undecodable
-from ..hosts import is_connection_error
+from ..hosts import ReconnectBackoff, is_connection_error
 from ..logs import event, one_line
 from ..values import text_array
 from .databases import Source
-from .state import _Backoff, _Run
+from .state import _Run
 from .transact import Troubles, TxGroup
 
 if TYPE_CHECKING:
@@ -93,7 +93,7 @@ class Claimer:
         self.registrations, self.maintenance = registrations, maintenance
 
     def run(self, src: Source) -> None:
-        backoff = _Backoff()
+        backoff = ReconnectBackoff()
         next_maintain = time.monotonic() + random.random() * min(self.maintain_every, 5.0)
         while not self.should_stop():
             try:

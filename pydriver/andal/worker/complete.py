@@ -24,12 +24,12 @@ import psycopg
 from .. import statements as sql
 from ..errors import is_lease_lost
 from ..handlers import ABORTED
-from ..hosts import is_connection_error
+from ..hosts import ReconnectBackoff, is_connection_error
 from ..logs import event, one_line
 from ..values import plain_array, text_array
 from .databases import Source
 from .interrupt import aborted
-from .state import _LINGER, _STOP, _Backoff, _Outcome, _Run
+from .state import _LINGER, _STOP, _Outcome, _Run
 
 if TYPE_CHECKING:
     from .execute import Executor, InternalError
@@ -180,7 +180,7 @@ class Completer:
             "tokens": plain_array([o.run.job.token for o in oks]),
             "results": text_array([o.result for o in oks]),
         }
-        backoff = _Backoff()
+        backoff = ReconnectBackoff()
         retried = False
         combine = bool(self.claims.leased_queues)
         n = 0
@@ -358,7 +358,7 @@ class Completer:
             "retry_in": o.retry_in,
             "retryable": o.retryable,
         }
-        backoff = _Backoff()
+        backoff = ReconnectBackoff()
         while True:
             started, started_ns = time.perf_counter(), self.observer.now_ns()
             try:

@@ -31,8 +31,8 @@ import psycopg.errors
 
 from .. import listening
 from .. import statements as sql
+from ..hosts import ReconnectBackoff
 from ..logs import event, one_line
-from .state import _Backoff
 
 #: A database's claims as the listener sees them: (the count of empty claims so far, whether
 #: the last claim of each kind came back empty).
@@ -84,7 +84,7 @@ class Listener:
                 os.write(self._pokes[1], b".")
 
     def run(self) -> None:
-        backoff = _Backoff(first=0.1, cap=5.0)
+        backoff = ReconnectBackoff(first=0.1, cap=5.0)
         while not self.stop.is_set():
             try:
                 with psycopg.connect(

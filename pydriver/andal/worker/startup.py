@@ -19,7 +19,7 @@ from psycopg_pool import ConnectionPool
 
 from .. import tracing as tracing_
 from ..client import route
-from ..hosts import is_connection_error
+from ..hosts import PoolLane, is_connection_error
 from ..listening import VIA_POLLING, listen_via
 from ..logs import event, one_line
 from ..maintenance import Maintenance
@@ -30,7 +30,7 @@ from .execute import Executor
 from .heartbeat import Heartbeat
 from .limits import Limits
 from .listen import Dryness, Listener, abort_target, lost_event
-from .state import _Dry, _Lane, _Run
+from .state import _Dry, _Run
 from .transact import Transactions, TxGroup
 
 if TYPE_CHECKING:
@@ -278,7 +278,9 @@ class Startup:
             t.start()
             return t
 
-        def keeping(lane: _Lane | None, loop: Callable[[Source], None]) -> Callable[[Source], None]:
+        def keeping(
+            lane: PoolLane | None, loop: Callable[[Source], None]
+        ) -> Callable[[Source], None]:
             """``loop``, then its pooled connection (kept between its statements) back."""
 
             def run(src: Source) -> None:
