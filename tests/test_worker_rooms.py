@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 
 import andal
+from andal.listening import abort_target
 from andal.worker import heartbeat
 from andal.worker.databases import Source
 from andal.worker.interrupt import Interrupter
 from andal.worker.limits import Limits
-from andal.worker.listen import abort_target
 from andal.worker.state import RunState, _failure, _Outcome, _Run
 
 

@@ -20,7 +20,7 @@ from psycopg_pool import ConnectionPool
 from .. import tracing as tracing_
 from ..client import route
 from ..hosts import PoolLane, is_connection_error
-from ..listening import VIA_POLLING, listen_via
+from ..listening import VIA_POLLING, Dryness, Listener, abort_target, listen_via
 from ..logs import event, one_line
 from ..maintenance import Maintenance
 from ..policy import apply_policy
@@ -29,7 +29,6 @@ from .databases import Source, pooler_mode
 from .execute import Executor
 from .heartbeat import Heartbeat
 from .limits import Limits
-from .listen import Dryness, Listener, abort_target, lost_event
 from .state import _Dry, _Run
 from .transact import Transactions, TxGroup
 
@@ -329,9 +328,8 @@ class Startup:
 
         def lost(error: str) -> None:
             r.slots.count("listener_lost", src=src)
-            report_lost(error)
+            event("listener_lost", logging.WARNING, worker=o.name, database=src.label, error=error)
 
-        report_lost = lost_event(o.name, src.label)
         name = f"andal {o.name} listen"
         on_abort = abort if beats is not None else None
         dries = [src.leased_dry] if self.leased_queues else []

@@ -171,7 +171,7 @@ class _Dry:
     finds work or a NOTIFY hint ends the pause. ``hints`` counts the hints: an empty claim
     sent before the last hint arrived (its snapshot may predate the new job) starts no
     pause. ``empties`` counts the empty claims that started one, and ``on_empty`` is called
-    after each (the listener sleeps after a new one, see ``listen.Listener``)."""
+    after each (the listener sleeps after a new one, see ``andal.listening.Listener``)."""
 
     def __init__(self, poll: float) -> None:
         self.poll, self.step, self.until, self.hints, self.empties = poll, 0.0, 0.0, 0, 0
