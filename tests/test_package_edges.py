@@ -39,6 +39,7 @@ NEUTRAL = [
     "andal.maintenance",
     "andal.aio",
     "andal.registration",
+    "andal.observe",
     "andal.cache",
     "andal.cache.local",
     "andal.cache.follower",

@@ -111,7 +111,7 @@ def test_retry_and_fail_report_their_message(kind: str) -> None:
 
 
 def test_slots_share_fairly_and_give_back() -> None:
-    from andal.worker.observe import Observer
+    from andal.observe import Observer
     from andal.worker.slots import Slots
 
     a = Source(0, "dbname=a", "a@h:1", 1.0)
@@ -197,7 +197,7 @@ def test_trouble_stops_a_misconfigured_worker_and_takes_a_lost_databases_share(
 ) -> None:
     import psycopg
 
-    from andal.worker.observe import Observer
+    from andal.observe import Observer
     from andal.worker.slots import Slots
     from andal.worker.trouble import REFUSALS, Trouble
 
@@ -261,7 +261,7 @@ def a_source(dsn: str, slots_for: int = 2):
     from psycopg_pool import ConnectionPool
 
     from andal.hosts import PoolLane
-    from andal.worker.observe import Observer
+    from andal.observe import Observer
     from andal.worker.slots import Slots
 
     src = Source(0, dsn, "t@h:1", 1.0)
@@ -466,8 +466,8 @@ def test_shutdown_hands_back_unstarted_jobs_and_closes_the_pools(dsn, clean) -> 
 
 
 def test_host_shows_the_heartbeat_the_held_leased_runs_only() -> None:
+    from andal.observe import Observer
     from andal.worker.hosts import _Host
-    from andal.worker.observe import Observer
     from andal.worker.slots import Slots
     from andal.worker.trouble import Trouble
 
@@ -504,10 +504,10 @@ def test_a_stop_request_cuts_a_pause_short() -> None:
 
 
 def test_startup_wires_the_rooms_and_their_threads_drain_a_queue(dsn, clean) -> None:
+    from andal.observe import Observer
     from andal.worker.claim import Claimer
     from andal.worker.complete import Completer
     from andal.worker.hosts import _Host
-    from andal.worker.observe import Observer
     from andal.worker.shutdown import Shutdown
     from andal.worker.slots import Slots
     from andal.worker.startup import StartOptions, StartRooms, Startup

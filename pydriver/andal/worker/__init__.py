@@ -41,6 +41,7 @@ from ..listening import listen_via, report_listening
 from ..logs import event, log
 from ..maintenance import VACUUM_LOCK_KEY, VacuumReport, vacuum_tables
 from ..metrics import WorkerMetrics
+from ..observe import Observer
 from ..policy import Backoff, Conflict, Periodic, Policy, PolicyError, PolicyReport, apply_policy
 from ..values import Seconds, as_interval, plain_array, text_array
 from .claim import Claimer
@@ -48,7 +49,6 @@ from .complete import Completer
 from .databases import Source, pooler_mode
 from .hosts import _Host
 from .interrupt import Interrupter
-from .observe import Observer
 from .options import check_options, listen_dsns
 from .shutdown import Shutdown
 from .slots import Slots

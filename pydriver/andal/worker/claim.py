@@ -31,9 +31,9 @@ from .transact import Troubles, TxGroup
 
 if TYPE_CHECKING:
     from ..maintenance import Maintenance
+    from ..observe import Observer
     from ..registration import Registration
     from .execute import Executor, InternalError
-    from .observe import Observer
     from .slots import Slots
 
 

@@ -32,8 +32,8 @@ from .interrupt import aborted
 from .state import _LINGER, _STOP, _Outcome, _Run
 
 if TYPE_CHECKING:
+    from ..observe import Observer
     from .execute import Executor, InternalError
-    from .observe import Observer
     from .slots import Slots
     from .trouble import Trouble
 

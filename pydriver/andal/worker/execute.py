@@ -27,7 +27,7 @@ from .state import _STOP, _dump_result, _failure, _Outcome, _Run
 from .transact import Transactions, TxGroup
 
 if TYPE_CHECKING:
-    from .observe import Observer
+    from ..observe import Observer
     from .slots import Slots
 
 

@@ -28,8 +28,8 @@ import time
 from typing import Any, Protocol
 
 from ..handlers import TIMEOUT
+from ..observe import Observer
 from .databases import Source
-from .observe import Observer
 from .state import _Outcome, _Run
 
 #: A lease lost this close to (or after) the attempt's deadline, by the worker's clock, was

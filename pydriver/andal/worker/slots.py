@@ -13,8 +13,8 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ..observe import Observer
 from .databases import Source
-from .observe import Observer
 from .state import Probe, RunState, _Outcome, _Run
 
 

@@ -34,11 +34,11 @@ from .transact import Transactions, TxGroup
 
 if TYPE_CHECKING:
     from ..handlers import Registry
+    from ..observe import Observer
     from .claim import Claimer
     from .complete import Completer
     from .execute import InternalError
     from .hosts import _Host
-    from .observe import Observer
     from .shutdown import Shutdown
     from .slots import Slots
     from .trouble import Trouble

@@ -23,14 +23,14 @@ from psycopg_pool import AsyncConnectionPool
 from .. import statements as sql
 from ..hosts import is_connection_error
 from ..logs import event, one_line
+from ..observe import JOB_LEVEL
 from .databases import Source
 from .limits import Limits
-from .observe import JOB_LEVEL
 from .state import Probe, RunState, _dump_result, _failure, _Outcome, _Run
 
 if TYPE_CHECKING:
     from ..aio import EventLoop
-    from .observe import Observer
+    from ..observe import Observer
     from .slots import Slots
 
 

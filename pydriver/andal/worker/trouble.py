@@ -26,8 +26,8 @@ from .databases import Source
 from .state import _Run
 
 if TYPE_CHECKING:
+    from ..observe import Observer
     from .interrupt import Interrupter
-    from .observe import Observer
     from .slots import Slots
 
 #: The exit code of a worker stopped by a configuration problem.
