@@ -46,15 +46,9 @@ class Refusals(Troubles, Protocol):
 
 class Claimer:
     """The claim loops of one worker (``run(src)``: the loop of ``src``'s claim thread).
-
-    ``slots``: the shared state; ``observer``: metrics, traces and job logs; ``trouble``: a
-    failed statement (``Refusals``); ``registry``: the handlers (a claimed row's); ``name``,
-    ``lease``, ``batch``, ``maintain_every``: the worker's options; ``should_stop()``,
-    ``pause(s)``, ``hint(src)``, ``internal_error(where)``: the worker's controls;
-    ``release(runs, why)``: hand back runs a claim took after a stop. What the start decides
+    ``release(runs, why)`` hands back runs a claim took after a stop; what the start decides
     (the queues, the executor, each database's registration and maintenance) comes with
-    ``setup``.
-    """
+    ``setup``."""
 
     def __init__(
         self,

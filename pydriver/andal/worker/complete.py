@@ -60,15 +60,10 @@ class NextClaim(Protocol):
 
 class Completer:
     """The outcomes of one worker's jobs, database by database (``run(src)``: the loop of
-    ``src``'s completer thread).
-
-    ``slots``: the shared state; ``observer``: metrics, traces and job logs; ``trouble``: a
-    failed statement or a lost lease; ``claims``: the claim room, seen as a ``NextClaim``
-    (the next claim rides on a batch of completions); ``name``, ``batch``: the worker's;
-    ``should_stop()``, ``internal_error(where)``: the worker's controls; ``in_handler``: the
-    completer threads running a handler (with one slot, see ``_complete``), which a stop
-    does not wait for. ``executor`` (set at start) runs that job.
-    """
+    ``src``'s completer thread). ``claims``: the claim room as a ``NextClaim`` (the next claim
+    rides on a batch of completions); ``in_handler``: the completer threads running a handler
+    (with one slot, see ``_complete``; ``executor``, set at start, runs it), which a stop does
+    not wait for."""
 
     def __init__(
         self,

@@ -39,12 +39,8 @@ class InternalError(Protocol):
 
 class Executor:
     """The handler runners of one worker (``threads`` slot threads and, when a handler is a
-    coroutine function, one event loop).
-
-    ``slots``: the shared state (a run's start, its freed slot); ``observer``: the handler's
-    span and timing; ``name``: the worker's (its loop's thread); ``internal_error(where)``: a
-    bug of ours; ``limits``: the per-queue handler limits. Transactional probes need
-    ``transactions`` (set before ``start`` when a queue is transactional)."""
+    coroutine function, one event loop). Transactional probes need ``transactions`` (set
+    before ``start`` when a queue is transactional)."""
 
     def __init__(
         self,

@@ -71,14 +71,9 @@ class _Search:
 
 
 class Transactions:
-    """The transactional probes of one worker.
-
-    ``slots``: the shared state; ``observer``: metrics, traces, logs; ``claims``, ``trouble``:
-    see ``Claims``, ``Troubles``; ``name``: the worker's; ``limits``: the per-queue handler
-    limits; ``queue_done(run)``: a run ended (its queue's limit may start a waiting one);
-    ``should_stop()``: whether the worker stops; ``pause(s)``: wait ``s`` seconds or until a
-    stop; ``pool_options(src)``: the options of ``src``'s async pool (made at first use).
-    """
+    """The transactional probes of one worker. ``queue_done(run)``: a run ended (its queue's
+    limit may start a waiting one); ``pool_options(src)``: the options of ``src``'s async
+    pool (made at first use)."""
 
     def __init__(
         self,
