@@ -5,11 +5,6 @@
 docs/architecture.md ("The worker: threads, rooms, and who owns what"). What handlers see and
 raise is ``andal.handlers``'s, the policies they declare ``andal.policy``'s, a database's
 housekeeping ``andal.maintenance``'s, the LISTEN loop ``andal.listening``'s.
-
-A worker serves one andal database or several (``Worker([dsn_a, dsn_b], ...)``); a job is
-reported to the database it came from, always. Every decision (which job, how long a lease,
-retry or dead) is taken by the SQL functions; the worker only moves jobs between them and the
-handlers.
 """
 
 from __future__ import annotations

@@ -1,13 +1,9 @@
-"""Completing: record the outcomes of one database's leased jobs.
-
-The completer of a database takes the outcomes its jobs' handlers left (``Source.done``) in
-batches: successes go out together through ``queue.complete_many`` and, in the same
-statement, the claim for the slots those jobs left (``sql.COMPLETE_MANY_THEN_CLAIM``: one
-round trip and one commit per batch, a single success included: the SQL takes its one-job
-path); failures one by one through ``queue.fail``. A batch
-refused as a whole is completed job by job, to isolate the one refused; a lost connection is
-retried with backoff until the jobs' leases are past. With one slot, the completer runs the
-job its claim took itself (two thread hand-offs per job saved).
+"""Completing: record the outcomes of one database's leased jobs (``Source.done``), as the
+completer's row and the job's path in docs/architecture.md draw it; the claim riding on a
+batch is ``sql.COMPLETE_MANY_THEN_CLAIM`` (one round trip and one commit per batch, a single
+success included: the SQL takes its one-job path). A batch refused as a whole is completed
+job by job, to isolate the one refused; a lost connection is retried with backoff until the
+jobs' leases are past.
 """
 
 from __future__ import annotations

@@ -1,12 +1,7 @@
-"""Executing: run the handlers of claimed jobs, plain ones in threads, ``async def`` ones on an
-event loop, each in its leased or transactional form.
-
-* A leased job (``dispatch``) runs in one of the ``threads`` slot threads, or as a task of the
-  event loop when its handler is a coroutine function; when it ends, its outcome goes to its
-  database's completer (``Slots.handler_done`` frees the slot first).
-* A transactional probe (``probe``) runs where its handlers do, its claim, handler and outcome
-  in one transaction (``transact``).
-"""
+"""Executing: run the handlers of claimed jobs, plain ones in slot threads, ``async def`` ones
+as tasks of an event loop: a leased job (``dispatch``; ``Slots.handler_done`` frees its slot,
+then its outcome goes to its database's completer) or a transactional probe (``probe``, see
+``transact``)."""
 
 from __future__ import annotations
 

@@ -16,10 +16,6 @@ tells the handler, once (``Interrupter.stop``):
 * after an abort request the handler's outcome, whatever it is, is sent as the
   acknowledgement the database asks for (``queue.fail``: the job ends cancelled, never
   retried; see ``aborted``), logged at info (``abort_requested``, then ``cancelled``).
-
-``Interrupter`` needs the owner of the runs' state (``RunStops``: ``Slots``) and the
-``Observer``; the heartbeat calls it (through its ``Host``) at each run's deadline and on each
-abort it reads.
 """
 
 from __future__ import annotations
