@@ -1,9 +1,10 @@
 """The package's edges: the producer's side (``andal.client``, ``andal.operations``,
 ``andal.methods``, ``andal.statements``), the modules it shares with the worker
 (``andal.values``, ``andal.hosts``, ``andal.listening``, ``andal.maintenance``, the handlers'
-``andal.handlers`` and ``andal.policy``) and the cache import nothing of the worker, the
-dashboard or the command line; ``import andal`` loads neither the demo nor its throwaway
-cluster.
+``andal.handlers`` and ``andal.policy``), what the worker uses that is not its loop
+(``andal.aio``, ``andal.registration``, ``andal.observe``) and the cache import nothing of the
+worker, the dashboard or the command line; ``import andal`` loads neither the demo nor its
+throwaway cluster.
 
 Two checks, no database needed: each module imported in a fresh interpreter whose ``andal``
 is an empty package (so the package's ``__init__``, which gathers the public names of every
@@ -37,6 +38,9 @@ NEUTRAL = [
     "andal.handlers",
     "andal.policy",
     "andal.maintenance",
+    "andal.aio",
+    "andal.registration",
+    "andal.observe",
     "andal.cache",
     "andal.cache.local",
     "andal.cache.follower",

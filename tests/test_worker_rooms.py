@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 
 import andal
+from andal.listening import abort_target
 from andal.worker import heartbeat
 from andal.worker.databases import Source
 from andal.worker.interrupt import Interrupter
 from andal.worker.limits import Limits
-from andal.worker.listen import abort_target
 from andal.worker.state import RunState, _failure, _Outcome, _Run
 
 
@@ -111,7 +111,7 @@ def test_retry_and_fail_report_their_message(kind: str) -> None:
 
 
 def test_slots_share_fairly_and_give_back() -> None:
-    from andal.worker.observe import Observer
+    from andal.observe import Observer
     from andal.worker.slots import Slots
 
     a = Source(0, "dbname=a", "a@h:1", 1.0)
@@ -197,7 +197,7 @@ def test_trouble_stops_a_misconfigured_worker_and_takes_a_lost_databases_share(
 ) -> None:
     import psycopg
 
-    from andal.worker.observe import Observer
+    from andal.observe import Observer
     from andal.worker.slots import Slots
     from andal.worker.trouble import REFUSALS, Trouble
 
@@ -260,13 +260,13 @@ class FakeExecutor:
 def a_source(dsn: str, slots_for: int = 2):
     from psycopg_pool import ConnectionPool
 
-    from andal.worker.observe import Observer
+    from andal.hosts import PoolLane
+    from andal.observe import Observer
     from andal.worker.slots import Slots
-    from andal.worker.state import _Lane
 
     src = Source(0, dsn, "t@h:1", 1.0)
     src.pool = ConnectionPool(dsn, min_size=1, max_size=3, kwargs={"autocommit": True}, open=True)
-    src.claim_lane = _Lane(src.pool)
+    src.claim_lane = PoolLane(src.pool)
     observer = Observer("w-rooms", None, [src])
     return src, observer, Slots(slots_for, 100, [src], observer, lambda: False)
 
@@ -360,14 +360,14 @@ def test_transactions_commit_a_handlers_writes_with_its_outcome(dsn, clean, fail
 def completer_rig(dsn: str, queue: str, slots_for: int, batch: int) -> tuple[Any, ...]:
     """A claimer and a completer of one database's leased jobs of ``queue``, wired by hand
     (no Worker): (source, slots, claimer, executor, completer, the errors it reported)."""
+    from andal.hosts import PoolLane
     from andal.worker.claim import Claimer
     from andal.worker.complete import Completer
-    from andal.worker.state import _Lane
     from andal.worker.trouble import Trouble
 
     src, observer, slots = a_source(dsn, slots_for=slots_for)
     assert src.pool is not None
-    src.complete_lane = _Lane(src.pool)
+    src.complete_lane = PoolLane(src.pool)
     slots.configure(leased=True, tx_forms=[])
     trouble = Trouble(
         slots, observer, Interrupter(slots, observer), "w-rooms",
@@ -466,8 +466,8 @@ def test_shutdown_hands_back_unstarted_jobs_and_closes_the_pools(dsn, clean) -> 
 
 
 def test_host_shows_the_heartbeat_the_held_leased_runs_only() -> None:
+    from andal.observe import Observer
     from andal.worker.hosts import _Host
-    from andal.worker.observe import Observer
     from andal.worker.slots import Slots
     from andal.worker.trouble import Trouble
 
@@ -504,10 +504,10 @@ def test_a_stop_request_cuts_a_pause_short() -> None:
 
 
 def test_startup_wires_the_rooms_and_their_threads_drain_a_queue(dsn, clean) -> None:
+    from andal.observe import Observer
     from andal.worker.claim import Claimer
     from andal.worker.complete import Completer
     from andal.worker.hosts import _Host
-    from andal.worker.observe import Observer
     from andal.worker.shutdown import Shutdown
     from andal.worker.slots import Slots
     from andal.worker.startup import StartOptions, StartRooms, Startup

@@ -1,7 +1,9 @@
 """The databases a client, a worker or the cache talks to: their connection strings (``dsn_list``)
 and labels (``database_label``), what a failed statement says about the connection
 (``is_connection_error``, ``config_hint``), and whether andal is installed and a pooler answers
-for the server (``check_installed``, ``behind_pooler``); a ``Lane`` lends a connection.
+for the server (``check_installed``, ``behind_pooler``); a ``Lane`` lends a connection (a
+``PoolLane`` keeps one between a thread's statements), and ``ReconnectBackoff`` spaces the
+reconnects.
 
 Shared by the client, the worker, the cache and the command line, so none of them imports
 another for it.
@@ -9,15 +11,18 @@ another for it.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import random
+import time
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
-from psycopg_pool import PoolTimeout
+from psycopg_pool import ConnectionPool, PoolTimeout
 
 from . import statements as sql
 from .errors import NotInstalled
@@ -157,3 +162,60 @@ class Lane(Protocol):
     """Lends a connection for a statement or a few: a worker's lane, or a pool."""
 
     def connection(self) -> AbstractContextManager[psycopg.Connection[Any]]: ...
+
+
+class PoolLane:
+    """One pooled connection a thread keeps between its statements: the claim loop's and the
+    completer's. Taking a connection from the pool and giving it back costs about as much
+    client CPU as a small statement, which a worker at batch 1 paid twice per job; a lane pays
+    it once. The connection goes back to the pool when it is broken or not idle after an error
+    (the pool replaces or resets it), after ``_HOLD`` seconds (so the pool's health checks and
+    ``max_lifetime`` still see it) and when its thread ends (``release``)."""
+
+    _HOLD = 60.0
+
+    __slots__ = ("pool", "conn", "since")
+
+    def __init__(self, pool: ConnectionPool) -> None:
+        self.pool = pool
+        self.conn: psycopg.Connection | None = None
+        self.since = 0.0
+
+    @contextlib.contextmanager
+    def connection(self) -> Iterator[psycopg.Connection]:
+        conn = self.conn
+        if conn is None:
+            conn = self.pool.getconn()
+            self.conn, self.since = conn, time.monotonic()
+        try:
+            yield conn
+        except BaseException as exc:
+            if not isinstance(exc, psycopg.Error) or not self._idle(conn):
+                self.release()
+            raise
+        if not self._idle(conn) or time.monotonic() - self.since > self._HOLD:
+            self.release()
+
+    @staticmethod
+    def _idle(conn: psycopg.Connection) -> bool:
+        return not conn.broken and conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+
+    def release(self) -> None:
+        conn, self.conn = self.conn, None
+        if conn is not None:
+            with contextlib.suppress(Exception):  # a closing pool refuses it: nothing to do
+                self.pool.putconn(conn)
+
+
+class ReconnectBackoff:
+    """Exponential backoff with jitter for reconnects: 50 ms doubling up to ``cap``."""
+
+    def __init__(self, first: float = 0.05, cap: float = 2.0) -> None:
+        self.first, self.cap, self.current = first, cap, 0.0
+
+    def next(self) -> float:
+        self.current = self.first if not self.current else min(self.current * 2, self.cap)
+        return self.current * (0.5 + random.random() / 2)
+
+    def reset(self) -> None:
+        self.current = 0.0

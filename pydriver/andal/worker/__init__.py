@@ -1,15 +1,10 @@
 """The worker: claim jobs, run their handlers, report outcomes, keep leases alive.
 
 ``Worker`` is a facade over rooms, a module each (``claim``, ``execute``, ``complete``,
-``heartbeat``, ``listen``, ``slots``, ...), drawn with their threads and who owns what in
+``heartbeat``, ``slots``, ...), drawn with their threads and who owns what in
 docs/architecture.md ("The worker: threads, rooms, and who owns what"). What handlers see and
 raise is ``andal.handlers``'s, the policies they declare ``andal.policy``'s, a database's
-housekeeping ``andal.maintenance``'s.
-
-A worker serves one andal database or several (``Worker([dsn_a, dsn_b], ...)``); a job is
-reported to the database it came from, always. Every decision (which job, how long a lease,
-retry or dead) is taken by the SQL functions; the worker only moves jobs between them and the
-handlers.
+housekeeping ``andal.maintenance``'s, the LISTEN loop ``andal.listening``'s.
 """
 
 from __future__ import annotations
@@ -37,10 +32,11 @@ from ..hosts import (
     dsn_list,
     is_connection_error,
 )
-from ..listening import listen_via
+from ..listening import listen_via, report_listening
 from ..logs import event, log
 from ..maintenance import VACUUM_LOCK_KEY, VacuumReport, vacuum_tables
 from ..metrics import WorkerMetrics
+from ..observe import Observer
 from ..policy import Backoff, Conflict, Periodic, Policy, PolicyError, PolicyReport, apply_policy
 from ..values import Seconds, as_interval, plain_array, text_array
 from .claim import Claimer
@@ -48,8 +44,6 @@ from .complete import Completer
 from .databases import Source, pooler_mode
 from .hosts import _Host
 from .interrupt import Interrupter
-from .listen import report_listening
-from .observe import Observer
 from .options import check_options, listen_dsns
 from .shutdown import Shutdown
 from .slots import Slots
@@ -92,6 +86,12 @@ __all__ = [
     "text_array",
     "vacuum_tables",
 ]
+
+
+#: What the start's ``listening`` line says when a transaction-mode pooler leaves it polling.
+_POLLED = (
+    "new jobs are found by polling; give a direct connection string as listen_dsn (--listen-dsn)"
+)
 
 
 # -- the worker -----------------------------------------------------------------------------
@@ -325,7 +325,15 @@ class Worker:
             for src in self.sources:  # once: how it hears of new jobs
                 pooler = pooler_mode(self.pooler, src)
                 via = listen_via(self.listen, pooler, src.listen_dsn)
-                report_listening(self.name, src.label, via, self.poll, pooler)
+                report_listening(
+                    "listening",
+                    via,
+                    self.poll,
+                    pooler,
+                    _POLLED,
+                    worker=self.name,
+                    database=src.label,
+                )
             code = 1
             try:
                 # The claim loops work; this thread waits for a stop. Short waits, so a

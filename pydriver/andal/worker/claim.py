@@ -22,18 +22,18 @@ import psycopg
 
 from .. import statements as sql
 from ..handlers import Job, Registry, undecodable
-from ..hosts import is_connection_error
+from ..hosts import ReconnectBackoff, is_connection_error
 from ..logs import event, one_line
 from ..values import text_array
 from .databases import Source
-from .state import _Backoff, _Run
+from .state import _Run
 from .transact import Troubles, TxGroup
 
 if TYPE_CHECKING:
     from ..maintenance import Maintenance
+    from ..observe import Observer
+    from ..registration import Registration
     from .execute import Executor, InternalError
-    from .observe import Observer
-    from .registration import Registration
     from .slots import Slots
 
 
@@ -46,15 +46,9 @@ class Refusals(Troubles, Protocol):
 
 class Claimer:
     """The claim loops of one worker (``run(src)``: the loop of ``src``'s claim thread).
-
-    ``slots``: the shared state; ``observer``: metrics, traces and job logs; ``trouble``: a
-    failed statement (``Refusals``); ``registry``: the handlers (a claimed row's); ``name``,
-    ``lease``, ``batch``, ``maintain_every``: the worker's options; ``should_stop()``,
-    ``pause(s)``, ``hint(src)``, ``internal_error(where)``: the worker's controls;
-    ``release(runs, why)``: hand back runs a claim took after a stop. What the start decides
+    ``release(runs, why)`` hands back runs a claim took after a stop; what the start decides
     (the queues, the executor, each database's registration and maintenance) comes with
-    ``setup``.
-    """
+    ``setup``."""
 
     def __init__(
         self,
@@ -93,7 +87,7 @@ class Claimer:
         self.registrations, self.maintenance = registrations, maintenance
 
     def run(self, src: Source) -> None:
-        backoff = _Backoff()
+        backoff = ReconnectBackoff()
         next_maintain = time.monotonic() + random.random() * min(self.maintain_every, 5.0)
         while not self.should_stop():
             try:

@@ -1,13 +1,9 @@
-"""Completing: record the outcomes of one database's leased jobs.
-
-The completer of a database takes the outcomes its jobs' handlers left (``Source.done``) in
-batches: successes go out together through ``queue.complete_many`` and, in the same
-statement, the claim for the slots those jobs left (``sql.COMPLETE_MANY_THEN_CLAIM``: one
-round trip and one commit per batch, a single success included: the SQL takes its one-job
-path); failures one by one through ``queue.fail``. A batch
-refused as a whole is completed job by job, to isolate the one refused; a lost connection is
-retried with backoff until the jobs' leases are past. With one slot, the completer runs the
-job its claim took itself (two thread hand-offs per job saved).
+"""Completing: record the outcomes of one database's leased jobs (``Source.done``), as the
+completer's row and the job's path in docs/architecture.md draw it; the claim riding on a
+batch is ``sql.COMPLETE_MANY_THEN_CLAIM`` (one round trip and one commit per batch, a single
+success included: the SQL takes its one-job path). A batch refused as a whole is completed
+job by job, to isolate the one refused; a lost connection is retried with backoff until the
+jobs' leases are past.
 """
 
 from __future__ import annotations
@@ -24,16 +20,16 @@ import psycopg
 from .. import statements as sql
 from ..errors import is_lease_lost
 from ..handlers import ABORTED
-from ..hosts import is_connection_error
+from ..hosts import ReconnectBackoff, is_connection_error
 from ..logs import event, one_line
 from ..values import plain_array, text_array
 from .databases import Source
 from .interrupt import aborted
-from .state import _LINGER, _STOP, _Backoff, _Outcome, _Run
+from .state import _LINGER, _STOP, _Outcome, _Run
 
 if TYPE_CHECKING:
+    from ..observe import Observer
     from .execute import Executor, InternalError
-    from .observe import Observer
     from .slots import Slots
     from .trouble import Trouble
 
@@ -60,15 +56,10 @@ class NextClaim(Protocol):
 
 class Completer:
     """The outcomes of one worker's jobs, database by database (``run(src)``: the loop of
-    ``src``'s completer thread).
-
-    ``slots``: the shared state; ``observer``: metrics, traces and job logs; ``trouble``: a
-    failed statement or a lost lease; ``claims``: the claim room, seen as a ``NextClaim``
-    (the next claim rides on a batch of completions); ``name``, ``batch``: the worker's;
-    ``should_stop()``, ``internal_error(where)``: the worker's controls; ``in_handler``: the
-    completer threads running a handler (with one slot, see ``_complete``), which a stop
-    does not wait for. ``executor`` (set at start) runs that job.
-    """
+    ``src``'s completer thread). ``claims``: the claim room as a ``NextClaim`` (the next claim
+    rides on a batch of completions); ``in_handler``: the completer threads running a handler
+    (with one slot, see ``_complete``; ``executor``, set at start, runs it), which a stop does
+    not wait for."""
 
     def __init__(
         self,
@@ -180,7 +171,7 @@ class Completer:
             "tokens": plain_array([o.run.job.token for o in oks]),
             "results": text_array([o.result for o in oks]),
         }
-        backoff = _Backoff()
+        backoff = ReconnectBackoff()
         retried = False
         combine = bool(self.claims.leased_queues)
         n = 0
@@ -358,7 +349,7 @@ class Completer:
             "retry_in": o.retry_in,
             "retryable": o.retryable,
         }
-        backoff = _Backoff()
+        backoff = ReconnectBackoff()
         while True:
             started, started_ns = time.perf_counter(), self.observer.now_ns()
             try:

@@ -11,8 +11,8 @@ from typing import Any
 
 from psycopg_pool import ConnectionPool
 
-from ..hosts import check_installed
-from .state import Probe, _Dry, _Lane, _Run
+from ..hosts import PoolLane, check_installed
+from .state import Probe, _Dry, _Run
 
 
 class Source:
@@ -46,8 +46,8 @@ class Source:
         self.riding = 0  # successes waiting for the completer, whose claim rides on them
         self.counts: Counter[str] = Counter()
         self.pool: ConnectionPool | None = None
-        self.claim_lane: _Lane | None = None  # the claim loop's connection
-        self.complete_lane: _Lane | None = None  # the completer's connection
+        self.claim_lane: PoolLane | None = None  # the claim loop's connection
+        self.complete_lane: PoolLane | None = None  # the completer's connection
         self.active: dict[int, _Run] = {}  # job id (of this database) -> run
         self.done: queues_.SimpleQueue[Any] = queues_.SimpleQueue()  # outcomes to record
         self.wake = threading.Event()
@@ -66,7 +66,7 @@ class Source:
     def attach(self, pool: ConnectionPool) -> None:
         """At the worker's start: its pool, and the claim loop's and the completer's lanes."""
         self.pool = pool
-        self.claim_lane, self.complete_lane = _Lane(pool), _Lane(pool)
+        self.claim_lane, self.complete_lane = PoolLane(pool), PoolLane(pool)
 
     def close(self) -> None:
         """At the worker's stop: close its pool (its lanes' connections go with it)."""

@@ -1,12 +1,7 @@
-"""Executing: run the handlers of claimed jobs, plain ones in threads, ``async def`` ones on an
-event loop, each in its leased or transactional form.
-
-* A leased job (``dispatch``) runs in one of the ``threads`` slot threads, or as a task of the
-  event loop when its handler is a coroutine function; when it ends, its outcome goes to its
-  database's completer (``Slots.handler_done`` frees the slot first).
-* A transactional probe (``probe``) runs where its handlers do, its claim, handler and outcome
-  in one transaction (``transact``).
-"""
+"""Executing: run the handlers of claimed jobs, plain ones in slot threads, ``async def`` ones
+as tasks of an event loop: a leased job (``dispatch``; ``Slots.handler_done`` frees its slot,
+then its outcome goes to its database's completer) or a transactional probe (``probe``, see
+``transact``)."""
 
 from __future__ import annotations
 
@@ -18,8 +13,8 @@ import time
 from collections.abc import Awaitable, Callable, Iterator
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ..aio import EventLoop
 from ..handlers import ABORTED
-from .aio import EventLoop
 from .databases import Source
 from .interrupt import aborted
 from .limits import Limits
@@ -27,7 +22,7 @@ from .state import _STOP, _dump_result, _failure, _Outcome, _Run
 from .transact import Transactions, TxGroup
 
 if TYPE_CHECKING:
-    from .observe import Observer
+    from ..observe import Observer
     from .slots import Slots
 
 
@@ -39,12 +34,8 @@ class InternalError(Protocol):
 
 class Executor:
     """The handler runners of one worker (``threads`` slot threads and, when a handler is a
-    coroutine function, one event loop).
-
-    ``slots``: the shared state (a run's start, its freed slot); ``observer``: the handler's
-    span and timing; ``name``: the worker's (its loop's thread); ``internal_error(where)``: a
-    bug of ours; ``limits``: the per-queue handler limits. Transactional probes need
-    ``transactions`` (set before ``start`` when a queue is transactional)."""
+    coroutine function, one event loop). Transactional probes need ``transactions`` (set
+    before ``start`` when a queue is transactional)."""
 
     def __init__(
         self,

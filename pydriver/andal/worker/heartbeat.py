@@ -9,10 +9,8 @@ The heartbeat also carries time and aborts to the handlers (``Host.interrupt``):
 its attempt's deadline is stopped (see ``interrupt``), and so is one whose abort the
 database reports (``abort_requested``, within one heartbeat interval of ``queue.cancel``;
 sooner when the LISTEN hint pokes the beat, ``poke``). A lease capped by its deadline, or no
-longer extended after an abort, is beaten at the usual interval, not faster.
-
-``Heartbeat`` reaches the rest of the worker only through ``Host`` (a test drives it with a
-stand-in).
+longer extended after an abort, is beaten at the usual interval, not faster. The rest of
+the worker is reached through ``Host`` only.
 """
 
 from __future__ import annotations

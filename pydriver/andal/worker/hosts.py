@@ -11,9 +11,9 @@ from .databases import Source
 from .state import _Run
 
 if TYPE_CHECKING:
+    from ..observe import Observer
     from .execute import InternalError
     from .interrupt import Interrupter
-    from .observe import Observer
     from .slots import Slots
     from .trouble import Trouble
 

@@ -16,10 +16,6 @@ tells the handler, once (``Interrupter.stop``):
 * after an abort request the handler's outcome, whatever it is, is sent as the
   acknowledgement the database asks for (``queue.fail``: the job ends cancelled, never
   retried; see ``aborted``), logged at info (``abort_requested``, then ``cancelled``).
-
-``Interrupter`` needs the owner of the runs' state (``RunStops``: ``Slots``) and the
-``Observer``; the heartbeat calls it (through its ``Host``) at each run's deadline and on each
-abort it reads.
 """
 
 from __future__ import annotations
@@ -28,8 +24,8 @@ import time
 from typing import Any, Protocol
 
 from ..handlers import TIMEOUT
+from ..observe import Observer
 from .databases import Source
-from .observe import Observer
 from .state import _Outcome, _Run
 
 #: A lease lost this close to (or after) the attempt's deadline, by the worker's clock, was

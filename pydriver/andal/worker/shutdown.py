@@ -26,25 +26,20 @@ from .state import _STOP, _Run
 
 if TYPE_CHECKING:
     from ..maintenance import Maintenance
+    from ..registration import Registration
     from .databases import Source
     from .execute import Executor
-    from .registration import Registration
     from .slots import Slots
     from .trouble import Trouble
 
 
 class Shutdown:
-    """The stop of one worker (``run``: returns its exit code).
-
-    ``slots``: the shared state (what is held, the condition a stop waits on); ``trouble``: a
-    lease found lost by a release; ``sources``: the databases; ``name``, ``grace``,
-    ``pool_timeout``: the worker's; ``stopping``: set by a stop (the claim loops end);
-    ``helpers_stop``: ends the helper threads; ``hard_stop()``: whether a second signal asks
-    to stop at once; ``claimers``, ``threads``: the claim loops' threads and the others (as
-    the start fills them in); ``in_handler``: completer threads running a handler (not waited
-    for). What the start makes (the executor, each database's maintenance and registration)
-    comes with ``setup``.
-    """
+    """The stop of one worker (``run``: returns its exit code). ``stopping``: set by a stop
+    (the claim loops end); ``helpers_stop`` ends the helper threads; ``claimers``,
+    ``threads``: the claim loops' threads and the others (as the start fills them in);
+    ``in_handler``: completer threads running a handler (not waited for). What the start
+    makes (the executor, each database's maintenance and registration) comes with
+    ``setup``."""
 
     def __init__(
         self,

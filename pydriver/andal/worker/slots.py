@@ -1,9 +1,6 @@
-"""Slot accounting: the one owner of the state the worker's threads share (``Held``: the runs
-held, their states, the databases' state and the counts; ``Slots``, which extends it: the
-slots), under one lock. Every room changes that state through these methods only; the
-fairness between databases (``room``) and the backpressure (at most twice ``concurrency``
-jobs in hand per database) are its rules. docs/architecture.md ("Who owns what") lists them.
-"""
+"""Slot accounting: ``Held`` and ``Slots``, which extends it, the one owner of the state the
+worker's threads share, under one lock (docs/architecture.md, "Who owns what": what they own,
+the methods every room changes it through, and their rules: ``room``, the backpressure)."""
 
 from __future__ import annotations
 
@@ -13,8 +10,8 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ..observe import Observer
 from .databases import Source
-from .observe import Observer
 from .state import Probe, RunState, _Outcome, _Run
 
 

@@ -19,27 +19,26 @@ from psycopg_pool import ConnectionPool
 
 from .. import tracing as tracing_
 from ..client import route
-from ..hosts import is_connection_error
-from ..listening import VIA_POLLING, listen_via
+from ..hosts import PoolLane, is_connection_error
+from ..listening import VIA_POLLING, Dryness, Listener, abort_target, listen_via
 from ..logs import event, one_line
 from ..maintenance import Maintenance
 from ..policy import apply_policy
+from ..registration import Registration
 from .databases import Source, pooler_mode
 from .execute import Executor
 from .heartbeat import Heartbeat
 from .limits import Limits
-from .listen import Dryness, Listener, abort_target, lost_event
-from .registration import Registration
-from .state import _Dry, _Lane, _Run
+from .state import _Dry, _Run
 from .transact import Transactions, TxGroup
 
 if TYPE_CHECKING:
     from ..handlers import Registry
+    from ..observe import Observer
     from .claim import Claimer
     from .complete import Completer
     from .execute import InternalError
     from .hosts import _Host
-    from .observe import Observer
     from .shutdown import Shutdown
     from .slots import Slots
     from .trouble import Trouble
@@ -278,7 +277,9 @@ class Startup:
             t.start()
             return t
 
-        def keeping(lane: _Lane | None, loop: Callable[[Source], None]) -> Callable[[Source], None]:
+        def keeping(
+            lane: PoolLane | None, loop: Callable[[Source], None]
+        ) -> Callable[[Source], None]:
             """``loop``, then its pooled connection (kept between its statements) back."""
 
             def run(src: Source) -> None:
@@ -327,9 +328,8 @@ class Startup:
 
         def lost(error: str) -> None:
             r.slots.count("listener_lost", src=src)
-            report_lost(error)
+            event("listener_lost", logging.WARNING, worker=o.name, database=src.label, error=error)
 
-        report_lost = lost_event(o.name, src.label)
         name = f"andal {o.name} listen"
         on_abort = abort if beats is not None else None
         dries = [src.leased_dry] if self.leased_queues else []

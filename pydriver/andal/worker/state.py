@@ -2,22 +2,17 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import random
 import socket
 import time
 import traceback
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from enum import Enum
 from typing import TYPE_CHECKING, Any
-
-import psycopg
-from psycopg_pool import ConnectionPool
 
 from ..handlers import Fail, Handler, Job, Retry
 
@@ -158,63 +153,6 @@ class _Outcome:
         return lines[0] if lines else ""
 
 
-class _Lane:
-    """One pooled connection a thread keeps between its statements: the claim loop's and the
-    completer's. Taking a connection from the pool and giving it back costs about as much
-    client CPU as a small statement, which a worker at batch 1 paid twice per job; a lane pays
-    it once. The connection goes back to the pool when it is broken or not idle after an error
-    (the pool replaces or resets it), after ``_HOLD`` seconds (so the pool's health checks and
-    ``max_lifetime`` still see it) and when its thread ends (``release``)."""
-
-    _HOLD = 60.0
-
-    __slots__ = ("pool", "conn", "since")
-
-    def __init__(self, pool: ConnectionPool) -> None:
-        self.pool = pool
-        self.conn: psycopg.Connection | None = None
-        self.since = 0.0
-
-    @contextlib.contextmanager
-    def connection(self) -> Iterator[psycopg.Connection]:
-        conn = self.conn
-        if conn is None:
-            conn = self.pool.getconn()
-            self.conn, self.since = conn, time.monotonic()
-        try:
-            yield conn
-        except BaseException as exc:
-            if not isinstance(exc, psycopg.Error) or not self._idle(conn):
-                self.release()
-            raise
-        if not self._idle(conn) or time.monotonic() - self.since > self._HOLD:
-            self.release()
-
-    @staticmethod
-    def _idle(conn: psycopg.Connection) -> bool:
-        return not conn.broken and conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
-
-    def release(self) -> None:
-        conn, self.conn = self.conn, None
-        if conn is not None:
-            with contextlib.suppress(Exception):  # a closing pool refuses it: nothing to do
-                self.pool.putconn(conn)
-
-
-class _Backoff:
-    """Exponential backoff with jitter for reconnects: 50 ms doubling up to ``cap``."""
-
-    def __init__(self, first: float = 0.05, cap: float = 2.0) -> None:
-        self.first, self.cap, self.current = first, cap, 0.0
-
-    def next(self) -> float:
-        self.current = self.first if not self.current else min(self.current * 2, self.cap)
-        return self.current * (0.5 + random.random() / 2)
-
-    def reset(self) -> None:
-        self.current = 0.0
-
-
 class Probe:
     """The transactional probes of one database and handler form: ``dry`` (whether its last
     claim found work), ``searching`` (probes claiming now: at most one at a time)."""
@@ -233,7 +171,7 @@ class _Dry:
     finds work or a NOTIFY hint ends the pause. ``hints`` counts the hints: an empty claim
     sent before the last hint arrived (its snapshot may predate the new job) starts no
     pause. ``empties`` counts the empty claims that started one, and ``on_empty`` is called
-    after each (the listener sleeps after a new one, see ``listen.Listener``)."""
+    after each (the listener sleeps after a new one, see ``andal.listening.Listener``)."""
 
     def __init__(self, poll: float) -> None:
         self.poll, self.step, self.until, self.hints, self.empties = poll, 0.0, 0.0, 0, 0

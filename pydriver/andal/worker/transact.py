@@ -23,14 +23,14 @@ from psycopg_pool import AsyncConnectionPool
 from .. import statements as sql
 from ..hosts import is_connection_error
 from ..logs import event, one_line
+from ..observe import JOB_LEVEL
 from .databases import Source
 from .limits import Limits
-from .observe import JOB_LEVEL
 from .state import Probe, RunState, _dump_result, _failure, _Outcome, _Run
 
 if TYPE_CHECKING:
-    from .aio import EventLoop
-    from .observe import Observer
+    from ..aio import EventLoop
+    from ..observe import Observer
     from .slots import Slots
 
 
@@ -71,14 +71,9 @@ class _Search:
 
 
 class Transactions:
-    """The transactional probes of one worker.
-
-    ``slots``: the shared state; ``observer``: metrics, traces, logs; ``claims``, ``trouble``:
-    see ``Claims``, ``Troubles``; ``name``: the worker's; ``limits``: the per-queue handler
-    limits; ``queue_done(run)``: a run ended (its queue's limit may start a waiting one);
-    ``should_stop()``: whether the worker stops; ``pause(s)``: wait ``s`` seconds or until a
-    stop; ``pool_options(src)``: the options of ``src``'s async pool (made at first use).
-    """
+    """The transactional probes of one worker. ``queue_done(run)``: a run ended (its queue's
+    limit may start a waiting one); ``pool_options(src)``: the options of ``src``'s async
+    pool (made at first use)."""
 
     def __init__(
         self,

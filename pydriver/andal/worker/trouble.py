@@ -26,8 +26,8 @@ from .databases import Source
 from .state import _Run
 
 if TYPE_CHECKING:
+    from ..observe import Observer
     from .interrupt import Interrupter
-    from .observe import Observer
     from .slots import Slots
 
 #: The exit code of a worker stopped by a configuration problem.
@@ -37,13 +37,9 @@ REFUSALS = 3
 
 
 class Trouble:
-    """The failure handling of one worker.
-
-    ``slots``: the shared state (its counts, a database down, a lost lease, the slots a lost
-    database gives up), changed through its methods; its own counters under its own lock;
-    ``observer``: metrics and traces; ``interrupter``: whether a run was fenced at its
-    deadline; ``name``: the worker's; ``stop``: stops the worker (too many configuration
-    errors); ``hard_stop``: whether a second signal asks to stop at once."""
+    """The failure handling of one worker: the shared state changes through ``slots``'
+    methods, its own counters under its own lock; ``interrupter`` says whether a run was
+    fenced at its deadline; ``stop`` stops the worker (too many configuration errors)."""
 
     def __init__(
         self,

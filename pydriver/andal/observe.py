@@ -1,5 +1,7 @@
-"""What a worker tells the outside: its Prometheus metrics, its OpenTelemetry traces and its
-per-job log lines, behind one interface (``Observer``).
+"""What a worker tells the outside: its Prometheus metrics (``andal.metrics``), its
+OpenTelemetry traces (``andal.tracing``) and its per-job log lines (``andal.logs``), behind one
+interface (``Observer``). It reads of the worker's jobs and databases only what ``ObservedRun``
+and ``ObservedSource`` name, so it imports nothing of the worker package.
 
 The rooms of the worker call the observer unconditionally; whether metrics are kept or traces
 made is decided here once, when the worker starts, and nowhere else. With neither, each call
@@ -14,16 +16,13 @@ import time
 from collections import Counter
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from .. import propagation
-from .. import tracing as tracing_
-from ..logs import event, log
-from ..metrics import DatabaseMetrics, WorkerMetrics
-
-if TYPE_CHECKING:
-    from .databases import Source
-    from .state import _Run
+from . import propagation
+from . import tracing as tracing_
+from .handlers import Job
+from .logs import event, log
+from .metrics import Database, DatabaseMetrics, WorkerMetrics
 
 #: The level of the per-job lines (``claimed``, ``completed``): two lines per job would be most
 #: of a busy worker's output; info keeps the transitions an operator acts on (retries, dead
@@ -33,11 +32,30 @@ JOB_LEVEL = logging.DEBUG
 _NO_SCOPE: AbstractContextManager[Any] = contextlib.nullcontext()
 
 
+class ObservedRun(Protocol):
+    """What the observer reads of a job the worker holds (its ``ObservedRun``): the job, its root
+    span (when tracing; the observer sets and ends it) and its log fields."""
+
+    job: Job
+    span: Any
+
+    def fields(self, **extra: Any) -> dict[str, Any]: ...
+
+
+class ObservedSource(Database, Protocol):
+    """What the observer reads of a database the worker serves (its ``Source``)."""
+
+    index: int
+    dsn: str
+
+
 class Observer:
     """A worker's metrics (``metrics``: ``WorkerMetrics`` or None), traces (``tracer``: a
     ``tracing.JobTracer`` or None, set by ``start_tracing``) and per-job logs."""
 
-    def __init__(self, name: str, metrics: WorkerMetrics | None, sources: Sequence[Source]) -> None:
+    def __init__(
+        self, name: str, metrics: WorkerMetrics | None, sources: Sequence[ObservedSource]
+    ) -> None:
         self.name = name
         self.metrics = metrics
         self.tracer: tracing_.JobTracer | None = None
@@ -58,7 +76,7 @@ class Observer:
         """Whether the per-job lines are logged (taken once per batch)."""
         return log.isEnabledFor(JOB_LEVEL)
 
-    def job_line(self, name: str, run: _Run, **fields: Any) -> None:
+    def job_line(self, name: str, run: ObservedRun, **fields: Any) -> None:
         event(name, JOB_LEVEL, worker=self.name, **run.fields(**fields))
 
     # -- claims --------------------------------------------------------------------------
@@ -71,7 +89,7 @@ class Observer:
         if self.metrics is not None:
             self.metrics.claim_error(kind)
 
-    def claimed(self, src: Source, runs: list[_Run], started_ns: int) -> None:
+    def claimed(self, src: ObservedSource, runs: Sequence[ObservedRun], started_ns: int) -> None:
         """Jobs claimed from ``src``: counted by queue, and each given its trace."""
         metrics = self.metrics
         if metrics is not None:
@@ -94,7 +112,7 @@ class Observer:
 
     # -- handlers ------------------------------------------------------------------------
 
-    def handling(self, run: _Run) -> AbstractContextManager[Any]:
+    def handling(self, run: ObservedRun) -> AbstractContextManager[Any]:
         """Around a handler: its span is current (when tracing)."""
         if self.tracer is None or run.span is None:
             return _NO_SCOPE
@@ -107,7 +125,12 @@ class Observer:
     # -- outcomes ------------------------------------------------------------------------
 
     def reported(
-        self, run: _Run, call: str, started: float, started_ns: int, outcome: str | None = None
+        self,
+        run: ObservedRun,
+        call: str,
+        started: float,
+        started_ns: int,
+        outcome: str | None = None,
     ) -> None:
         """One outcome recorded by ``queue.<call>`` (complete or fail), sent at ``started``."""
         if self.metrics is not None:
@@ -117,7 +140,7 @@ class Observer:
                 run.job, run.span, f"andal.{call}", started_ns, time.time_ns(), outcome=outcome
             )
 
-    def reported_many(self, runs: list[_Run], took: float, started_ns: int) -> None:
+    def reported_many(self, runs: Sequence[ObservedRun], took: float, started_ns: int) -> None:
         """Successes recorded together by ``queue.complete_many``."""
         if self.metrics is not None:
             self.metrics.report("complete_many", took)
@@ -130,7 +153,7 @@ class Observer:
                         run.job, run.span, "andal.complete", started_ns, ended_ns, len(runs)
                     )
 
-    def outcome(self, run: _Run, outcome: str, error: str | None = None) -> None:
+    def outcome(self, run: ObservedRun, outcome: str, error: str | None = None) -> None:
         """A job attempt ended with ``outcome``: counted, and its trace ended."""
         if self.metrics is not None:
             self.metrics.outcome(run.job.queue, outcome)
@@ -138,7 +161,7 @@ class Observer:
             self.end_trace(run, outcome, error)
 
     @staticmethod
-    def end_trace(run: _Run, outcome: str, error: str | None = None) -> None:
+    def end_trace(run: ObservedRun, outcome: str, error: str | None = None) -> None:
         span, run.span = run.span, None
         if span is not None:
             tracing_.JobTracer.end(span, outcome, error)
@@ -149,7 +172,7 @@ class Observer:
         if self.metrics is not None:
             self.metrics.lease_lost(queue, detected_by)
 
-    def interrupted(self, run: _Run, reason: str) -> None:
+    def interrupted(self, run: ObservedRun, reason: str) -> None:
         """The worker asked ``run``'s handler to stop: its deadline passed (``timeout``: the
         attempt is over, counted as the outcome ``timed_out``) or an abort was requested
         (``aborted``: counted when the job ends ``cancelled``). Logged once, at info."""

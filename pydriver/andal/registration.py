@@ -17,10 +17,10 @@ from datetime import timedelta
 
 import psycopg
 
-from .. import statements as sql
-from ..hosts import Lane
-from ..logs import event, one_line
-from ..values import text_array
+from . import statements as sql
+from .hosts import Lane
+from .logs import event, one_line
+from .values import text_array
 
 #: Seconds between refreshes, and the expiry they keep ahead of.
 EVERY = 10.0
