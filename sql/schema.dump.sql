@@ -1705,15 +1705,15 @@ begin
     elsif cardinality(queues) = 1 then
         v_mixed := (
             select j.id from queue.jobs as j
-            where j.queue >= queues[1] and j.queue <= queues[1]
+            where j.queue = queues[1] and j.queue >= queues[1] and j.queue <= queues[1]
               and j.status = 'pending' and j.category is null and j.available_at <= now()
-            order by j.queue, j.priority desc, j.available_at, j.id limit 1
+            order by j.priority desc, j.available_at, j.id limit 1
         ) is not null and (
             select j.id from queue.jobs as j
-            where j.queue >= queues[1] and j.queue <= queues[1]
+            where j.queue = queues[1] and j.queue >= queues[1] and j.queue <= queues[1]
               and j.status = 'pending' and j.category is not null and j.available_at <= now()
               and j.category <> all (exclude_categories)
-            order by j.queue, j.priority desc, j.available_at, j.id limit 1
+            order by j.priority desc, j.available_at, j.id limit 1
         ) is not null;
     else
         v_mixed := true;
@@ -2096,10 +2096,11 @@ begin
                 queue._lease_default()), v_now + j.timeout)
         where j.id = any (array(
                 select c.id from queue.jobs as c
-                where c.queue >= _claim_direct.queue_name and c.queue <= _claim_direct.queue_name
+                where c.queue = _claim_direct.queue_name
+                  and c.queue >= _claim_direct.queue_name and c.queue <= _claim_direct.queue_name
                   and c.status = 'pending' and c.category is null
                   and c.available_at <= now()
-                order by c.queue, c.priority desc, c.available_at, c.id
+                order by c.priority desc, c.available_at, c.id
                 limit _claim_direct.batch
                 for update skip locked))
           and j.queue = _claim_direct.queue_name
@@ -2108,10 +2109,11 @@ begin
                  and x.status = 'running' and x.lease_expires_at <= v_now
                order by x.lease_expires_at limit 1) is null
           and (select g.id from queue.jobs as g
-               where g.queue >= _claim_direct.queue_name and g.queue <= _claim_direct.queue_name
+               where g.queue = _claim_direct.queue_name
+                 and g.queue >= _claim_direct.queue_name and g.queue <= _claim_direct.queue_name
                  and g.status = 'pending' and g.category is not null
                  and g.available_at <= now()
-               order by g.queue, g.priority desc, g.available_at, g.id limit 1) is null
+               order by g.priority desc, g.available_at, g.id limit 1) is null
           and (select p.queue from queue.queues as p
                where p.paused and p.queue = _claim_direct.queue_name) is null
         returning j.id, j.queue, j.category, j.priority, j.payload, j.attempt,
@@ -3488,9 +3490,9 @@ begin
         ) as h;
     elsif cardinality(queues) = 1 then
         if (select j.id from queue.jobs as j
-            where j.queue >= queues[1] and j.queue <= queues[1]
+            where j.queue = queues[1] and j.queue >= queues[1] and j.queue <= queues[1]
               and j.status = 'pending' and j.category is null and j.available_at <= now()
-            order by j.queue, j.priority desc, j.available_at, j.id limit 1) is not null then
+            order by j.priority desc, j.available_at, j.id limit 1) is not null then
             return;
         end if;
         if v_all then
@@ -3499,10 +3501,10 @@ begin
             into ids, categories, priorities, availabilities
             from (
                 select j.id, j.category, j.priority, j.available_at from queue.jobs as j
-                where j.queue >= queues[1] and j.queue <= queues[1]
+                where j.queue = queues[1] and j.queue >= queues[1] and j.queue <= queues[1]
                   and j.status = 'pending' and j.category is not null
                   and j.available_at <= now()
-                order by j.queue, j.priority desc, j.available_at, j.id
+                order by j.priority desc, j.available_at, j.id
                 limit lim
                 for update skip locked
             ) as x;
@@ -3514,10 +3516,10 @@ begin
         from (
             select j.id, j.category, row_number() over () as n from (
                 select j.id, j.category from queue.jobs as j
-                where j.queue >= queues[1] and j.queue <= queues[1]
+                where j.queue = queues[1] and j.queue >= queues[1] and j.queue <= queues[1]
                   and j.status = 'pending' and j.category is not null
                   and j.available_at <= now()
-                order by j.queue, j.priority desc, j.available_at, j.id
+                order by j.priority desc, j.available_at, j.id
                 limit v_head
             ) as j
         ) as h;
@@ -3571,10 +3573,10 @@ begin
     elsif cardinality(queues) = 1 then
         v_head_ids := array(
             select j.id from queue.jobs as j
-            where j.queue >= queues[1] and j.queue <= queues[1]
+            where j.queue = queues[1] and j.queue >= queues[1] and j.queue <= queues[1]
               and j.status = 'pending' and j.category is not null
               and j.available_at <= now()
-            order by j.queue, j.priority desc, j.available_at, j.id
+            order by j.priority desc, j.available_at, j.id
             limit v_head);
     end if;
     if v_head_ids is not null then
@@ -4816,21 +4818,21 @@ begin
         select c.id, c.category, c.priority, c.available_at from (
             select a.id, a.category, a.priority, a.available_at from (
                 select j.id, j.category, j.priority, j.available_at from queue.jobs as j
-                where j.queue >= queues[1] and j.queue <= queues[1]
+                where j.queue = queues[1] and j.queue >= queues[1] and j.queue <= queues[1]
                   and j.status = 'pending' and j.category is null and j.available_at <= now()
                   and j.id <> all (exclude_ids)
-                order by j.queue, j.priority desc, j.available_at, j.id
+                order by j.priority desc, j.available_at, j.id
                 limit lim
                 for update skip locked
             ) as a
             union all
             select a.id, a.category, a.priority, a.available_at from (
                 select j.id, j.category, j.priority, j.available_at from queue.jobs as j
-                where j.queue >= queues[1] and j.queue <= queues[1]
+                where j.queue = queues[1] and j.queue >= queues[1] and j.queue <= queues[1]
                   and j.status = 'pending' and j.category is not null
                   and j.available_at <= now()
                   and j.category <> all (exclude_categories) and j.id <> all (exclude_ids)
-                order by j.queue, j.priority desc, j.available_at, j.id
+                order by j.priority desc, j.available_at, j.id
                 limit lim
                 for update skip locked
             ) as a

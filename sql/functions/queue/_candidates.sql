@@ -1,8 +1,8 @@
 -- The candidate scans of queue.claim's general path (several queues, gated jobs, expired
 -- leases): queue._scan and queue._candidates. Private: called only by queue.claim.
--- A scan of one queue says `j.queue >= queues[1] and j.queue <= queues[1]` and leads its
--- ORDER BY with j.queue, so that a generic plan reads a (queue, priority, ...) index and never
--- another queue's backlog: see queue._claim_direct.
+-- A scan of one queue says `j.queue = queues[1] and j.queue >= queues[1] and j.queue <=
+-- queues[1]`, so that a generic plan reads a (queue, priority, ...) index and never another
+-- queue's backlog (the equality prunes the shards): see queue._claim_direct.
 
 -- _gated_scan: the best `lim` ready gated jobs of `queues` (null: every queue) outside
 -- exclude_categories (not empty: otherwise _scan reads jobs_gated_idx in order), locked FOR
@@ -46,10 +46,10 @@ begin
     elsif cardinality(queues) = 1 then
         v_head_ids := array(
             select j.id from queue.jobs as j
-            where j.queue >= queues[1] and j.queue <= queues[1]
+            where j.queue = queues[1] and j.queue >= queues[1] and j.queue <= queues[1]
               and j.status = 'pending' and j.category is not null
               and j.available_at <= now()
-            order by j.queue, j.priority desc, j.available_at, j.id
+            order by j.priority desc, j.available_at, j.id
             limit v_head);
     end if;
     if v_head_ids is not null then
@@ -195,9 +195,9 @@ begin
         ) as h;
     elsif cardinality(queues) = 1 then
         if (select j.id from queue.jobs as j
-            where j.queue >= queues[1] and j.queue <= queues[1]
+            where j.queue = queues[1] and j.queue >= queues[1] and j.queue <= queues[1]
               and j.status = 'pending' and j.category is null and j.available_at <= now()
-            order by j.queue, j.priority desc, j.available_at, j.id limit 1) is not null then
+            order by j.priority desc, j.available_at, j.id limit 1) is not null then
             return;
         end if;
         if v_all then
@@ -206,10 +206,10 @@ begin
             into ids, categories, priorities, availabilities
             from (
                 select j.id, j.category, j.priority, j.available_at from queue.jobs as j
-                where j.queue >= queues[1] and j.queue <= queues[1]
+                where j.queue = queues[1] and j.queue >= queues[1] and j.queue <= queues[1]
                   and j.status = 'pending' and j.category is not null
                   and j.available_at <= now()
-                order by j.queue, j.priority desc, j.available_at, j.id
+                order by j.priority desc, j.available_at, j.id
                 limit lim
                 for update skip locked
             ) as x;
@@ -221,10 +221,10 @@ begin
         from (
             select j.id, j.category, row_number() over () as n from (
                 select j.id, j.category from queue.jobs as j
-                where j.queue >= queues[1] and j.queue <= queues[1]
+                where j.queue = queues[1] and j.queue >= queues[1] and j.queue <= queues[1]
                   and j.status = 'pending' and j.category is not null
                   and j.available_at <= now()
-                order by j.queue, j.priority desc, j.available_at, j.id
+                order by j.priority desc, j.available_at, j.id
                 limit v_head
             ) as j
         ) as h;
@@ -350,21 +350,21 @@ begin
         select c.id, c.category, c.priority, c.available_at from (
             select a.id, a.category, a.priority, a.available_at from (
                 select j.id, j.category, j.priority, j.available_at from queue.jobs as j
-                where j.queue >= queues[1] and j.queue <= queues[1]
+                where j.queue = queues[1] and j.queue >= queues[1] and j.queue <= queues[1]
                   and j.status = 'pending' and j.category is null and j.available_at <= now()
                   and j.id <> all (exclude_ids)
-                order by j.queue, j.priority desc, j.available_at, j.id
+                order by j.priority desc, j.available_at, j.id
                 limit lim
                 for update skip locked
             ) as a
             union all
             select a.id, a.category, a.priority, a.available_at from (
                 select j.id, j.category, j.priority, j.available_at from queue.jobs as j
-                where j.queue >= queues[1] and j.queue <= queues[1]
+                where j.queue = queues[1] and j.queue >= queues[1] and j.queue <= queues[1]
                   and j.status = 'pending' and j.category is not null
                   and j.available_at <= now()
                   and j.category <> all (exclude_categories) and j.id <> all (exclude_ids)
-                order by j.queue, j.priority desc, j.available_at, j.id
+                order by j.priority desc, j.available_at, j.id
                 limit lim
                 for update skip locked
             ) as a
@@ -468,15 +468,15 @@ begin
     elsif cardinality(queues) = 1 then
         v_mixed := (
             select j.id from queue.jobs as j
-            where j.queue >= queues[1] and j.queue <= queues[1]
+            where j.queue = queues[1] and j.queue >= queues[1] and j.queue <= queues[1]
               and j.status = 'pending' and j.category is null and j.available_at <= now()
-            order by j.queue, j.priority desc, j.available_at, j.id limit 1
+            order by j.priority desc, j.available_at, j.id limit 1
         ) is not null and (
             select j.id from queue.jobs as j
-            where j.queue >= queues[1] and j.queue <= queues[1]
+            where j.queue = queues[1] and j.queue >= queues[1] and j.queue <= queues[1]
               and j.status = 'pending' and j.category is not null and j.available_at <= now()
               and j.category <> all (exclude_categories)
-            order by j.queue, j.priority desc, j.available_at, j.id limit 1
+            order by j.priority desc, j.available_at, j.id limit 1
         ) is not null;
     else
         v_mixed := true;

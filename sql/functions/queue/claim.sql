@@ -157,11 +157,11 @@ $$;
 -- The lease formula is a deliberate copy of queue._lease_taken's, inside the one statement
 -- that picks and leases (a call per row would cost more than the formula);
 -- sql/tests/queue/claim/direct_and_general_lease_alike.sql proves the two agree.
--- One queue: its scans say `queue >= q and queue <= q` and lead their ORDER BY with the queue
--- (the same rows, in the same order). With `queue = q`, the generic plan (made once for any
+-- One queue: its scans say `queue = q and queue >= q and queue <= q` (the same rows; the
+-- equality prunes the shards). With `queue = q` alone, the generic plan (made once for any
 -- queue) estimated the queue at 1/n_distinct of the rows, all of them when the statistics
 -- knew one queue, and walked the queue-less claim index through every other queue's backlog;
--- now only the (queue, priority, ...) indexes serve the order
+-- the range lowers the estimate, so a (queue, priority, ...) index is read
 -- (tests/test_claim_plan_small_queue.py). queue/_candidates.sql does the same.
 create or replace function queue._claim_direct(
     worker text, queue_name text, batch int, lease interval, v_now timestamptz
@@ -216,10 +216,11 @@ begin
                 queue._lease_default()), v_now + j.timeout)
         where j.id = any (array(
                 select c.id from queue.jobs as c
-                where c.queue >= _claim_direct.queue_name and c.queue <= _claim_direct.queue_name
+                where c.queue = _claim_direct.queue_name
+                  and c.queue >= _claim_direct.queue_name and c.queue <= _claim_direct.queue_name
                   and c.status = 'pending' and c.category is null
                   and c.available_at <= now()
-                order by c.queue, c.priority desc, c.available_at, c.id
+                order by c.priority desc, c.available_at, c.id
                 limit _claim_direct.batch
                 for update skip locked))
           and j.queue = _claim_direct.queue_name
@@ -228,10 +229,11 @@ begin
                  and x.status = 'running' and x.lease_expires_at <= v_now
                order by x.lease_expires_at limit 1) is null
           and (select g.id from queue.jobs as g
-               where g.queue >= _claim_direct.queue_name and g.queue <= _claim_direct.queue_name
+               where g.queue = _claim_direct.queue_name
+                 and g.queue >= _claim_direct.queue_name and g.queue <= _claim_direct.queue_name
                  and g.status = 'pending' and g.category is not null
                  and g.available_at <= now()
-               order by g.queue, g.priority desc, g.available_at, g.id limit 1) is null
+               order by g.priority desc, g.available_at, g.id limit 1) is null
           and (select p.queue from queue.queues as p
                where p.paused and p.queue = _claim_direct.queue_name) is null
         returning j.id, j.queue, j.category, j.priority, j.payload, j.attempt,
