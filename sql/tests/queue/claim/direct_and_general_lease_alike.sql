@@ -20,33 +20,21 @@ begin
 end
 $$;
 
-select is(andal_test.lease_of(array[q], q, l, t), want,
-        format('direct path, one queue: %s', what))
-from (values
-    ('free', interval '30 seconds', null::interval, interval '30 seconds', 'the claim''s lease'),
-    ('kept', null, null, interval '45 seconds', 'the queue''s lease'),
-    ('free', null, null, interval '60 seconds', 'the default'),
-    ('kept', interval '30 seconds', interval '10 seconds', interval '10 seconds',
-        'capped by the timeout')
-) as v (q, l, t, want, what);
-select is(andal_test.lease_of(null, q, l, t), want,
-        format('direct path, every queue: %s', what))
-from (values
-    ('free', interval '30 seconds', null::interval, interval '30 seconds', 'the claim''s lease'),
-    ('kept', null, null, interval '45 seconds', 'the queue''s lease'),
-    ('free', null, null, interval '60 seconds', 'the default'),
-    ('kept', interval '30 seconds', interval '10 seconds', interval '10 seconds',
-        'capped by the timeout')
-) as v (q, l, t, want, what);
-select is(andal_test.lease_of(array[q, 'none'], q, l, t), want,
-        format('general path (two queues): %s', what))
-from (values
-    ('free', interval '30 seconds', null::interval, interval '30 seconds', 'the claim''s lease'),
-    ('kept', null, null, interval '45 seconds', 'the queue''s lease'),
-    ('free', null, null, interval '60 seconds', 'the default'),
-    ('kept', interval '30 seconds', interval '10 seconds', interval '10 seconds',
-        'capped by the timeout')
-) as v (q, l, t, want, what);
+-- the four cases, each claimed by each path: one queue and every queue take the direct path,
+-- two queues the general one
+create temp table cases (n int, q text, l interval, t interval, want interval, what text);
+insert into cases values
+    (1, 'free', interval '30 seconds', null, interval '30 seconds', 'the claim''s lease'),
+    (2, 'kept', null, null, interval '45 seconds', 'the queue''s lease'),
+    (3, 'free', null, null, interval '60 seconds', 'the default'),
+    (4, 'kept', interval '30 seconds', interval '10 seconds', interval '10 seconds',
+        'capped by the timeout');
+select is(andal_test.lease_of(case p.k when 1 then array[c.q] when 3 then array[c.q, 'none'] end,
+        c.q, c.l, c.t), c.want, format('%s: %s', p.path, c.what))
+from (values (1, 'direct path, one queue'), (2, 'direct path, every queue'),
+    (3, 'general path (two queues)')) as p (k, path)
+cross join cases as c
+order by p.k, c.n;
 
 select * from finish();
 rollback;
