@@ -2186,6 +2186,74 @@ begin
 end
 $$;
 
+CREATE FUNCTION queue._complete_delete(job_ids bigint[], tokens uuid[], results_in jsonb[], now timestamp with time zone, OUT ids bigint[], OUT toks uuid[], OUT queues text[], OUT categories text[], OUT run_ms double precision[], OUT run_buckets integer[], OUT wait_buckets integer[], OUT span int8range, OUT settle boolean, OUT cache_keys text[], OUT results jsonb[], OUT history jsonb, OUT watched bigint[], OUT flow bigint[], OUT flow_results jsonb[], OUT flow_children bigint[], OUT flow_only bigint[]) RETURNS record
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
+    SET enable_bitmapscan TO 'off'
+    SET enable_hashjoin TO 'off'
+    SET enable_mergejoin TO 'off'
+    SET jit TO 'off'
+    AS $$
+#variable_conflict use_column
+begin
+    with input as materialized (
+        select distinct on (i.id, i.tok) i.id, i.tok, i.n
+        from unnest(_complete_delete.job_ids, _complete_delete.tokens) with ordinality
+            as i (id, tok, n)
+        order by i.id, i.tok, i.n
+    ),
+    gone as (
+        delete from queue.jobs as j using input as i
+        where j.id = i.id and j.token = i.tok
+          and j.lease_expires_at > _complete_delete.now and j.abort_requested_at is null
+        returning j.id, j.token, j.queue, j.category, j.cache_key, i.n, j.priority, j.payload,
+            j.attempt, j.max_attempts, j.enqueued_at, j.claimed_at, j.worker, j.errors,
+            j.watched, j.workflow, j.has_parents, j.only_child,
+            _complete_delete.results_in[i.n] as result,
+            date_part('epoch', _complete_delete.now - j.claimed_at) * 1000 as run_ms,
+            width_bucket(date_part('epoch', _complete_delete.now - j.claimed_at) * 1000,
+                queue._hist_bounds())
+            + 1 as rb,
+            width_bucket(date_part('epoch', j.claimed_at - j.available_at) * 1000,
+                queue._hist_bounds())
+            + 1 as wb
+    ),
+    kept as (
+        -- the queues that keep results are read once (usually none), not once per job; in
+        -- key order, so on an index
+        insert into queue.results (job_id, queue, result, completed_at)
+        select g.id, g.queue, queue._check_result(g.result, format('results[%s]', g.n)),
+            _complete_delete.now
+        from gone as g
+        where g.queue = any (array(
+            select q.queue from queue.queues as q where q.keep_results order by q.queue))
+    )
+    select array_agg(g.id), array_agg(g.token), array_agg(g.queue), array_agg(g.category),
+        array_agg(g.run_ms), array_agg(g.rb), array_agg(g.wb),
+        int8range(min(g.id), max(g.id), '[]'),
+        bool_or(g.category is not null or g.cache_key is not null), array_agg(g.cache_key),
+        array_agg(g.result),
+        -- (usually none: the queues that keep history are read once)
+        jsonb_agg(jsonb_build_object(
+            'job_id', g.id, 'queue', g.queue, 'category', g.category, 'priority', g.priority,
+            'payload', g.payload, 'attempt', g.attempt, 'max_attempts', g.max_attempts,
+            'enqueued_at', g.enqueued_at, 'started_at', g.claimed_at, 'worker', g.worker,
+            'result', queue._check_result(g.result, format('results[%s]', g.n)),
+            'errors', g.errors))
+        filter (where g.queue = any (array(
+            select q.queue from queue.queues as q where q.history_retention is not null
+            order by q.queue))),
+        array_agg(g.id) filter (where g.watched), array_agg(g.id) filter (where g.workflow),
+        array_agg(g.result) filter (where g.workflow),
+        array_agg(g.id) filter (where g.has_parents),
+        array_agg(g.only_child) filter (where g.workflow)
+    into ids, toks, queues, categories, run_ms, run_buckets, wait_buckets, span, settle,
+        cache_keys, results, history, watched, flow, flow_results, flow_children, flow_only
+    from gone as g;
+end
+$$;
+
 CREATE FUNCTION queue._complete_one(job_id bigint, token uuid, result jsonb) RETURNS boolean
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -2296,6 +2364,76 @@ begin
     returning q.*;
     exit when found;
     end loop;
+end
+$$;
+
+CREATE FUNCTION queue._count_completed(queues text[], categories text[], run_ms double precision[], run_buckets integer[], wait_buckets integer[]) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+begin
+    if cardinality(_count_completed.queues) = 1 then
+        update queue.stat_minutes as s
+        set completed = s.completed + 1, run_count = s.run_count + 1,
+            run_ms = s.run_ms + _count_completed.run_ms[1],
+            run_hist[run_buckets[1]] = s.run_hist[run_buckets[1]] + 1,
+            wait_hist[wait_buckets[1]] = s.wait_hist[wait_buckets[1]] + 1
+        where s.minute = date_trunc('minute', now()) and s.backend = pg_backend_pid()
+          and s.queue = _count_completed.queues[1]
+          and s.category = coalesce(_count_completed.categories[1], '');
+        if found then
+            return;
+        end if;
+    end if;
+    insert into queue.stat_minutes as s (
+        minute, backend, queue, category, completed, run_count, run_ms, run_hist, wait_hist
+    )
+    select date_trunc('minute', now()), pg_backend_pid(), g.q, coalesce(g.c, ''),
+        count(*), count(*), sum(g.ms),
+        array[
+            count(*) filter (where g.rb = 1), count(*) filter (where g.rb = 2),
+            count(*) filter (where g.rb = 3), count(*) filter (where g.rb = 4),
+            count(*) filter (where g.rb = 5), count(*) filter (where g.rb = 6),
+            count(*) filter (where g.rb = 7), count(*) filter (where g.rb = 8),
+            count(*) filter (where g.rb = 9), count(*) filter (where g.rb = 10),
+            count(*) filter (where g.rb = 11), count(*) filter (where g.rb = 12),
+            count(*) filter (where g.rb = 13), count(*) filter (where g.rb = 14),
+            count(*) filter (where g.rb = 15), count(*) filter (where g.rb = 16)],
+        array[
+            count(*) filter (where g.wb = 1), count(*) filter (where g.wb = 2),
+            count(*) filter (where g.wb = 3), count(*) filter (where g.wb = 4),
+            count(*) filter (where g.wb = 5), count(*) filter (where g.wb = 6),
+            count(*) filter (where g.wb = 7), count(*) filter (where g.wb = 8),
+            count(*) filter (where g.wb = 9), count(*) filter (where g.wb = 10),
+            count(*) filter (where g.wb = 11), count(*) filter (where g.wb = 12),
+            count(*) filter (where g.wb = 13), count(*) filter (where g.wb = 14),
+            count(*) filter (where g.wb = 15), count(*) filter (where g.wb = 16)]
+    from unnest(_count_completed.queues, _count_completed.categories, _count_completed.run_ms,
+        _count_completed.run_buckets, _count_completed.wait_buckets) as g (q, c, ms, rb, wb)
+    group by g.q, coalesce(g.c, '')
+    on conflict (minute, backend, queue, category) do update
+    set completed = s.completed + excluded.completed,
+        run_count = s.run_count + excluded.run_count,
+        run_ms = s.run_ms + excluded.run_ms,
+        run_hist = array[
+            s.run_hist[1] + excluded.run_hist[1], s.run_hist[2] + excluded.run_hist[2],
+            s.run_hist[3] + excluded.run_hist[3], s.run_hist[4] + excluded.run_hist[4],
+            s.run_hist[5] + excluded.run_hist[5], s.run_hist[6] + excluded.run_hist[6],
+            s.run_hist[7] + excluded.run_hist[7], s.run_hist[8] + excluded.run_hist[8],
+            s.run_hist[9] + excluded.run_hist[9], s.run_hist[10] + excluded.run_hist[10],
+            s.run_hist[11] + excluded.run_hist[11], s.run_hist[12] + excluded.run_hist[12],
+            s.run_hist[13] + excluded.run_hist[13], s.run_hist[14] + excluded.run_hist[14],
+            s.run_hist[15] + excluded.run_hist[15], s.run_hist[16] + excluded.run_hist[16]],
+        wait_hist = array[
+            s.wait_hist[1] + excluded.wait_hist[1], s.wait_hist[2] + excluded.wait_hist[2],
+            s.wait_hist[3] + excluded.wait_hist[3], s.wait_hist[4] + excluded.wait_hist[4],
+            s.wait_hist[5] + excluded.wait_hist[5], s.wait_hist[6] + excluded.wait_hist[6],
+            s.wait_hist[7] + excluded.wait_hist[7], s.wait_hist[8] + excluded.wait_hist[8],
+            s.wait_hist[9] + excluded.wait_hist[9], s.wait_hist[10] + excluded.wait_hist[10],
+            s.wait_hist[11] + excluded.wait_hist[11], s.wait_hist[12] + excluded.wait_hist[12],
+            s.wait_hist[13] + excluded.wait_hist[13], s.wait_hist[14] + excluded.wait_hist[14],
+            s.wait_hist[15] + excluded.wait_hist[15], s.wait_hist[16] + excluded.wait_hist[16]];
 end
 $$;
 
@@ -3832,6 +3970,26 @@ begin
         v_cum := v_cum + hist[v_i];
     end loop;
     return v_bounds[cardinality(v_bounds)];
+end
+$$;
+
+CREATE FUNCTION queue._history_completed(jobs jsonb, finished_at timestamp with time zone) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+    insert into queue.history (
+        job_id, queue, category, priority, state, payload, attempt, max_attempts,
+        enqueued_at, started_at, finished_at, worker, result, errors, keep_until
+    )
+    select h.job_id, h.queue, h.category, h.priority, 'completed', h.payload, h.attempt,
+        h.max_attempts, h.enqueued_at, h.started_at, _history_completed.finished_at, h.worker,
+        h.result, h.errors, _history_completed.finished_at + queue._history_keep(h.queue)
+    from jsonb_to_recordset(_history_completed.jobs) as h (
+        job_id bigint, queue text, category text, priority int, payload jsonb,
+        attempt int, max_attempts int, enqueued_at timestamptz, started_at timestamptz,
+        worker text, result jsonb, errors jsonb
+    );
 end
 $$;
 
@@ -5637,45 +5795,16 @@ begin
     if v_id is null then
         perform queue._lease_lost(complete.job_id, complete.token);
     end if;
-    -- Counted in this backend's row for this minute, queue and category (queue._record's
-    -- row): a plain update by primary key (a HOT update, one WAL record), and an upsert only
-    -- when the row does not exist yet (once a minute). An upsert every time ran the
-    -- speculative-insertion check and wrote a row-lock record before its update: ≈ 15 µs of
-    -- server CPU more per job. The histograms get a 1 in the job's bucket (16 buckets, see
-    -- queue._hist_bounds).
-    update queue.stat_minutes as s
-    set completed = s.completed + 1, run_count = s.run_count + 1,
-        run_ms = s.run_ms + v_job.run_ms,
-        run_hist[v_job.rb] = s.run_hist[v_job.rb] + 1,
-        wait_hist[v_job.wb] = s.wait_hist[v_job.wb] + 1
-    where s.minute = date_trunc('minute', now()) and s.backend = pg_backend_pid()
-      and s.queue = v_queue and s.category = coalesce(v_category, '');
-    if not found then
-        insert into queue.stat_minutes as s (
-            minute, backend, queue, category, completed, run_count, run_ms, run_hist, wait_hist
-        )
-        select date_trunc('minute', now()), pg_backend_pid(), v_queue, coalesce(v_category, ''),
-            1, 1, v_job.run_ms,
-            array_fill(0::bigint, array[v_job.rb - 1]) || 1::bigint
-            || array_fill(0::bigint, array[16 - v_job.rb]),
-            array_fill(0::bigint, array[v_job.wb - 1]) || 1::bigint
-            || array_fill(0::bigint, array[16 - v_job.wb])
-        on conflict (minute, backend, queue, category) do update
-        set completed = s.completed + 1, run_count = s.run_count + 1,
-            run_ms = s.run_ms + excluded.run_ms,
-            run_hist[v_job.rb] = s.run_hist[v_job.rb] + 1,
-            wait_hist[v_job.wb] = s.wait_hist[v_job.wb] + 1;
-    end if;
-    if v_history is not null then
-        insert into queue.history (
-            job_id, queue, category, priority, state, payload, attempt, max_attempts,
-            enqueued_at, started_at, finished_at, worker, result, errors, keep_until
-        ) values (
-            v_id, v_queue, v_category, v_job.priority, 'completed', v_job.payload,
-            v_job.attempt, v_job.max_attempts, v_job.enqueued_at,
-            v_job.claimed_at, v_now, v_job.worker,
-            queue._check_result(complete.result, 'result'), v_job.errors, v_now + v_history
-        );
+    perform queue._count_completed(array[v_queue], array[v_category], array[v_job.run_ms],
+        array[v_job.rb], array[v_job.wb]);
+    if v_history is not null then  -- the object of complete_many's history aggregate
+        perform queue._history_completed(jsonb_build_array(jsonb_build_object(
+            'job_id', v_id, 'queue', v_queue, 'category', v_category,
+            'priority', v_job.priority, 'payload', v_job.payload, 'attempt', v_job.attempt,
+            'max_attempts', v_job.max_attempts, 'enqueued_at', v_job.enqueued_at,
+            'started_at', v_job.claimed_at, 'worker', v_job.worker,
+            'result', queue._check_result(complete.result, 'result'), 'errors', v_job.errors)),
+            v_now);
     end if;
     perform queue._record_completions(array[v_id], array[v_queue], int8range(v_id, v_id, '[]'),
         v_now);
@@ -5705,29 +5834,11 @@ COMMENT ON FUNCTION queue.complete(job_id bigint, token uuid, result jsonb) IS '
 CREATE FUNCTION queue.complete_many(job_ids bigint[], tokens uuid[], results jsonb[] DEFAULT NULL::jsonb[]) RETURNS TABLE(job_id bigint, completed boolean)
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
-    SET enable_seqscan TO 'off'
-    SET enable_bitmapscan TO 'off'
-    SET enable_hashjoin TO 'off'
-    SET enable_mergejoin TO 'off'
-    SET jit TO 'off'
     AS $$
 #variable_conflict use_column
 declare
-    v_ids bigint[];  -- the completed (job, token) pairs, and their queues
-    v_toks uuid[];
-    v_queues text[];
-    v_span int8range;
-    v_fx bigint[];  -- the completed jobs with a category or a cache key (queue._settle_many)
-    v_fx_queues text[];
-    v_fx_cats text[];
-    v_fx_keys text[];
-    v_fx_results jsonb[];
-    v_history jsonb;  -- the completed jobs of queues that keep history
-    v_watched bigint[];  -- the completed jobs someone watches
-    v_flow bigint[];  -- the completed jobs with children, and their results
-    v_flow_results jsonb[];
-    v_flow_children bigint[];  -- the completed jobs with parents
-    v_flow_only bigint[];  -- each parent's only child (null: several, read from its edges)
+    v_done record;  -- the completed jobs (queue._complete_delete)
+    v_watched bigint[];
     v_now timestamptz := queue._lease_clock();
 begin
     if complete_many.job_ids is null or complete_many.tokens is null then
@@ -5752,164 +5863,32 @@ begin
         return;
     end if;
 
-    with input as materialized (
-        -- a (job, token) pair given twice counts once (with its first result: n); sorted by
-        -- id, and materialized so that it drives the delete in that order
-        select distinct on (i.id, i.tok) i.id, i.tok, i.n
-        from unnest(complete_many.job_ids, complete_many.tokens) with ordinality as i (id, tok, n)
-        order by i.id, i.tok, i.n
-    ),
-    gone as (
-        -- One statement, no separate lock pass: a nested loop over the sorted input probes
-        -- the primary key once per pair (hash and merge joins are off for it: see the SET), so
-        -- the delete takes its row locks in id order, the order heartbeat_many locks in:
-        -- concurrent batches never deadlock. Never a scan of the running jobs: a token is
-        -- set only while a job runs, so token and unexpired lease say "running" without
-        -- naming the status (which would let the planner pick jobs_lease_idx on stale
-        -- statistics). A job has one token, so it matches at most one pair.
-        delete from queue.jobs as j using input as i
-        where j.id = i.id and j.token = i.tok
-          and j.lease_expires_at > v_now and j.abort_requested_at is null
-        returning j.id, j.token, j.queue, j.category, j.cache_key, i.n, j.priority, j.payload,
-            j.attempt, j.max_attempts, j.enqueued_at, j.claimed_at, j.worker, j.errors,
-            j.watched, j.workflow, j.has_parents, j.only_child,
-            date_part('epoch', v_now - j.claimed_at) * 1000 as run_ms,
-            width_bucket(date_part('epoch', v_now - j.claimed_at) * 1000,
-                queue._hist_bounds())
-            + 1 as rb,
-            width_bucket(date_part('epoch', j.claimed_at - j.available_at) * 1000,
-                queue._hist_bounds())
-            + 1 as wb
-    ),
-    kept as (
-        -- the queues that keep results are read once (usually none), not once per job; in
-        -- key order, so on an index
-        insert into queue.results (job_id, queue, result, completed_at)
-        select g.id, g.queue,
-            queue._check_result(complete_many.results[g.n], format('results[%s]', g.n)), v_now
-        from gone as g
-        where g.queue = any (array(
-            select q.queue from queue.queues as q where q.keep_results order by q.queue))
-    ),
-    counted as (
-        -- queue._record's upsert, once per queue and category of the batch: this backend's
-        -- row of the minute, with the batch's histograms (16 buckets, see queue._hist_bounds).
-        -- A deliberate copy of queue._hist and queue._hist_add, written out as 16 counts: a
-        -- batch of gated jobs is a group per category, and a call per group cost a fifth of
-        -- a gated claim + complete_many's server CPU (bench.cpu_ab --gated);
-        -- sql/tests/queue/complete_many/histograms_agree.sql proves both forms agree.
-        insert into queue.stat_minutes as s (
-            minute, backend, queue, category, completed, run_count, run_ms, run_hist, wait_hist
-        )
-        select date_trunc('minute', now()), pg_backend_pid(), g.queue, coalesce(g.category, ''),
-            count(*), count(*), sum(g.run_ms),
-            array[
-                count(*) filter (where g.rb = 1), count(*) filter (where g.rb = 2),
-                count(*) filter (where g.rb = 3), count(*) filter (where g.rb = 4),
-                count(*) filter (where g.rb = 5), count(*) filter (where g.rb = 6),
-                count(*) filter (where g.rb = 7), count(*) filter (where g.rb = 8),
-                count(*) filter (where g.rb = 9), count(*) filter (where g.rb = 10),
-                count(*) filter (where g.rb = 11), count(*) filter (where g.rb = 12),
-                count(*) filter (where g.rb = 13), count(*) filter (where g.rb = 14),
-                count(*) filter (where g.rb = 15), count(*) filter (where g.rb = 16)],
-            array[
-                count(*) filter (where g.wb = 1), count(*) filter (where g.wb = 2),
-                count(*) filter (where g.wb = 3), count(*) filter (where g.wb = 4),
-                count(*) filter (where g.wb = 5), count(*) filter (where g.wb = 6),
-                count(*) filter (where g.wb = 7), count(*) filter (where g.wb = 8),
-                count(*) filter (where g.wb = 9), count(*) filter (where g.wb = 10),
-                count(*) filter (where g.wb = 11), count(*) filter (where g.wb = 12),
-                count(*) filter (where g.wb = 13), count(*) filter (where g.wb = 14),
-                count(*) filter (where g.wb = 15), count(*) filter (where g.wb = 16)]
-        from gone as g
-        group by g.queue, coalesce(g.category, '')
-        on conflict (minute, backend, queue, category) do update
-        set completed = s.completed + excluded.completed,
-            run_count = s.run_count + excluded.run_count,
-            run_ms = s.run_ms + excluded.run_ms,
-            run_hist = array[
-                s.run_hist[1] + excluded.run_hist[1], s.run_hist[2] + excluded.run_hist[2],
-                s.run_hist[3] + excluded.run_hist[3], s.run_hist[4] + excluded.run_hist[4],
-                s.run_hist[5] + excluded.run_hist[5], s.run_hist[6] + excluded.run_hist[6],
-                s.run_hist[7] + excluded.run_hist[7], s.run_hist[8] + excluded.run_hist[8],
-                s.run_hist[9] + excluded.run_hist[9], s.run_hist[10] + excluded.run_hist[10],
-                s.run_hist[11] + excluded.run_hist[11], s.run_hist[12] + excluded.run_hist[12],
-                s.run_hist[13] + excluded.run_hist[13], s.run_hist[14] + excluded.run_hist[14],
-                s.run_hist[15] + excluded.run_hist[15], s.run_hist[16] + excluded.run_hist[16]],
-            wait_hist = array[
-                s.wait_hist[1] + excluded.wait_hist[1], s.wait_hist[2] + excluded.wait_hist[2],
-                s.wait_hist[3] + excluded.wait_hist[3], s.wait_hist[4] + excluded.wait_hist[4],
-                s.wait_hist[5] + excluded.wait_hist[5], s.wait_hist[6] + excluded.wait_hist[6],
-                s.wait_hist[7] + excluded.wait_hist[7], s.wait_hist[8] + excluded.wait_hist[8],
-                s.wait_hist[9] + excluded.wait_hist[9], s.wait_hist[10] + excluded.wait_hist[10],
-                s.wait_hist[11] + excluded.wait_hist[11], s.wait_hist[12] + excluded.wait_hist[12],
-                s.wait_hist[13] + excluded.wait_hist[13], s.wait_hist[14] + excluded.wait_hist[14],
-                s.wait_hist[15] + excluded.wait_hist[15], s.wait_hist[16] + excluded.wait_hist[16]]
+    v_done := queue._complete_delete(complete_many.job_ids, complete_many.tokens,
+        complete_many.results, v_now);
+    if v_done.ids is not null then
+        if v_done.settle then  -- the slots, the cache (the statistics are counted here)
+            perform queue._settle_many(v_done.ids,
+                array_fill('completed'::text, array[cardinality(v_done.ids)]), v_done.queues,
+                v_done.categories, cache_keys => v_done.cache_keys, results => v_done.results,
+                counted => true);
+        end if;
+        perform queue._count_completed(v_done.queues, v_done.categories, v_done.run_ms,
+            v_done.run_buckets, v_done.wait_buckets);
+        perform queue._record_completions(v_done.ids, v_done.queues, v_done.span, v_now);
+    end if;
+    if v_done.history is not null then
+        perform queue._history_completed(v_done.history, v_now);
+    end if;
+    with w as (
+        delete from queue.watches as w where w.job_id = any (v_done.ids) returning w.job_id
     )
-    select array_agg(g.id), array_agg(g.token), array_agg(g.queue),
-        int8range(min(g.id), max(g.id), '[]'),
-        array_agg(g.id) filter (where g.category is not null or g.cache_key is not null),
-        array_agg(g.queue) filter (where g.category is not null or g.cache_key is not null),
-        array_agg(g.category) filter (where g.category is not null or g.cache_key is not null),
-        array_agg(g.cache_key) filter (where g.category is not null or g.cache_key is not null),
-        array_agg(complete_many.results[g.n])
-        filter (where g.category is not null or g.cache_key is not null),
-        -- (usually none: the queues that keep history are read once)
-        jsonb_agg(jsonb_build_object(
-            'job_id', g.id, 'queue', g.queue, 'category', g.category, 'priority', g.priority,
-            'payload', g.payload, 'attempt', g.attempt, 'max_attempts', g.max_attempts,
-            'enqueued_at', g.enqueued_at, 'started_at', g.claimed_at, 'worker', g.worker,
-            'result', queue._check_result(complete_many.results[g.n], format('results[%s]', g.n)),
-            'errors', g.errors))
-        filter (where g.queue = any (array(
-            select q.queue from queue.queues as q where q.history_retention is not null
-            order by q.queue))),
-        array_agg(g.id) filter (where g.watched),
-        array_agg(g.id) filter (where g.workflow),
-        array_agg(complete_many.results[g.n]) filter (where g.workflow),
-        array_agg(g.id) filter (where g.has_parents),
-        array_agg(g.only_child) filter (where g.workflow)
-    into v_ids, v_toks, v_queues, v_span, v_fx, v_fx_queues, v_fx_cats, v_fx_keys, v_fx_results,
-        v_history, v_watched, v_flow, v_flow_results, v_flow_children, v_flow_only
-    from gone as g;
-
-    -- Hash joins were off for the delete only: the statements below (the slots' release,
-    -- the answer's join of the input with the completed pairs) have them back until this
-    -- function returns; left off, the answer was a 100 x 100 nested loop at batch 100.
-    perform set_config('enable_hashjoin', 'on', true);
-
-    if v_fx is not null then  -- the slots, the cache (the statistics are counted above)
-        perform queue._settle_many(v_fx, array_fill('completed'::text, array[cardinality(v_fx)]),
-            v_fx_queues, v_fx_cats, cache_keys => v_fx_keys, results => v_fx_results,
-            counted => true);
-    end if;
-
-    if v_ids is not null then
-        perform queue._record_completions(v_ids, v_queues, v_span, v_now);
-    end if;
-    if v_history is not null then
-        insert into queue.history (
-            job_id, queue, category, priority, state, payload, attempt, max_attempts,
-            enqueued_at, started_at, finished_at, worker, result, errors, keep_until
-        )
-        select h.job_id, h.queue, h.category, h.priority, 'completed', h.payload, h.attempt,
-            h.max_attempts, h.enqueued_at, h.started_at, v_now, h.worker, h.result, h.errors,
-            v_now + queue._history_keep(h.queue)
-        from jsonb_to_recordset(v_history) as h (
-            job_id bigint, queue text, category text, priority int, payload jsonb,
-            attempt int, max_attempts int, enqueued_at timestamptz, started_at timestamptz,
-            worker text, result jsonb, errors jsonb
-        );
-    end if;
-    with w as (delete from queue.watches as w where w.job_id = any (v_ids) returning w.job_id)
-    select v_watched || array_agg(w.job_id) from w into v_watched;  -- queue.watch's rows
+    select v_done.watched || array_agg(w.job_id) from w into v_watched;  -- queue.watch's rows
     for v_i in 1 .. coalesce(cardinality(v_watched), 0) loop
         perform queue._notify('andal_done', v_watched[v_i]::text);
     end loop;
-
-    if v_flow is not null or v_flow_children is not null then  -- (queue._workflow_ended)
-        perform queue._workflow_ended(v_flow, v_flow_children, 'completed', v_flow_results,
-            v_flow_only);
+    if v_done.flow is not null or v_done.flow_children is not null then  -- (_workflow_ended)
+        perform queue._workflow_ended(v_done.flow, v_done.flow_children, 'completed',
+            v_done.flow_results, v_done.flow_only);
     end if;
 
     -- One row per input pair, in input order. A pair with a null id or token matches
@@ -5917,9 +5896,9 @@ begin
     return query
     select i.id,
         case when i.id is not null and i.tok is not null then d.id is not null
-             when v_ids is null then false end
+             when v_done.ids is null then false end
     from unnest(complete_many.job_ids, complete_many.tokens) with ordinality as i (id, tok, n)
-    left join unnest(v_ids, v_toks) as d (id, tok) on d.id = i.id and d.tok = i.tok
+    left join unnest(v_done.ids, v_done.toks) as d (id, tok) on d.id = i.id and d.tok = i.tok
     order by i.n;
 end
 $$;
@@ -8709,6 +8688,8 @@ REVOKE ALL ON FUNCTION queue._claim_direct(worker text, queue_name text, batch i
 
 REVOKE ALL ON FUNCTION queue._claim_general(worker text, queues text[], batch integer, lease interval, v_now timestamp with time zone) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION queue._complete_delete(job_ids bigint[], tokens uuid[], results_in jsonb[], now timestamp with time zone, OUT ids bigint[], OUT toks uuid[], OUT queues text[], OUT categories text[], OUT run_ms double precision[], OUT run_buckets integer[], OUT wait_buckets integer[], OUT span int8range, OUT settle boolean, OUT cache_keys text[], OUT results jsonb[], OUT history jsonb, OUT watched bigint[], OUT flow bigint[], OUT flow_results jsonb[], OUT flow_children bigint[], OUT flow_only bigint[]) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION queue._complete_one(job_id bigint, token uuid, result jsonb) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._completions_keep() FROM PUBLIC;
@@ -8716,6 +8697,8 @@ REVOKE ALL ON FUNCTION queue._completions_keep() FROM PUBLIC;
 REVOKE ALL ON FUNCTION queue._config(queue_name text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._configure_queue(queue text, max_attempts integer, lease interval, backoff text, backoff_base interval, backoff_cap interval, jitter real, notify boolean, payload_limit integer, keep_results boolean, cache_policy text, timeout interval, results_retention interval, dead_retention interval) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._count_completed(queues text[], categories text[], run_ms double precision[], run_buckets integer[], wait_buckets integer[]) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._cron_field(part text, field text, lo integer, hi integer, names text[]) FROM PUBLIC;
 
@@ -8780,6 +8763,8 @@ REVOKE ALL ON FUNCTION queue._hist_add(a bigint[], b bigint[]) FROM PUBLIC;
 REVOKE ALL ON FUNCTION queue._hist_bounds() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._hist_quantile(hist bigint[], q double precision) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._history_completed(jobs jsonb, finished_at timestamp with time zone) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._history_keep(queue_name text) FROM PUBLIC;
 

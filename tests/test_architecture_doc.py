@@ -38,13 +38,11 @@ RULE_HOMES: dict[str, tuple[str, dict[str, str]]] = {
     "pg_notify(": (Q + "_notify.sql", {}),
     "into queue.dead_letters": (Q + "_dead_letter.sql", {}),
     "insert into queue.completions": (Q + "_completions.sql", {}),
-    "insert into queue.history (": (Q + "_dead_letter.sql", {
-        Q + "complete.sql": "complete and complete_many write the completed job's row in their"
-        " own statement (hot path)",
+    "insert into queue.history (": (Q + "history.sql", {
+        Q + "_dead_letter.sql": "a dead-lettered job's row, in the statement that moves it to"
+        " the dead letters",
     }),
     "insert into queue.stat_minutes": (Q + "stats.sql", {
-        Q + "complete.sql": "the completion counters, one update per job or one upsert per"
-        " batch, in the completing statement (hot path)",
         Q + "_tasks.sql": "the rollup of old minutes",
     }),
     "lease_expires_at > v_now": (Q + "_lease.sql", {

@@ -84,7 +84,7 @@ def test_deleted_neighbour_is_lost(rconn: psycopg.Connection, broken: bool) -> N
     with maybe(
         broken,
         rconn,
-        "queue.complete_many(bigint[], uuid[], jsonb[])",
+        "queue._complete_delete(bigint[], uuid[], jsonb[], timestamptz)",
         "using input as i\n        where j.id = i.id and j.token = i.tok",
         "using input as i\n        where j.id = i.id + 1 or j.id = i.id and j.token = i.tok",
     ):
@@ -101,7 +101,7 @@ def test_job_left_live_is_duplicated(rconn: psycopg.Connection, broken: bool) ->
     with maybe(
         broken,
         rconn,
-        "queue.complete_many(bigint[], uuid[], jsonb[])",
+        "queue._complete_delete(bigint[], uuid[], jsonb[], timestamptz)",
         "delete from queue.jobs as j using input as i",
         # the jobs are left pending (their tokens kept, so the batch still reports them
         # completed)

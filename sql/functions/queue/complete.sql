@@ -73,45 +73,16 @@ begin
     if v_id is null then
         perform queue._lease_lost(complete.job_id, complete.token);
     end if;
-    -- Counted in this backend's row for this minute, queue and category (queue._record's
-    -- row): a plain update by primary key (a HOT update, one WAL record), and an upsert only
-    -- when the row does not exist yet (once a minute). An upsert every time ran the
-    -- speculative-insertion check and wrote a row-lock record before its update: ≈ 15 µs of
-    -- server CPU more per job. The histograms get a 1 in the job's bucket (16 buckets, see
-    -- queue._hist_bounds).
-    update queue.stat_minutes as s
-    set completed = s.completed + 1, run_count = s.run_count + 1,
-        run_ms = s.run_ms + v_job.run_ms,
-        run_hist[v_job.rb] = s.run_hist[v_job.rb] + 1,
-        wait_hist[v_job.wb] = s.wait_hist[v_job.wb] + 1
-    where s.minute = date_trunc('minute', now()) and s.backend = pg_backend_pid()
-      and s.queue = v_queue and s.category = coalesce(v_category, '');
-    if not found then
-        insert into queue.stat_minutes as s (
-            minute, backend, queue, category, completed, run_count, run_ms, run_hist, wait_hist
-        )
-        select date_trunc('minute', now()), pg_backend_pid(), v_queue, coalesce(v_category, ''),
-            1, 1, v_job.run_ms,
-            array_fill(0::bigint, array[v_job.rb - 1]) || 1::bigint
-            || array_fill(0::bigint, array[16 - v_job.rb]),
-            array_fill(0::bigint, array[v_job.wb - 1]) || 1::bigint
-            || array_fill(0::bigint, array[16 - v_job.wb])
-        on conflict (minute, backend, queue, category) do update
-        set completed = s.completed + 1, run_count = s.run_count + 1,
-            run_ms = s.run_ms + excluded.run_ms,
-            run_hist[v_job.rb] = s.run_hist[v_job.rb] + 1,
-            wait_hist[v_job.wb] = s.wait_hist[v_job.wb] + 1;
-    end if;
-    if v_history is not null then
-        insert into queue.history (
-            job_id, queue, category, priority, state, payload, attempt, max_attempts,
-            enqueued_at, started_at, finished_at, worker, result, errors, keep_until
-        ) values (
-            v_id, v_queue, v_category, v_job.priority, 'completed', v_job.payload,
-            v_job.attempt, v_job.max_attempts, v_job.enqueued_at,
-            v_job.claimed_at, v_now, v_job.worker,
-            queue._check_result(complete.result, 'result'), v_job.errors, v_now + v_history
-        );
+    perform queue._count_completed(array[v_queue], array[v_category], array[v_job.run_ms],
+        array[v_job.rb], array[v_job.wb]);
+    if v_history is not null then  -- the object of complete_many's history aggregate
+        perform queue._history_completed(jsonb_build_array(jsonb_build_object(
+            'job_id', v_id, 'queue', v_queue, 'category', v_category,
+            'priority', v_job.priority, 'payload', v_job.payload, 'attempt', v_job.attempt,
+            'max_attempts', v_job.max_attempts, 'enqueued_at', v_job.enqueued_at,
+            'started_at', v_job.claimed_at, 'worker', v_job.worker,
+            'result', queue._check_result(complete.result, 'result'), 'errors', v_job.errors)),
+            v_now);
     end if;
     perform queue._record_completions(array[v_id], array[v_queue], int8range(v_id, v_id, '[]'),
         v_now);
@@ -167,42 +138,20 @@ $$;
 -- NOTIFY andal_done, as with complete.
 -- Raises: 22004 null arrays; 22023 arrays of different lengths; 25006 in a read-only
 -- transaction.
--- Cost: one statement deletes the jobs (one primary-key probe each), frees their gate slots,
--- keeps their results and counts them in the statistics (one upsert per queue and category
--- of the batch); one more builds the answer; each cache key takes one call.
+-- Cost: one statement deletes the jobs (one primary-key probe each) and keeps their results
+-- (queue._complete_delete); one upsert per queue and category of the batch counts them; a
+-- gated batch's slots take one more, each cache key one call; one more builds the answer.
 create or replace function queue.complete_many(
     job_ids bigint[], tokens uuid[], results jsonb[] default null
 ) returns table (job_id bigint, completed boolean)
 language plpgsql
 security definer
 set search_path = pg_catalog, pg_temp
--- every row is found by primary key, whatever the (possibly stale) statistics say; the delete
--- is a nested loop driven by the sorted input (its lock order; hash joins come back after
--- it); and no JIT compilation, which a plan costed with a disabled scan would trigger on
--- every call
-set enable_seqscan = off
-set enable_bitmapscan = off
-set enable_hashjoin = off
-set enable_mergejoin = off
-set jit = off
 as $$
 #variable_conflict use_column
 declare
-    v_ids bigint[];  -- the completed (job, token) pairs, and their queues
-    v_toks uuid[];
-    v_queues text[];
-    v_span int8range;
-    v_fx bigint[];  -- the completed jobs with a category or a cache key (queue._settle_many)
-    v_fx_queues text[];
-    v_fx_cats text[];
-    v_fx_keys text[];
-    v_fx_results jsonb[];
-    v_history jsonb;  -- the completed jobs of queues that keep history
-    v_watched bigint[];  -- the completed jobs someone watches
-    v_flow bigint[];  -- the completed jobs with children, and their results
-    v_flow_results jsonb[];
-    v_flow_children bigint[];  -- the completed jobs with parents
-    v_flow_only bigint[];  -- each parent's only child (null: several, read from its edges)
+    v_done record;  -- the completed jobs (queue._complete_delete)
+    v_watched bigint[];
     v_now timestamptz := queue._lease_clock();
 begin
     if complete_many.job_ids is null or complete_many.tokens is null then
@@ -227,29 +176,99 @@ begin
         return;
     end if;
 
+    v_done := queue._complete_delete(complete_many.job_ids, complete_many.tokens,
+        complete_many.results, v_now);
+    if v_done.ids is not null then
+        if v_done.settle then  -- the slots, the cache (the statistics are counted here)
+            perform queue._settle_many(v_done.ids,
+                array_fill('completed'::text, array[cardinality(v_done.ids)]), v_done.queues,
+                v_done.categories, cache_keys => v_done.cache_keys, results => v_done.results,
+                counted => true);
+        end if;
+        perform queue._count_completed(v_done.queues, v_done.categories, v_done.run_ms,
+            v_done.run_buckets, v_done.wait_buckets);
+        perform queue._record_completions(v_done.ids, v_done.queues, v_done.span, v_now);
+    end if;
+    if v_done.history is not null then
+        perform queue._history_completed(v_done.history, v_now);
+    end if;
+    with w as (
+        delete from queue.watches as w where w.job_id = any (v_done.ids) returning w.job_id
+    )
+    select v_done.watched || array_agg(w.job_id) from w into v_watched;  -- queue.watch's rows
+    for v_i in 1 .. coalesce(cardinality(v_watched), 0) loop
+        perform queue._notify('andal_done', v_watched[v_i]::text);
+    end loop;
+    if v_done.flow is not null or v_done.flow_children is not null then  -- (_workflow_ended)
+        perform queue._workflow_ended(v_done.flow, v_done.flow_children, 'completed',
+            v_done.flow_results, v_done.flow_only);
+    end if;
+
+    -- One row per input pair, in input order. A pair with a null id or token matches
+    -- nothing: null, or false when no job was completed.
+    return query
+    select i.id,
+        case when i.id is not null and i.tok is not null then d.id is not null
+             when v_done.ids is null then false end
+    from unnest(complete_many.job_ids, complete_many.tokens) with ordinality as i (id, tok, n)
+    left join unnest(v_done.ids, v_done.toks) as d (id, tok) on d.id = i.id and d.tok = i.tok
+    order by i.n;
+end
+$$;
+
+-- _complete_delete: complete_many's deleting statement (private): the jobs of the (job_ids,
+-- tokens) pairs whose lease is current at `now` and whose abort was not requested leave
+-- queue.jobs, the results of those of queues that keep results go to queue.results, and
+-- what the side effects need of the completed jobs comes back as arrays (job i: ids[i],
+-- toks[i], queues[i], ...; results[i] its result; run_ms, run_buckets and wait_buckets for
+-- queue._count_completed; span: the lowest and highest id; settle: whether one has a category
+-- or a cache key; history: the objects queue._history_completed keeps, of the queues that
+-- keep history; watched, flow, flow_results, flow_children, flow_only: the jobs someone
+-- watches, with children (and their results, each parent's only child) and with parents).
+-- One statement, no separate lock pass: a nested loop over the sorted input probes the
+-- primary key once per pair (the planner settings below hold for this function only), so
+-- the delete takes its row locks in id order, the order heartbeat_many locks in: concurrent
+-- batches never deadlock. Never a scan of the running jobs: a token is set only while a job
+-- runs, so token and unexpired lease say "running" without naming the status (which would
+-- let the planner pick jobs_lease_idx on stale statistics). A job has one token, so it
+-- matches at most one pair; a pair given twice counts once (with its first result).
+create or replace function queue._complete_delete(
+    job_ids bigint [], tokens uuid [], results_in jsonb [], now timestamptz,
+    out ids bigint [], out toks uuid [], out queues text [], out categories text [],
+    out run_ms double precision [], out run_buckets int [], out wait_buckets int [],
+    out span int8range, out settle boolean, out cache_keys text [], out results jsonb [],
+    out history jsonb, out watched bigint [], out flow bigint [], out flow_results jsonb [],
+    out flow_children bigint [], out flow_only bigint []
+)
+language plpgsql
+set search_path = pg_catalog, pg_temp
+-- every row by primary key whatever the (possibly stale) statistics say, the delete a nested
+-- loop driven by the sorted input (its lock order), and no JIT compilation, which a plan
+-- costed with a disabled scan would trigger on every call
+set enable_seqscan = off
+set enable_bitmapscan = off
+set enable_hashjoin = off
+set enable_mergejoin = off
+set jit = off
+as $$
+#variable_conflict use_column
+begin
     with input as materialized (
-        -- a (job, token) pair given twice counts once (with its first result: n); sorted by
-        -- id, and materialized so that it drives the delete in that order
         select distinct on (i.id, i.tok) i.id, i.tok, i.n
-        from unnest(complete_many.job_ids, complete_many.tokens) with ordinality as i (id, tok, n)
+        from unnest(_complete_delete.job_ids, _complete_delete.tokens) with ordinality
+            as i (id, tok, n)
         order by i.id, i.tok, i.n
     ),
     gone as (
-        -- One statement, no separate lock pass: a nested loop over the sorted input probes
-        -- the primary key once per pair (hash and merge joins are off for it: see the SET), so
-        -- the delete takes its row locks in id order, the order heartbeat_many locks in:
-        -- concurrent batches never deadlock. Never a scan of the running jobs: a token is
-        -- set only while a job runs, so token and unexpired lease say "running" without
-        -- naming the status (which would let the planner pick jobs_lease_idx on stale
-        -- statistics). A job has one token, so it matches at most one pair.
         delete from queue.jobs as j using input as i
         where j.id = i.id and j.token = i.tok
-          and j.lease_expires_at > v_now and j.abort_requested_at is null
+          and j.lease_expires_at > _complete_delete.now and j.abort_requested_at is null
         returning j.id, j.token, j.queue, j.category, j.cache_key, i.n, j.priority, j.payload,
             j.attempt, j.max_attempts, j.enqueued_at, j.claimed_at, j.worker, j.errors,
             j.watched, j.workflow, j.has_parents, j.only_child,
-            date_part('epoch', v_now - j.claimed_at) * 1000 as run_ms,
-            width_bucket(date_part('epoch', v_now - j.claimed_at) * 1000,
+            _complete_delete.results_in[i.n] as result,
+            date_part('epoch', _complete_delete.now - j.claimed_at) * 1000 as run_ms,
+            width_bucket(date_part('epoch', _complete_delete.now - j.claimed_at) * 1000,
                 queue._hist_bounds())
             + 1 as rb,
             width_bucket(date_part('epoch', j.claimed_at - j.available_at) * 1000,
@@ -260,142 +279,34 @@ begin
         -- the queues that keep results are read once (usually none), not once per job; in
         -- key order, so on an index
         insert into queue.results (job_id, queue, result, completed_at)
-        select g.id, g.queue,
-            queue._check_result(complete_many.results[g.n], format('results[%s]', g.n)), v_now
+        select g.id, g.queue, queue._check_result(g.result, format('results[%s]', g.n)),
+            _complete_delete.now
         from gone as g
         where g.queue = any (array(
             select q.queue from queue.queues as q where q.keep_results order by q.queue))
-    ),
-    counted as (
-        -- queue._record's upsert, once per queue and category of the batch: this backend's
-        -- row of the minute, with the batch's histograms (16 buckets, see queue._hist_bounds).
-        -- A deliberate copy of queue._hist and queue._hist_add, written out as 16 counts: a
-        -- batch of gated jobs is a group per category, and a call per group cost a fifth of
-        -- a gated claim + complete_many's server CPU (bench.cpu_ab --gated);
-        -- sql/tests/queue/complete_many/histograms_agree.sql proves both forms agree.
-        insert into queue.stat_minutes as s (
-            minute, backend, queue, category, completed, run_count, run_ms, run_hist, wait_hist
-        )
-        select date_trunc('minute', now()), pg_backend_pid(), g.queue, coalesce(g.category, ''),
-            count(*), count(*), sum(g.run_ms),
-            array[
-                count(*) filter (where g.rb = 1), count(*) filter (where g.rb = 2),
-                count(*) filter (where g.rb = 3), count(*) filter (where g.rb = 4),
-                count(*) filter (where g.rb = 5), count(*) filter (where g.rb = 6),
-                count(*) filter (where g.rb = 7), count(*) filter (where g.rb = 8),
-                count(*) filter (where g.rb = 9), count(*) filter (where g.rb = 10),
-                count(*) filter (where g.rb = 11), count(*) filter (where g.rb = 12),
-                count(*) filter (where g.rb = 13), count(*) filter (where g.rb = 14),
-                count(*) filter (where g.rb = 15), count(*) filter (where g.rb = 16)],
-            array[
-                count(*) filter (where g.wb = 1), count(*) filter (where g.wb = 2),
-                count(*) filter (where g.wb = 3), count(*) filter (where g.wb = 4),
-                count(*) filter (where g.wb = 5), count(*) filter (where g.wb = 6),
-                count(*) filter (where g.wb = 7), count(*) filter (where g.wb = 8),
-                count(*) filter (where g.wb = 9), count(*) filter (where g.wb = 10),
-                count(*) filter (where g.wb = 11), count(*) filter (where g.wb = 12),
-                count(*) filter (where g.wb = 13), count(*) filter (where g.wb = 14),
-                count(*) filter (where g.wb = 15), count(*) filter (where g.wb = 16)]
-        from gone as g
-        group by g.queue, coalesce(g.category, '')
-        on conflict (minute, backend, queue, category) do update
-        set completed = s.completed + excluded.completed,
-            run_count = s.run_count + excluded.run_count,
-            run_ms = s.run_ms + excluded.run_ms,
-            run_hist = array[
-                s.run_hist[1] + excluded.run_hist[1], s.run_hist[2] + excluded.run_hist[2],
-                s.run_hist[3] + excluded.run_hist[3], s.run_hist[4] + excluded.run_hist[4],
-                s.run_hist[5] + excluded.run_hist[5], s.run_hist[6] + excluded.run_hist[6],
-                s.run_hist[7] + excluded.run_hist[7], s.run_hist[8] + excluded.run_hist[8],
-                s.run_hist[9] + excluded.run_hist[9], s.run_hist[10] + excluded.run_hist[10],
-                s.run_hist[11] + excluded.run_hist[11], s.run_hist[12] + excluded.run_hist[12],
-                s.run_hist[13] + excluded.run_hist[13], s.run_hist[14] + excluded.run_hist[14],
-                s.run_hist[15] + excluded.run_hist[15], s.run_hist[16] + excluded.run_hist[16]],
-            wait_hist = array[
-                s.wait_hist[1] + excluded.wait_hist[1], s.wait_hist[2] + excluded.wait_hist[2],
-                s.wait_hist[3] + excluded.wait_hist[3], s.wait_hist[4] + excluded.wait_hist[4],
-                s.wait_hist[5] + excluded.wait_hist[5], s.wait_hist[6] + excluded.wait_hist[6],
-                s.wait_hist[7] + excluded.wait_hist[7], s.wait_hist[8] + excluded.wait_hist[8],
-                s.wait_hist[9] + excluded.wait_hist[9], s.wait_hist[10] + excluded.wait_hist[10],
-                s.wait_hist[11] + excluded.wait_hist[11], s.wait_hist[12] + excluded.wait_hist[12],
-                s.wait_hist[13] + excluded.wait_hist[13], s.wait_hist[14] + excluded.wait_hist[14],
-                s.wait_hist[15] + excluded.wait_hist[15], s.wait_hist[16] + excluded.wait_hist[16]]
     )
-    select array_agg(g.id), array_agg(g.token), array_agg(g.queue),
+    select array_agg(g.id), array_agg(g.token), array_agg(g.queue), array_agg(g.category),
+        array_agg(g.run_ms), array_agg(g.rb), array_agg(g.wb),
         int8range(min(g.id), max(g.id), '[]'),
-        array_agg(g.id) filter (where g.category is not null or g.cache_key is not null),
-        array_agg(g.queue) filter (where g.category is not null or g.cache_key is not null),
-        array_agg(g.category) filter (where g.category is not null or g.cache_key is not null),
-        array_agg(g.cache_key) filter (where g.category is not null or g.cache_key is not null),
-        array_agg(complete_many.results[g.n])
-        filter (where g.category is not null or g.cache_key is not null),
+        bool_or(g.category is not null or g.cache_key is not null), array_agg(g.cache_key),
+        array_agg(g.result),
         -- (usually none: the queues that keep history are read once)
         jsonb_agg(jsonb_build_object(
             'job_id', g.id, 'queue', g.queue, 'category', g.category, 'priority', g.priority,
             'payload', g.payload, 'attempt', g.attempt, 'max_attempts', g.max_attempts,
             'enqueued_at', g.enqueued_at, 'started_at', g.claimed_at, 'worker', g.worker,
-            'result', queue._check_result(complete_many.results[g.n], format('results[%s]', g.n)),
+            'result', queue._check_result(g.result, format('results[%s]', g.n)),
             'errors', g.errors))
         filter (where g.queue = any (array(
             select q.queue from queue.queues as q where q.history_retention is not null
             order by q.queue))),
-        array_agg(g.id) filter (where g.watched),
-        array_agg(g.id) filter (where g.workflow),
-        array_agg(complete_many.results[g.n]) filter (where g.workflow),
+        array_agg(g.id) filter (where g.watched), array_agg(g.id) filter (where g.workflow),
+        array_agg(g.result) filter (where g.workflow),
         array_agg(g.id) filter (where g.has_parents),
         array_agg(g.only_child) filter (where g.workflow)
-    into v_ids, v_toks, v_queues, v_span, v_fx, v_fx_queues, v_fx_cats, v_fx_keys, v_fx_results,
-        v_history, v_watched, v_flow, v_flow_results, v_flow_children, v_flow_only
+    into ids, toks, queues, categories, run_ms, run_buckets, wait_buckets, span, settle,
+        cache_keys, results, history, watched, flow, flow_results, flow_children, flow_only
     from gone as g;
-
-    -- Hash joins were off for the delete only: the statements below (the slots' release,
-    -- the answer's join of the input with the completed pairs) have them back until this
-    -- function returns; left off, the answer was a 100 x 100 nested loop at batch 100.
-    perform set_config('enable_hashjoin', 'on', true);
-
-    if v_fx is not null then  -- the slots, the cache (the statistics are counted above)
-        perform queue._settle_many(v_fx, array_fill('completed'::text, array[cardinality(v_fx)]),
-            v_fx_queues, v_fx_cats, cache_keys => v_fx_keys, results => v_fx_results,
-            counted => true);
-    end if;
-
-    if v_ids is not null then
-        perform queue._record_completions(v_ids, v_queues, v_span, v_now);
-    end if;
-    if v_history is not null then
-        insert into queue.history (
-            job_id, queue, category, priority, state, payload, attempt, max_attempts,
-            enqueued_at, started_at, finished_at, worker, result, errors, keep_until
-        )
-        select h.job_id, h.queue, h.category, h.priority, 'completed', h.payload, h.attempt,
-            h.max_attempts, h.enqueued_at, h.started_at, v_now, h.worker, h.result, h.errors,
-            v_now + queue._history_keep(h.queue)
-        from jsonb_to_recordset(v_history) as h (
-            job_id bigint, queue text, category text, priority int, payload jsonb,
-            attempt int, max_attempts int, enqueued_at timestamptz, started_at timestamptz,
-            worker text, result jsonb, errors jsonb
-        );
-    end if;
-    with w as (delete from queue.watches as w where w.job_id = any (v_ids) returning w.job_id)
-    select v_watched || array_agg(w.job_id) from w into v_watched;  -- queue.watch's rows
-    for v_i in 1 .. coalesce(cardinality(v_watched), 0) loop
-        perform queue._notify('andal_done', v_watched[v_i]::text);
-    end loop;
-
-    if v_flow is not null or v_flow_children is not null then  -- (queue._workflow_ended)
-        perform queue._workflow_ended(v_flow, v_flow_children, 'completed', v_flow_results,
-            v_flow_only);
-    end if;
-
-    -- One row per input pair, in input order. A pair with a null id or token matches
-    -- nothing: null, or false when no job was completed.
-    return query
-    select i.id,
-        case when i.id is not null and i.tok is not null then d.id is not null
-             when v_ids is null then false end
-    from unnest(complete_many.job_ids, complete_many.tokens) with ordinality as i (id, tok, n)
-    left join unnest(v_ids, v_toks) as d (id, tok) on d.id = i.id and d.tok = i.tok
-    order by i.n;
 end
 $$;
 
@@ -431,6 +342,8 @@ comment on function queue.complete_many(bigint[], uuid[], jsonb[]) is
 revoke all on function queue.complete(bigint, uuid, jsonb) from public;
 revoke all on function queue.complete_many(bigint[], uuid[], jsonb[]) from public;
 revoke all on function queue._complete_one(bigint, uuid, jsonb) from public;
+revoke all on function queue._complete_delete(bigint [], uuid [], jsonb [], timestamptz)
+from public;
 comment on function queue.complete_many_outcomes(bigint [], uuid [], jsonb []) is
 'Complete several claimed jobs; returns why each one not completed was refused.';
 revoke all on function queue.complete_many_outcomes(bigint [], uuid [], jsonb []) from public;

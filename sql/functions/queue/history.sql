@@ -18,6 +18,32 @@ as $$
     select q.history_retention from queue.queues as q where q.queue = queue_name
 $$;
 
+-- _history_completed: keep completed jobs in queue.history (jobs: a JSON array of objects
+-- with the job's job_id, queue, category, priority, payload, attempt, max_attempts,
+-- enqueued_at, started_at, worker, result and errors; each of a queue that keeps history),
+-- finished at finished_at and kept for their queue's retention. Used by queue.complete and
+-- queue.complete_many.
+create or replace function queue._history_completed(jobs jsonb, finished_at timestamptz)
+returns void
+language plpgsql
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    insert into queue.history (
+        job_id, queue, category, priority, state, payload, attempt, max_attempts,
+        enqueued_at, started_at, finished_at, worker, result, errors, keep_until
+    )
+    select h.job_id, h.queue, h.category, h.priority, 'completed', h.payload, h.attempt,
+        h.max_attempts, h.enqueued_at, h.started_at, _history_completed.finished_at, h.worker,
+        h.result, h.errors, _history_completed.finished_at + queue._history_keep(h.queue)
+    from jsonb_to_recordset(_history_completed.jobs) as h (
+        job_id bigint, queue text, category text, priority int, payload jsonb,
+        attempt int, max_attempts int, enqueued_at timestamptz, started_at timestamptz,
+        worker text, result jsonb, errors jsonb
+    );
+end
+$$;
+
 -- _history_roll: drop the partitions of queue.history whose range has passed, delete expired
 -- rows of the default partition, and create the partitions the retentions need ahead.
 -- Serialised by a row lock on queue.history_settings (a second caller returns at once), and
@@ -180,6 +206,7 @@ comment on function queue.configure_history(interval) is
 'The width of new history partitions.';
 revoke all on function queue._history_keep(text) from public;
 revoke all on function queue._history_roll() from public;
+revoke all on function queue._history_completed(jsonb, timestamptz) from public;
 revoke all on function queue.set_history(text, interval) from public;
 revoke all on function queue.configure_history(interval) from public;
 grant execute on function queue.set_history(text, interval) to andal_admin;
