@@ -28,12 +28,6 @@ set jit = off
 as $$
 #variable_conflict use_column
 declare
-    v_id bigint;
-    v_queue text;
-    v_category text;
-    v_cache_key text;
-    v_keep boolean;
-    v_history interval;
     v_job record;
     v_now timestamptz := queue._lease_clock();
 begin
@@ -64,44 +58,50 @@ begin
     select g.*, q.keep_results, q.history_retention into v_job
     from gone as g
     left join queue.queues as q on q.queue = g.queue;
-    v_id := v_job.id;
-    v_queue := v_job.queue;
-    v_category := v_job.category;
-    v_cache_key := v_job.cache_key;
-    v_keep := v_job.keep_results;
-    v_history := v_job.history_retention;
-    if v_id is null then
+    if v_job.id is null then
         perform queue._lease_lost(complete.job_id, complete.token);
     end if;
-    perform queue._count_completed(array[v_queue], array[v_category], array[v_job.run_ms],
-        array[v_job.rb], array[v_job.wb]);
-    if v_history is not null then  -- the object of complete_many's history aggregate
+    -- Counted in this backend's row of the minute, queue and category: an update by primary
+    -- key (a HOT update, one WAL record) and queue._count_completed's upsert only when the
+    -- row does not exist yet (once a minute). Its call every time cost ≈ 10 µs, 5 % of a
+    -- claim + complete at batch 1; the job's buckets get a 1 (queue._hist_bounds).
+    update queue.stat_minutes as s
+    set completed = s.completed + 1, run_count = s.run_count + 1,
+        run_ms = s.run_ms + v_job.run_ms, run_hist[v_job.rb] = s.run_hist[v_job.rb] + 1,
+        wait_hist[v_job.wb] = s.wait_hist[v_job.wb] + 1
+    where s.minute = date_trunc('minute', now()) and s.backend = pg_backend_pid()
+      and s.queue = v_job.queue and s.category = coalesce(v_job.category, '');
+    if not found then
+        perform queue._count_completed(array[v_job.queue], array[v_job.category],
+            array[v_job.run_ms], array[v_job.rb], array[v_job.wb]);
+    end if;
+    if v_job.history_retention is not null then  -- the object of complete_many's history aggregate
         perform queue._history_completed(jsonb_build_array(jsonb_build_object(
-            'job_id', v_id, 'queue', v_queue, 'category', v_category,
+            'job_id', v_job.id, 'queue', v_job.queue, 'category', v_job.category,
             'priority', v_job.priority, 'payload', v_job.payload, 'attempt', v_job.attempt,
             'max_attempts', v_job.max_attempts, 'enqueued_at', v_job.enqueued_at,
             'started_at', v_job.claimed_at, 'worker', v_job.worker,
             'result', queue._check_result(complete.result, 'result'), 'errors', v_job.errors)),
             v_now);
     end if;
-    perform queue._record_completions(array[v_id], array[v_queue], int8range(v_id, v_id, '[]'),
-        v_now);
-    delete from queue.watches as w where w.job_id = v_id;  -- queue.watch's row
+    perform queue._record_completions(array[v_job.id], array[v_job.queue],
+        int8range(v_job.id, v_job.id, '[]'), v_now);
+    delete from queue.watches as w where w.job_id = v_job.id;  -- queue.watch's row
     if v_job.watched or found then
-        perform queue._notify('andal_done', v_id::text);
+        perform queue._notify('andal_done', v_job.id::text);
     end if;
-    if v_keep then
+    if v_job.keep_results then
         insert into queue.results (job_id, queue, result, completed_at)
-        values (v_id, v_queue, queue._check_result(complete.result, 'result'), v_now);
+        values (v_job.id, v_job.queue, queue._check_result(complete.result, 'result'), v_now);
     end if;
-    if v_category is not null or v_cache_key is not null then  -- the slot, the cache
-        perform queue._settle_many(array[v_id], array['completed'], array[v_queue],
-            array[v_category], cache_keys => array[v_cache_key],
+    if v_job.category is not null or v_job.cache_key is not null then  -- the slot, the cache
+        perform queue._settle_many(array[v_job.id], array['completed'], array[v_job.queue],
+            array[v_job.category], cache_keys => array[v_job.cache_key],
             results => array[complete.result], counted => true);
     end if;
     if v_job.workflow or v_job.has_parents then  -- children or parents (_workflow_ended)
-        perform queue._workflow_ended(case when v_job.workflow then array[v_id] end,
-            case when v_job.has_parents then array[v_id] end, 'completed',
+        perform queue._workflow_ended(case when v_job.workflow then array[v_job.id] end,
+            case when v_job.has_parents then array[v_job.id] end, 'completed',
             array[complete.result], array[v_job.only_child]);
     end if;
 end

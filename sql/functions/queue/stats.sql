@@ -120,16 +120,13 @@ $$;
 
 -- _count_completed: count completed jobs (job i: of queues[i] and categories[i], run
 -- run_ms[i] ms, its run and wait in buckets run_buckets[i] and wait_buckets[i] of
--- queue._hist_bounds) in this backend's rows of the minute, one per queue and category: the
--- statistics step of queue.complete and queue.complete_many (the funnel's callers that
--- count in their own step, `counted`). One job (complete): a plain update by primary key (a
--- HOT update, one WAL record), the upsert only when the row does not exist yet (once a
--- minute); an upsert every time ran the speculative-insertion check and wrote a row-lock
--- record before its update, ≈ 15 µs of server CPU more per job. Several: one upsert per
--- queue and category, its histograms written out as 16 counts. A deliberate copy of
--- queue._hist and queue._hist_add: a batch of gated jobs is a group per category, and a call
--- per group cost a fifth of a gated claim + complete_many's server CPU (bench.cpu_ab
--- --gated); sql/tests/queue/complete_many/histograms_agree.sql proves both forms agree.
+-- queue._hist_bounds) in this backend's rows of the minute, one upsert per queue and
+-- category: the statistics step of queue.complete_many, and of queue.complete when its
+-- minute's row does not exist yet (complete updates an existing row itself, by primary key).
+-- The histograms are written out as 16 counts, a deliberate copy of queue._hist and
+-- queue._hist_add: a batch of gated jobs is a group per category, and a call per group cost
+-- a fifth of a gated claim + complete_many's server CPU (bench.cpu_ab --gated);
+-- sql/tests/queue/complete_many/histograms_agree.sql proves both forms agree.
 create or replace function queue._count_completed(
     queues text [], categories text [], run_ms double precision [], run_buckets int [],
     wait_buckets int []
@@ -139,19 +136,6 @@ set search_path = pg_catalog, pg_temp
 as $$
 #variable_conflict use_column
 begin
-    if cardinality(_count_completed.queues) = 1 then
-        update queue.stat_minutes as s
-        set completed = s.completed + 1, run_count = s.run_count + 1,
-            run_ms = s.run_ms + _count_completed.run_ms[1],
-            run_hist[run_buckets[1]] = s.run_hist[run_buckets[1]] + 1,
-            wait_hist[wait_buckets[1]] = s.wait_hist[wait_buckets[1]] + 1
-        where s.minute = date_trunc('minute', now()) and s.backend = pg_backend_pid()
-          and s.queue = _count_completed.queues[1]
-          and s.category = coalesce(_count_completed.categories[1], '');
-        if found then
-            return;
-        end if;
-    end if;
     insert into queue.stat_minutes as s (
         minute, backend, queue, category, completed, run_count, run_ms, run_hist, wait_hist
     )
