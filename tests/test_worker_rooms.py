@@ -423,7 +423,7 @@ def test_shutdown_hands_back_unstarted_jobs_and_closes_the_pools(dsn, clean) -> 
         lambda: None, lambda: False,
     )  # fmt: skip
     stopping = threading.Event()
-    shutdown = Shutdown(slots, trouble, [src], "w-rooms", 5.0, 1.0, stopping, lambda: False, set())
+    shutdown = Shutdown(slots, trouble, [src], "w-rooms", 5.0, 1.0, stopping, lambda: False)
     claimer = Claimer(
         slots, observer, trouble, andal.Registry({"rooms_stop": print}), "w-rooms", None, 100,
         0.0, lambda: False, lambda s: None, lambda s: None, lambda where, exc=None: None,
@@ -516,7 +516,7 @@ def test_startup_wires_the_rooms_and_their_threads_drain_a_queue(dsn, clean) -> 
     def pause(seconds: float) -> None:
         stopping.wait(seconds)
 
-    shutdown = Shutdown(slots, trouble, [src], "w-start", 5.0, 1.0, stopping, lambda: False, set())
+    shutdown = Shutdown(slots, trouble, [src], "w-start", 5.0, 1.0, stopping, lambda: False)
     claimers, threads = shutdown.claimers, shutdown.threads
     claimer = Claimer(
         slots, observer, trouble, registry, "w-start", None, 10, 0.0, stopping.is_set, pause,

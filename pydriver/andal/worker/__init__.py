@@ -184,10 +184,10 @@ class Worker:
         #: ``tracing=None``, only when a tracer provider is set by then).
         self.observer = Observer(self.name, self.metrics, self.sources)
 
-        #: Slot accounting: the one owner of the state the worker's threads share.
         #: Whether a stop is asked (``stop()``, a signal): every room's loops ask it.
         self._stop = StopRequest()
         self._should_stop, self._pause = self._stop.requested, self._stop.pause
+        #: Slot accounting: the one owner of the state the worker's threads share.
         self.slots = Slots(concurrency, batch, self.sources, self.observer, self._should_stop)
         #: What happened, over all databases (each ``Source`` counts its own too).
         self.counts: Counter[str] = self.slots.counts
@@ -223,10 +223,9 @@ class Worker:
             self.stop,
             self._stop.hard,
         )
-        self._in_handler: set[threading.Thread] = set()  # completers running a handler
         self._shutdown = Shutdown(
             self.slots, self.trouble, self.sources, self.name, o.grace, o.pool_timeout,
-            self._stop.event, self._stop.hard, self._in_handler,
+            self._stop.event, self._stop.hard,
         )  # fmt: skip
         self.claimer = Claimer(
             self.slots, self.observer, self.trouble, self.registry, self.name, o.lease,
@@ -235,7 +234,7 @@ class Worker:
         )  # fmt: skip
         self._completer = Completer(
             self.slots, self.observer, self.trouble, self.claimer, self.name, o.batch,
-            self._should_stop, self._internal_error, self._in_handler,
+            self._should_stop, self._internal_error, self._shutdown.in_handler,
         )  # fmt: skip
         rooms = StartRooms(
             registry=self.registry, sources=self.sources, slots=self.slots,

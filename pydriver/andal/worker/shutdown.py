@@ -35,11 +35,11 @@ if TYPE_CHECKING:
 
 class Shutdown:
     """The stop of one worker (``run``: returns its exit code). ``stopping``: set by a stop
-    (the claim loops end); its ``helpers_stop`` ends the helper threads; ``claimers``,
+    (the claim loops end). Its own: ``helpers_stop`` ends the helper threads; ``claimers``,
     ``threads``: the claim loops' threads and the others, to wait for (the start fills them
-    in); ``in_handler``: completer threads running a handler (not waited for). What the start
-    makes (the executor, each database's maintenance and registration) comes with
-    ``setup``."""
+    in); ``in_handler``: completer threads running a handler, not waited for (the completer
+    fills it in). What the start makes (the executor, each database's maintenance and
+    registration) comes with ``setup``."""
 
     def __init__(
         self,
@@ -51,11 +51,11 @@ class Shutdown:
         pool_timeout: float,
         stopping: threading.Event,
         hard_stop: Callable[[], bool],
-        in_handler: set[threading.Thread],
     ) -> None:
         self.slots, self.trouble, self.sources, self.name = slots, trouble, sources, name
         self.grace, self.pool_timeout, self.hard_stop = grace, pool_timeout, hard_stop
-        self.stopping, self.helpers_stop, self.in_handler = stopping, threading.Event(), in_handler
+        self.stopping, self.helpers_stop = stopping, threading.Event()
+        self.in_handler: set[threading.Thread] = set()
         self.claimers: list[threading.Thread] = []
         self.threads: list[threading.Thread] = []
         self.setup(None, {}, {})
