@@ -144,8 +144,9 @@ def test_scripted_workload_counts(dsn: str, conn: psycopg.Connection, clean: Non
         mine = sum(w.counts[k] for k in ("completed", "retried", "dead"))
         assert total(found, jobs) == mine
         assert total(found, "andal_worker_claimed_jobs_total") == w.counts["claimed"]
-        assert value(found, "andal_worker_info", worker=w.name, concurrency=str(w.concurrency),
-                     batch=str(w.batch), version=andal.__version__) == 1  # fmt: skip
+        o = w.options
+        assert value(found, "andal_worker_info", worker=w.name, concurrency=str(o.concurrency),
+                     batch=str(o.batch), version=andal.__version__) == 1  # fmt: skip
     assert both("andal_worker_claimed_jobs_total") == 13
     assert both("andal_worker_handler_seconds_count", queue="obs") == 10
     assert both("andal_worker_handler_seconds_count", queue="obs_tx") == 3

@@ -37,26 +37,11 @@ def test_heartbeat_picks_due_runs_and_applies_the_databases_lease() -> None:
     assert soon.lease_len == 60.0 and soon.deadline == 560.0 and soon.next_beat == 520.0
 
 
-class FakeHost:
-    def __init__(self, runs: list[_Run]) -> None:
-        self.runs, self.lost_runs, self.troubles = runs, [], []
-
-    def held(self, src: Source) -> list[_Run]:
-        return list(self.runs)
-
-    def holding(self, run: _Run) -> bool:
-        return True
-
-    def lost(self, run: _Run, detected_by: str) -> None:
-        self.lost_runs.append((run.job.id, detected_by))
-
-    def trouble(self, src: Source, during: str, exc: BaseException) -> None:
-        self.troubles.append(during)
-
-    def beaten(self, src: Source, took: float) -> None: ...
-
-
 def test_heartbeat_reports_a_lost_connection_and_retries_soon() -> None:
+    from andal.observe import Observer
+    from andal.worker.slots import Slots
+    from andal.worker.trouble import Trouble
+
     class Pool:
         def connection(self):
             import psycopg
@@ -66,11 +51,16 @@ def test_heartbeat_reports_a_lost_connection_and_retries_soon() -> None:
     src = Source(0, "dbname=x", "x@h:1", 1.0)
     src.pool = Pool()  # type: ignore[assignment]
     run = a_run(src, 7, lease=30.0)
-    host = FakeHost([run])
-    beats = heartbeat.Heartbeat(host, src, None, threading.Event())
+    observer = Observer("w", None, [src])
+    slots = Slots(4, 100, [src], observer, lambda: False)
+    stops = Interrupter(slots, observer)
+    trouble = Trouble(slots, observer, stops, "w", lambda: None, lambda: False)
+    src.active[run.job.id] = run
+    beats = heartbeat.Heartbeat(slots, observer, trouble, stops, src, None, threading.Event())
     before = time.monotonic()
     beats.beat([run])
-    assert host.troubles == ["heartbeat"] and host.lost_runs == []
+    assert slots.counts["db_errors"] == 1 and not src.up  # the database is down
+    assert slots.counts["lease_lost"] == 0 and not run.lost and slots.counts["heartbeats"] == 0
     assert before < run.next_beat <= time.monotonic() + 0.2  # soon, not in a tight loop
 
 
@@ -432,11 +422,8 @@ def test_shutdown_hands_back_unstarted_jobs_and_closes_the_pools(dsn, clean) -> 
         slots, observer, Interrupter(slots, observer), "w-rooms",
         lambda: None, lambda: False,
     )  # fmt: skip
-    stopping, helpers_stop = threading.Event(), threading.Event()
-    shutdown = Shutdown(
-        slots, trouble, [src], "w-rooms", 5.0, 1.0, stopping, helpers_stop, lambda: False,
-        [], [], set(),
-    )  # fmt: skip
+    stopping = threading.Event()
+    shutdown = Shutdown(slots, trouble, [src], "w-rooms", 5.0, 1.0, stopping, lambda: False)
     claimer = Claimer(
         slots, observer, trouble, andal.Registry({"rooms_stop": print}), "w-rooms", None, 100,
         0.0, lambda: False, lambda s: None, lambda s: None, lambda where, exc=None: None,
@@ -457,7 +444,7 @@ def test_shutdown_hands_back_unstarted_jobs_and_closes_the_pools(dsn, clean) -> 
     assert claimer.claim_leased(src) == (2, 2)
     src.claim_lane.release()
     assert shutdown.run() == 0  # nothing was running: a clean stop
-    assert stopping.is_set() and helpers_stop.is_set() and maintenance.stopped
+    assert stopping.is_set() and shutdown.helpers_stop.is_set() and maintenance.stopped
     assert slots.closed and slots.busy == 0 and slots.counts["released"] == 2
     assert src.pool is not None and src.pool.closed
     with psycopg_connect(dsn) as c:
@@ -465,9 +452,8 @@ def test_shutdown_hands_back_unstarted_jobs_and_closes_the_pools(dsn, clean) -> 
     assert [info.state if info else None for info in infos] == ["pending", "pending"]
 
 
-def test_host_shows_the_heartbeat_the_held_leased_runs_only() -> None:
+def test_the_heartbeat_sees_the_held_leased_runs_only() -> None:
     from andal.observe import Observer
-    from andal.worker.hosts import _Host
     from andal.worker.slots import Slots
     from andal.worker.trouble import Trouble
 
@@ -476,18 +462,13 @@ def test_host_shows_the_heartbeat_the_held_leased_runs_only() -> None:
     slots = Slots(4, 100, [src], observer, lambda: False)
     stops = Interrupter(slots, observer)
     trouble = Trouble(slots, observer, stops, "w", lambda: None, lambda: False)
-    hinted: list[Source] = []
-    host = _Host(slots, trouble, observer, stops, hinted.append, lambda where, exc=None: None)
     held, lost, done = a_run(src, 1), a_run(src, 2), a_run(src, 3)
     lost.lost = True
     done.move(RunState.DONE)
     src.active.update({1: held, 2: lost, 3: done})
-    assert host.held(src) == [held] and host.holding(held) and not host.holding(done)
-    host.beaten(src, 0.01)
-    host.hint(src)
-    assert slots.counts["heartbeats"] == 1 and hinted == [src]
-    host.lost(held, "heartbeat")
-    assert held.lost and host.held(src) == []
+    assert slots.held(src) == [held] and slots.holding(held) and not slots.holding(done)
+    trouble.lease_lost(held, "heartbeat")
+    assert held.lost and slots.held(src) == [] and slots.counts["lease_lost"] == 1
 
 
 def test_a_stop_request_cuts_a_pause_short() -> None:
@@ -507,10 +488,10 @@ def test_startup_wires_the_rooms_and_their_threads_drain_a_queue(dsn, clean) -> 
     from andal.observe import Observer
     from andal.worker.claim import Claimer
     from andal.worker.complete import Completer
-    from andal.worker.hosts import _Host
+    from andal.worker.options import Options
     from andal.worker.shutdown import Shutdown
     from andal.worker.slots import Slots
-    from andal.worker.startup import StartOptions, StartRooms, Startup
+    from andal.worker.startup import StartRooms, Startup
     from andal.worker.trouble import Trouble
 
     with psycopg_connect(dsn) as c:
@@ -519,7 +500,7 @@ def test_startup_wires_the_rooms_and_their_threads_drain_a_queue(dsn, clean) -> 
     registry = andal.Registry({"rooms_start": lambda job: ran.append(job.id)})
     src = Source(0, dsn, "t@h:1", 0.05)
     observer = Observer("w-start", None, [src])
-    stopping, helpers_stop = threading.Event(), threading.Event()
+    stopping = threading.Event()
     slots = Slots(2, 10, [src], observer, stopping.is_set)
     stops = Interrupter(slots, observer)
     trouble = Trouble(slots, observer, stops, "w-start", stopping.set, lambda: False)
@@ -535,13 +516,8 @@ def test_startup_wires_the_rooms_and_their_threads_drain_a_queue(dsn, clean) -> 
     def pause(seconds: float) -> None:
         stopping.wait(seconds)
 
-    host = _Host(slots, trouble, observer, stops, hint, internal_error)
-    claimers: list[threading.Thread] = []
-    threads: list[threading.Thread] = []
-    shutdown = Shutdown(
-        slots, trouble, [src], "w-start", 5.0, 1.0, stopping, helpers_stop, lambda: False,
-        claimers, threads, set(),
-    )  # fmt: skip
+    shutdown = Shutdown(slots, trouble, [src], "w-start", 5.0, 1.0, stopping, lambda: False)
+    claimers, threads = shutdown.claimers, shutdown.threads
     claimer = Claimer(
         slots, observer, trouble, registry, "w-start", None, 10, 0.0, stopping.is_set, pause,
         hint, internal_error, shutdown.release_all,
@@ -549,12 +525,11 @@ def test_startup_wires_the_rooms_and_their_threads_drain_a_queue(dsn, clean) -> 
     completer = Completer(
         slots, observer, trouble, claimer, "w-start", 10, stopping.is_set, internal_error, set()
     )
-    options = StartOptions(name="w-start", concurrency=2, listen=False, maintain_every=0.0)
+    options = Options(name="w-start", concurrency=2, listen=False, maintain_every=0.0)
     rooms = StartRooms(
         registry=registry, sources=[src], slots=slots, observer=observer, trouble=trouble,
-        claimer=claimer, completer=completer, shutdown=shutdown, host=host,
+        interrupter=stops, claimer=claimer, completer=completer, shutdown=shutdown,
         should_stop=stopping.is_set, pause=pause, hint=hint, internal_error=internal_error,
-        helpers_stop=helpers_stop, claimers=claimers, threads=threads,
     )  # fmt: skip
     startup = Startup(options, rooms)
     startup.prepare()

@@ -4,8 +4,8 @@ back expired leases, prune old counters), followed, when the server runs with
 own (``vacuum_tables``, also a step for a cron job of one's own; one session at a time).
 
 The worker's claim loop calls ``Maintenance.run`` when it is due; ``stop`` cancels a vacuum at
-shutdown. ``Maintenance`` reaches the rest of the worker only through ``Host``, and knows of
-its database only its ``index`` and ``label`` (``Database``).
+shutdown. ``Maintenance`` reaches the rest of the worker only through the callables it is
+given, and knows of its database only its ``index`` and ``label`` (``Database``).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import contextlib
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, Generic, Protocol, TypeVar
@@ -116,36 +117,28 @@ class Database(Protocol):
 
 
 D = TypeVar("D", bound=Database)
-D_contra = TypeVar("D_contra", bound=Database, contravariant=True)
-
-
-class Host(Protocol[D_contra]):
-    """What maintenance needs from its worker."""
-
-    def trouble(self, src: D_contra, during: str, exc: BaseException) -> None: ...
-
-    def hint(self, src: D_contra) -> None:
-        """Jobs may be pending: claim now."""
-
-    def vacuumed(self, tables: list[str]) -> None: ...
-
-    def internal_error(self, where: str) -> None: ...
 
 
 class Maintenance(Generic[D]):
     """The housekeeping of one database. ``vacuum_dsn``: where the vacuum connects (None:
-    never vacuum; behind a transaction-mode pooler its session lock needs a direct DSN)."""
+    never vacuum; behind a transaction-mode pooler its session lock needs a direct DSN).
+    What it tells its worker: ``trouble(src, during, exc)`` (a lost connection), ``hint(src)``
+    (jobs may be pending: claim now), ``vacuumed(tables)``, ``internal_error(where)``."""
 
     def __init__(
         self,
-        host: Host[D],
         src: D,
         worker: str,
         every: float,
         vacuum_dsn: str | None,
         stopping: threading.Event,
+        trouble: Callable[[D, str, BaseException], None],
+        hint: Callable[[D], None],
+        vacuumed: Callable[[list[str]], None],
+        internal_error: Callable[[str], None],
     ) -> None:
-        self.host = host
+        self.trouble, self.hint, self.vacuumed = trouble, hint, vacuumed
+        self.internal_error = internal_error
         self.src = src
         self.worker = worker
         self.every = every
@@ -168,7 +161,7 @@ class Maintenance(Generic[D]):
                         self._start_vacuum()
         except psycopg.Error as exc:
             if is_connection_error(exc):
-                self.host.trouble(src, "maintain", exc)
+                self.trouble(src, "maintain", exc)
             else:
                 event(
                     "maintain_failed",
@@ -180,7 +173,7 @@ class Maintenance(Generic[D]):
             return
         reaped = row[0] if row else 0
         if reaped:
-            self.host.hint(src)  # jobs are pending again
+            self.hint(src)  # jobs are pending again
         event(
             "maintained", logging.DEBUG, worker=self.worker, database=src.label, taken_back=reaped
         )
@@ -211,7 +204,7 @@ class Maintenance(Generic[D]):
                 self._event("vacuum_failed", logging.WARNING, error=one_line(exc))
             return
         except Exception:
-            self.host.internal_error("vacuum")
+            self.internal_error("vacuum")
             return
         finally:
             self._conn = None
@@ -229,7 +222,7 @@ class Maintenance(Generic[D]):
                 " tuples will pile up; turn autovacuum on, or run the workers as the owner",
             )
         if report.vacuumed:
-            self.host.vacuumed(report.vacuumed)
+            self.vacuumed(report.vacuumed)
             self._event(
                 "vacuumed",
                 logging.INFO,

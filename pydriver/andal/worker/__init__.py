@@ -42,12 +42,11 @@ from ..values import Seconds, as_interval, plain_array, text_array
 from .claim import Claimer
 from .complete import Completer
 from .databases import Source, pooler_mode
-from .hosts import _Host
 from .interrupt import Interrupter
-from .options import check_options, listen_dsns
+from .options import Options, listen_dsns
 from .shutdown import Shutdown
 from .slots import Slots
-from .startup import StartOptions, StartRooms, Startup
+from .startup import StartRooms, Startup
 from .state import default_name
 from .stopping import StopRequest
 from .trouble import EXIT_CONFIG, Trouble
@@ -156,7 +155,15 @@ class Worker:
         apply_policy: bool = False,
     ) -> None:
         dsns = dsn_list(dsn)
-        check_options(concurrency, batch, poll, grace, lease, metrics_port, pooler, tracing)
+        #: The options, as given (``Options``: refused here when they cannot work).
+        self.options = o = Options(
+            name=name or default_name(), concurrency=concurrency, batch=batch,
+            queues=list(queues) if queues else None, lease=as_interval(lease), poll=poll,
+            grace=grace, listen=listen, pooler=pooler, heartbeat=heartbeat,
+            pool_timeout=pool_timeout, maintain_every=maintain_every, vacuum=vacuum,
+            metrics_port=metrics_port, metrics_addr=metrics_addr, tracing=tracing,
+            apply_policy=apply_policy,
+        )  # fmt: skip
         #: As given: one connection string, or the sequence of them.
         self.dsn = dsn
         #: Every connection string, in order.
@@ -168,65 +175,44 @@ class Worker:
             for i, (d, label, direct) in enumerate(zip(dsns, labels, directs, strict=True))
         ]
         self.registry = Registry.coerce(handlers)
-        self.only_queues = list(queues) if queues else None
-        self.concurrency = concurrency
-        self.batch = batch
-        self.lease = as_interval(lease)
-        self.poll = poll
-        self.grace = grace
-        self.name = name or default_name()
-        self.listen = listen
-        #: "transaction" or "session": a pooler (pgbouncer) is between the worker and the
-        #: databases (see docs/poolers.md); None: direct connections.
-        self.pooler = pooler
-        self.heartbeat = heartbeat
-        self.pool_timeout = pool_timeout
-        self.maintain_every = maintain_every
-        self.vacuum = vacuum
-        self.metrics_port = metrics_port
-        self.metrics_addr = metrics_addr
-        self.cache = cache
-        self.apply_policy = apply_policy
+        self.name = o.name
         #: This worker's Prometheus metrics (None when off).
         self.metrics = self._make_metrics(
-            metrics if metrics is not None else metrics_port is not None
+            metrics if metrics is not None else metrics_port is not None, cache
         )
         #: Metrics, traces and per-job logs (traces made from the start: with
         #: ``tracing=None``, only when a tracer provider is set by then).
         self.observer = Observer(self.name, self.metrics, self.sources)
-        self.tracing = tracing
 
-        #: Slot accounting: the one owner of the state the worker's threads share.
         #: Whether a stop is asked (``stop()``, a signal): every room's loops ask it.
         self._stop = StopRequest()
         self._should_stop, self._pause = self._stop.requested, self._stop.pause
+        #: Slot accounting: the one owner of the state the worker's threads share.
         self.slots = Slots(concurrency, batch, self.sources, self.observer, self._should_stop)
         #: What happened, over all databases (each ``Source`` counts its own too).
         self.counts: Counter[str] = self.slots.counts
         self._stopped = threading.Event()
-        self._helpers_stop = threading.Event()
-        self._claimers: list[threading.Thread] = []
-        self._threads: list[threading.Thread] = []
         self._rooms()
         self._runner: threading.Thread | None = None
         self._exit_code: int | None = None
 
-    def _make_metrics(self, on: bool) -> WorkerMetrics | None:
+    def _make_metrics(self, on: bool, cache: Cache | None) -> WorkerMetrics | None:
         if not on:
             return None
         return WorkerMetrics(
             self.name,
-            concurrency=self.concurrency,
-            batch=self.batch,
+            concurrency=self.options.concurrency,
+            batch=self.options.batch,
             busy=lambda: self.slots.busy,
             held=lambda: sum(len(s.active) for s in self.sources),
-            cache=self.cache,
+            cache=cache,
             version=tracing_._version(),
         )
 
     def _rooms(self) -> None:
         """The worker's rooms (the executor and the maintenance of each database are made
         at start, see ``Startup.prepare``)."""
+        o = self.options
         #: Tells handlers to stop at their deadline or on an abort request.
         self.interrupter = Interrupter(self.slots, self.observer)
         self.trouble = Trouble(
@@ -237,46 +223,27 @@ class Worker:
             self.stop,
             self._stop.hard,
         )
-        #: The worker, as the heartbeats and the maintenance see it.
-        self._host = _Host(
-            self.slots, self.trouble, self.observer, self.interrupter, self._hint,
-            self._internal_error,
-        )  # fmt: skip
-        self._in_handler: set[threading.Thread] = set()  # completers running a handler
         self._shutdown = Shutdown(
-            self.slots, self.trouble, self.sources, self.name, self.grace, self.pool_timeout,
-            self._stop.event, self._helpers_stop, self._stop.hard,
-            self._claimers, self._threads, self._in_handler,
+            self.slots, self.trouble, self.sources, self.name, o.grace, o.pool_timeout,
+            self._stop.event, self._stop.hard,
         )  # fmt: skip
         self.claimer = Claimer(
-            self.slots, self.observer, self.trouble, self.registry, self.name, self.lease,
-            self.batch, self.maintain_every, self._should_stop, self._pause, self._hint,
+            self.slots, self.observer, self.trouble, self.registry, self.name, o.lease,
+            o.batch, o.maintain_every, self._should_stop, self._pause, self._hint,
             self._internal_error, self._shutdown.release_all,
         )  # fmt: skip
         self._completer = Completer(
-            self.slots, self.observer, self.trouble, self.claimer, self.name, self.batch,
-            self._should_stop, self._internal_error, self._in_handler,
+            self.slots, self.observer, self.trouble, self.claimer, self.name, o.batch,
+            self._should_stop, self._internal_error, self._shutdown.in_handler,
         )  # fmt: skip
-        self.startup = Startup(self._start_options(), self._start_rooms())
-
-    def _start_options(self) -> StartOptions:
-        return StartOptions(
-            name=self.name, concurrency=self.concurrency, queues=self.only_queues,
-            lease=self.lease, listen=self.listen, pooler=self.pooler, heartbeat=self.heartbeat,
-            pool_timeout=self.pool_timeout, maintain_every=self.maintain_every,
-            vacuum=self.vacuum, metrics_port=self.metrics_port, metrics_addr=self.metrics_addr,
-            tracing=self.tracing, apply_policy=self.apply_policy,
-        )  # fmt: skip
-
-    def _start_rooms(self) -> StartRooms:
-        return StartRooms(
+        rooms = StartRooms(
             registry=self.registry, sources=self.sources, slots=self.slots,
-            observer=self.observer, trouble=self.trouble, claimer=self.claimer,
-            completer=self._completer, shutdown=self._shutdown, host=self._host,
+            observer=self.observer, trouble=self.trouble, interrupter=self.interrupter,
+            claimer=self.claimer, completer=self._completer, shutdown=self._shutdown,
             should_stop=self._should_stop, pause=self._pause, hint=self._hint,
-            internal_error=self._internal_error, helpers_stop=self._helpers_stop,
-            claimers=self._claimers, threads=self._threads,
+            internal_error=self._internal_error,
         )  # fmt: skip
+        self.startup = Startup(o, rooms)
 
     # -- public API ---------------------------------------------------------------------
 
@@ -318,17 +285,17 @@ class Worker:
                 "worker_started",
                 worker=self.name,
                 queues=self.startup.leased_queues + self.startup.tx_queues,
-                concurrency=self.concurrency,
-                batch=self.batch,
+                concurrency=self.options.concurrency,
+                batch=self.options.batch,
                 databases=[s.label for s in self.sources],
             )
             for src in self.sources:  # once: how it hears of new jobs
-                pooler = pooler_mode(self.pooler, src)
-                via = listen_via(self.listen, pooler, src.listen_dsn)
+                pooler = pooler_mode(self.options.pooler, src)
+                via = listen_via(self.options.listen, pooler, src.listen_dsn)
                 report_listening(
                     "listening",
                     via,
-                    self.poll,
+                    self.options.poll,
                     pooler,
                     _POLLED,
                     worker=self.name,

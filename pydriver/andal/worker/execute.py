@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import queue as queues_
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..aio import EventLoop
@@ -93,10 +94,7 @@ class Executor:
                 self._work.put(run)
         if aio:
             assert self.loop is not None
-            self.loop.submit_many([self._leased_task(r) for r in aio])
-
-    def _leased_task(self, run: _Run) -> Callable[[], Awaitable[None]]:
-        return lambda: self._arun_leased(run)
+            self.loop.submit_many([functools.partial(self._arun_leased, r) for r in aio])
 
     def run_here(self, run: _Run) -> None:
         """Run ``run`` in the calling thread (the completer of a one-slot worker), unless its

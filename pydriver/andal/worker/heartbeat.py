@@ -3,14 +3,14 @@
 Every held leased job is extended about every third of its lease (``queue.heartbeat_many``,
 one statement for all that are due); the database's answer gives each its new lease length,
 so the schedule follows the database's clock, not ours. A job the database no longer
-extends has lost its lease (``Host.lost``): its outcome will be discarded.
+extends has lost its lease (``Trouble.lease_lost``): its outcome will be discarded.
 
-The heartbeat also carries time and aborts to the handlers (``Host.interrupt``): a run past
+The heartbeat also carries time and aborts to the handlers (``Interrupter.stop``): a run past
 its attempt's deadline is stopped (see ``interrupt``), and so is one whose abort the
 database reports (``abort_requested``, within one heartbeat interval of ``queue.cancel``;
 sooner when the LISTEN hint pokes the beat, ``poke``). A lease capped by its deadline, or no
-longer extended after an abort, is beaten at the usual interval, not faster. The rest of
-the worker is reached through ``Host`` only.
+longer extended after an abort, is beaten at the usual interval, not faster. The held runs
+are the ``Slots``' (``Slots.held``).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import threading
 import time
 from collections.abc import Sequence
 from datetime import datetime, timedelta
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 
@@ -32,29 +32,11 @@ from ..values import plain_array
 from .databases import Source
 from .state import _Run
 
-
-class Host(Protocol):
-    """What the heartbeat needs from its worker."""
-
-    def held(self, src: Source) -> list[_Run]:
-        """The leased runs of ``src`` to keep alive (not lost, not done)."""
-
-    def holding(self, run: _Run) -> bool:
-        """Whether ``run`` is still claimed or running (its lease is then its fate)."""
-
-    def lost(self, run: _Run, detected_by: str) -> None: ...
-
-    def trouble(self, src: Source, during: str, exc: BaseException) -> None:
-        """A lost connection or an unreachable server."""
-
-    def beaten(self, src: Source, took: float) -> None:
-        """One heartbeat statement done (counted)."""
-
-    def interrupt(self, run: _Run, reason: str) -> None:
-        """Ask ``run``'s handler to stop: ``"timeout"`` (past its deadline) or ``"aborted"``."""
-
-    def due_now(self, runs: list[_Run], now: float) -> list[_Run]:
-        """Stop the runs past their deadline; returns the others."""
+if TYPE_CHECKING:
+    from ..observe import Observer
+    from .interrupt import Interrupter
+    from .slots import Slots
+    from .trouble import Trouble
 
 
 def due(runs: Sequence[_Run], now: float) -> list[_Run]:
@@ -101,9 +83,17 @@ class Heartbeat:
     """The heartbeat loop of one database (``run``, until ``stop`` is set)."""
 
     def __init__(
-        self, host: Host, src: Source, lease: timedelta | None, stop: threading.Event
+        self,
+        slots: Slots,
+        observer: Observer,
+        trouble: Trouble,
+        interrupter: Interrupter,
+        src: Source,
+        lease: timedelta | None,
+        stop: threading.Event,
     ) -> None:
-        self.host = host
+        self.slots, self.observer, self.trouble = slots, observer, trouble
+        self.interrupter = interrupter
         self.src = src
         self.lease = lease
         self.stop = stop
@@ -130,7 +120,7 @@ class Heartbeat:
     def once(self) -> None:
         """Beat what is due, then wait until the next beat (at most 0.25 s)."""
         now = time.monotonic()
-        held = self.host.due_now(self.host.held(self.src), now)
+        held = self.interrupter.due(self.slots.held(self.src), now)
         poked, self.poked = self.poked, set()
         if poked is None:
             todo = held
@@ -139,7 +129,7 @@ class Heartbeat:
             todo += [r for r in due(held, now) if r.job.id not in poked]
         if todo:
             self.beat(todo)
-        held = self.host.held(self.src)
+        held = self.slots.held(self.src)
         nxt = min((r.next_beat for r in held), default=None)
         ends = [r.time_up for r in held if r.time_up is not None]
         if ends:
@@ -163,19 +153,20 @@ class Heartbeat:
                 rows = conn.execute(sql.HEARTBEAT_MANY, params).fetchall()
         except psycopg.Error as exc:
             if is_connection_error(exc):
-                self.host.trouble(src, "heartbeat", exc)
+                self.trouble.db_trouble(src, "heartbeat", exc)
             else:
                 event("heartbeat_failed", logging.ERROR, database=src.label, error=one_line(exc))
             for r in runs:  # try again soon, not in a tight loop
                 r.next_beat = time.monotonic() + min(0.2, r.lease_len / 12)
             return
-        self.host.beaten(src, time.perf_counter() - started)
+        self.slots.count("heartbeats", src=src)
+        self.observer.heartbeat(time.perf_counter() - started)
         ok, missing = extended(runs, rows, sent)
         stop = aborts(rows)
         for r in ok:
             if r.job.id in stop:
-                self.host.interrupt(r, ABORTED)
+                self.interrupter.stop(r, ABORTED)
         for r in missing:
             # A finishing run's fate is told by its complete/fail, not by this beat.
-            if self.host.holding(r):
-                self.host.lost(r, "heartbeat")
+            if self.slots.holding(r):
+                self.trouble.lease_lost(r, "heartbeat")

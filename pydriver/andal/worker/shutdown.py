@@ -35,11 +35,11 @@ if TYPE_CHECKING:
 
 class Shutdown:
     """The stop of one worker (``run``: returns its exit code). ``stopping``: set by a stop
-    (the claim loops end); ``helpers_stop`` ends the helper threads; ``claimers``,
-    ``threads``: the claim loops' threads and the others (as the start fills them in);
-    ``in_handler``: completer threads running a handler (not waited for). What the start
-    makes (the executor, each database's maintenance and registration) comes with
-    ``setup``."""
+    (the claim loops end). Its own: ``helpers_stop`` ends the helper threads; ``claimers``,
+    ``threads``: the claim loops' threads and the others, to wait for (the start fills them
+    in); ``in_handler``: completer threads running a handler, not waited for (the completer
+    fills it in). What the start makes (the executor, each database's maintenance and
+    registration) comes with ``setup``."""
 
     def __init__(
         self,
@@ -50,16 +50,14 @@ class Shutdown:
         grace: float,
         pool_timeout: float,
         stopping: threading.Event,
-        helpers_stop: threading.Event,
         hard_stop: Callable[[], bool],
-        claimers: list[threading.Thread],
-        threads: list[threading.Thread],
-        in_handler: set[threading.Thread],
     ) -> None:
         self.slots, self.trouble, self.sources, self.name = slots, trouble, sources, name
         self.grace, self.pool_timeout, self.hard_stop = grace, pool_timeout, hard_stop
-        self.stopping, self.helpers_stop = stopping, helpers_stop
-        self.claimers, self.threads, self.in_handler = claimers, threads, in_handler
+        self.stopping, self.helpers_stop = stopping, threading.Event()
+        self.in_handler: set[threading.Thread] = set()
+        self.claimers: list[threading.Thread] = []
+        self.threads: list[threading.Thread] = []
         self.setup(None, {}, {})
 
     def setup(

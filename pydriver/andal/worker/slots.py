@@ -41,10 +41,6 @@ class Held:
         self.count(outcome, src=run.source)
         self.observer.outcome(run, outcome, error)
 
-    @staticmethod
-    def end_trace(run: _Run, outcome: str, error: str | None = None) -> None:
-        Observer.end_trace(run, outcome, error)
-
     def took(self, src: Source, runs: list[_Run]) -> bool:
         """A claim's ``runs`` are held now (``src.active``) and counted. Returns whether a
         stop closed the slots first: the runs are then released (the caller hands them back)."""
@@ -205,9 +201,6 @@ class Slots(Held):
     def configure(self, leased: bool, tx_forms: list[bool]) -> None:
         self.leased, self.tx_forms = leased, tx_forms
 
-    def free(self) -> int:
-        return self.concurrency - self.busy
-
     def contending(self, src: Source, now: float) -> bool:
         """Whether ``src`` competes for slots: it answers and is not idle (its last claim found
         work, or a NOTIFY or the poll timer says it may have some)."""
@@ -336,7 +329,7 @@ class Slots(Held):
             self.ended(run, outcome, error)
         elif run.span is not None:  # lost or released: counted when it was noticed
             lost = "timed_out" if run.job.abort_reason == "timeout" else "lease_lost"
-            self.end_trace(run, lost if run.lost else "released")
+            self.observer.end_trace(run, lost if run.lost else "released")
         if slot:
             self.give(run.source)
         else:

@@ -1,7 +1,7 @@
 """Starting: check the databases, make the pools and the rooms, start the threads.
 
-``Startup`` sees the worker through two objects only: its options (``StartOptions``) and the
-rooms and controls it wires together (``StartRooms``). What it decides (the leased and
+``Startup`` sees the worker through two objects only: its options (``options.Options``) and
+the rooms and controls it wires together (``StartRooms``). What it decides (the leased and
 transactional queues, the executor, each database's maintenance and registration) stays on
 it for the worker to read, and goes to the rooms that use it (``hand_over``)."""
 
@@ -11,7 +11,6 @@ import logging
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from psycopg.conninfo import conninfo_to_dict
@@ -38,56 +37,34 @@ if TYPE_CHECKING:
     from .claim import Claimer
     from .complete import Completer
     from .execute import InternalError
-    from .hosts import _Host
+    from .interrupt import Interrupter
+    from .options import Options
     from .shutdown import Shutdown
     from .slots import Slots
     from .trouble import Trouble
 
 
 @dataclass(frozen=True)
-class StartOptions:
-    """The worker's options that its start reads (see ``Worker``)."""
-
-    name: str
-    concurrency: int
-    queues: list[str] | None = None  # None: every registered queue
-    lease: timedelta | None = None
-    listen: bool = True
-    pooler: str | None = None
-    heartbeat: bool = True
-    pool_timeout: float = 5.0
-    maintain_every: float = 60.0
-    vacuum: bool = True
-    metrics_port: int | None = None
-    metrics_addr: str = "0.0.0.0"
-    tracing: bool | None = None
-    apply_policy: bool = False
-
-
-@dataclass(frozen=True)
 class StartRooms:
     """What the start wires together: the handlers, the databases, the rooms made before it
-    (slots, observer, trouble, claimer, completer, shutdown, the heartbeats' host) and the
-    worker's controls (``should_stop()``, ``pause(s)``, ``hint(src)``,
-    ``internal_error(where)``, ``helpers_stop``: ends the helper threads). ``claimers`` and
-    ``threads`` are filled with the threads it starts (the shutdown waits for them)."""
+    (slots, observer, trouble, interrupter, claimer, completer, shutdown) and the worker's
+    controls (``should_stop()``, ``pause(s)``, ``hint(src)``, ``internal_error(where)``). The
+    threads it starts go to the shutdown's ``claimers`` and ``threads`` (it waits for them);
+    the helper threads end at its ``helpers_stop``."""
 
     registry: Registry
     sources: Sequence[Source]
     slots: Slots
     observer: Observer
     trouble: Trouble
+    interrupter: Interrupter
     claimer: Claimer
     completer: Completer
     shutdown: Shutdown
-    host: _Host
     should_stop: Callable[[], bool]
     pause: Callable[[float], None]
     hint: Callable[[Source], None]
     internal_error: InternalError
-    helpers_stop: threading.Event
-    claimers: list[threading.Thread]
-    threads: list[threading.Thread]
 
 
 class Startup:
@@ -97,7 +74,7 @@ class Startup:
     and how), ``queue_set`` (the queues a NOTIFY hint may name), ``executor``,
     ``maintenance`` and ``registrations`` (per database index)."""
 
-    def __init__(self, options: StartOptions, rooms: StartRooms) -> None:
+    def __init__(self, options: Options, rooms: StartRooms) -> None:
         self.o, self.r = options, rooms
         self.prepared = False
         self.leased_queues: list[str] = []
@@ -134,12 +111,15 @@ class Startup:
         self.make_pools(3 + (o.concurrency if sync_tx else 0))
         self.maintenance = {
             src.index: Maintenance(
-                r.host,
                 src,
                 o.name,
                 o.maintain_every,
                 self.vacuum_dsn(src) if o.vacuum else None,
-                r.helpers_stop,
+                r.shutdown.helpers_stop,
+                r.trouble.db_trouble,
+                r.hint,
+                r.observer.vacuumed,
+                r.internal_error,
             )  # fmt: skip
             for src in r.sources
         }
@@ -296,20 +276,21 @@ class Startup:
             src.pool.open(wait=False)
         assert self.executor is not None
         self.executor.start()
+        threads, stop = r.shutdown.threads, r.shutdown.helpers_stop
         for src in r.sources:
             i = src.index
-            r.threads.append(
+            threads.append(
                 spawn(keeping(src.complete_lane, r.completer.run), f"andal-completer-{i}", src)
             )
             beats = None
             if o.heartbeat:
-                beats = Heartbeat(r.host, src, o.lease, r.helpers_stop)
-                r.threads.append(spawn(beats.run, f"andal-heartbeat-{i}", r.internal_error))
+                beats = Heartbeat(r.slots, r.observer, r.trouble, r.interrupter, src, o.lease, stop)
+                threads.append(spawn(beats.run, f"andal-heartbeat-{i}", r.internal_error))
             if listen_via(o.listen, pooler_mode(o.pooler, src), src.listen_dsn) != VIA_POLLING:
                 listener = self.listener(src, beats)
-                r.threads.append(spawn(listener.run, f"andal-listener-{i}"))
+                threads.append(spawn(listener.run, f"andal-listener-{i}"))
         for src in r.sources:
-            r.claimers.append(
+            r.shutdown.claimers.append(
                 spawn(keeping(src.claim_lane, r.claimer.run), f"andal-claim-{src.index}", src)
             )
 
@@ -335,7 +316,7 @@ class Startup:
         dries = [src.leased_dry] if self.leased_queues else []
         dries += [src.probes[g.is_async].dry for g in self.tx_groups]
         listener = Listener(
-            dsn, name, hint, lost, r.helpers_stop, r.internal_error, on_abort,
+            dsn, name, hint, lost, r.shutdown.helpers_stop, r.internal_error, on_abort,
             self.dryness(dries), sorted(self.queue_set),
         )  # fmt: skip
         for d in dries:

@@ -155,7 +155,7 @@ class Transactions:
         self._searched(search)
         if run is not None:
             if run.span is not None:  # an error of ours: rolled back
-                self.slots.end_trace(run, "rolled_back")
+                self.observer.end_trace(run, "rolled_back")
             self.queue_done(run)
         self.slots.give(src)
 
