@@ -3875,7 +3875,7 @@ begin
 end
 $$;
 
-CREATE FUNCTION queue._hint_wanted(queue_name text) RETURNS boolean
+CREATE FUNCTION queue._hint_wanted(key integer) RETURNS boolean
     LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -3883,7 +3883,7 @@ declare
     v_sleeping boolean;
 begin
     select bool_or(s.sleeping) into v_sleeping from queue.sleepers as s
-    where s.key = any (array[queue._hint_key(queue_name), 0]);
+    where s.key = _hint_wanted.key or s.key = 0;
     return coalesce(v_sleeping, true);
 end
 $$;
@@ -4448,7 +4448,7 @@ begin
     if enabled is null then
         select q.notify into enabled from queue.queues as q where q.queue = queue_name;
     end if;
-    if coalesce(enabled, true) and queue._hint_wanted(queue_name) then
+    if coalesce(enabled, true) and queue._hint_wanted(queue._hint_key(queue_name)) then
         perform queue._notify('andal_jobs', queue_name);
     end if;
 end
@@ -8741,7 +8741,7 @@ REVOKE ALL ON FUNCTION queue._heartbeat_one(job_id bigint, token uuid, extend in
 
 REVOKE ALL ON FUNCTION queue._hint_key(queue_name text) FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION queue._hint_wanted(queue_name text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION queue._hint_wanted(key integer) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._hist(ms double precision[]) FROM PUBLIC;
 
