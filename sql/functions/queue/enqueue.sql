@@ -18,7 +18,9 @@
 -- cache_key outside READ COMMITTED.
 -- The body of every form of queue.enqueue (private) but the common call, which the 9-argument
 -- form hands to queue._enqueue_lean; timeout null: the queue's; trace_context null: none
--- (checked by queue._check_trace_context).
+-- (checked by queue._check_trace_context). Its steps: the checks and the queue's policy
+-- (queue._enqueue_check), the insert (or the live job holding the dedup key), the cache
+-- version of a job with a cache_key (queue._enqueue_cache) and the hint.
 create or replace function queue._enqueue(
     payload jsonb,
     queue text,
@@ -40,50 +42,13 @@ declare
     v_cfg queue.queues;
     v_id bigint;
     v_inserted boolean := false;
-    v_version bigint;
     -- null means the default, as for max_attempts and timeout
     v_priority int := coalesce(_enqueue.priority, 0);
     v_delay interval := coalesce(_enqueue.delay, interval '0');
 begin
-    perform queue._check_name(_enqueue.queue, 'queue');
-    perform queue._check_name(_enqueue.category, 'category', false);
-    perform queue._check_name(_enqueue.dedup_key, 'dedup_key', false, 512);
-    perform queue._check_name(_enqueue.cache_key, 'cache_key', false, 512);
-    perform queue._check_interval(v_delay, 'delay', bound => 'delay');
-    if v_priority <> 0 then
-        perform queue._check_priority(v_priority);  -- 0 is always allowed
-    end if;
-    perform queue._check_interval(_enqueue.timeout, 'timeout', true, false, 'lease');
-    if _enqueue.max_attempts is not null and _enqueue.max_attempts < 1 then
-        raise exception 'max_attempts must be at least 1 (got %)', _enqueue.max_attempts
-            using errcode = '22023';
-    end if;
-    if _enqueue.cache_value is not null and _enqueue.cache_key is null then
-        raise exception 'cache_value needs a cache_key' using errcode = '22023';
-    end if;
-    if _enqueue.payload is null then
-        raise exception 'payload must not be null' using errcode = '22004';
-    end if;
-    -- A dedup key answers with the live job of another transaction, a cache key reads or
-    -- writes the entry others change: both need the newest committed rows, which a
-    -- REPEATABLE READ or SERIALIZABLE snapshot hides (it would fail with 40001 on a race).
-    if (_enqueue.dedup_key is not null or _enqueue.cache_key is not null)
-        and current_setting('transaction_isolation') <> 'read committed' then
-        raise exception 'queue.enqueue with a dedup_key or cache_key must run at READ COMMITTED '
-            'isolation (not %)', current_setting('transaction_isolation')
-            using errcode = '55000',
-            hint = 'Enqueue without dedup_key and cache_key, or in a READ COMMITTED transaction.';
-    end if;
-    if _enqueue.trace_context is not null then
-        perform queue._check_trace_context(_enqueue.trace_context);
-    end if;
-    -- every argument is checked before anything is written (no sequence advances for a
-    -- rejected call), and a cache_value also when a live job already holds the dedup key
-    if _enqueue.cache_value is not null then
-        perform cache._check_value(_enqueue.cache_value, 'cache_value');
-    end if;
-    v_cfg := queue._config(_enqueue.queue);
-    perform queue._check_payload(_enqueue.payload, 'payload', v_cfg.payload_limit);
+    v_cfg := queue._enqueue_check(_enqueue.payload, _enqueue.queue, _enqueue.category,
+        v_priority, v_delay, _enqueue.max_attempts, _enqueue.dedup_key, _enqueue.cache_key,
+        _enqueue.cache_value, _enqueue.timeout, _enqueue.trace_context);
     if _enqueue.category is not null then
         perform queue._category_id(_enqueue.category);
     end if;
@@ -112,18 +77,105 @@ begin
 
     if v_inserted then
         if _enqueue.cache_key is not null then
-            if _enqueue.cache_value is not null then
-                v_version := cache._write_through(_enqueue.cache_key, _enqueue.cache_value);
-            else
-                v_version := cache._current_version(_enqueue.cache_key);
-            end if;
-            update queue.jobs as j set cache_version = v_version where j.id = v_id;
+            perform queue._enqueue_cache(v_id, _enqueue.cache_key, _enqueue.cache_value);
         end if;
         if v_cfg.notify and v_delay <= interval '0' then
             perform queue._notify_ready(_enqueue.queue, true);
         end if;
     end if;
     return v_id;
+end
+$$;
+
+-- _enqueue_check: the checks of queue._enqueue's arguments, in queue.enqueue's order of
+-- errors (priority and delay with their defaults applied), every one before anything is
+-- written (no sequence advances for a rejected call); reads the queue's policy
+-- (queue._config) for the payload's limit and returns it. Used by queue._enqueue.
+create or replace function queue._enqueue_check(
+    payload jsonb, queue text, category text, priority int, delay interval, max_attempts int,
+    dedup_key text, cache_key text, cache_value jsonb, timeout interval, trace_context jsonb
+) returns queue.queues
+language plpgsql
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_cfg queue.queues;
+begin
+    perform queue._check_name(_enqueue_check.queue, 'queue');
+    -- (a helper is called only when it has something to check: a null name or timeout
+    -- passes, so does a delay of 0 in effect, as in queue._enqueue_many_check)
+    if _enqueue_check.category is not null then
+        perform queue._check_name(_enqueue_check.category, 'category', false);
+    end if;
+    if _enqueue_check.dedup_key is not null then
+        perform queue._check_name(_enqueue_check.dedup_key, 'dedup_key', false, 512);
+    end if;
+    if _enqueue_check.cache_key is not null then
+        perform queue._check_name(_enqueue_check.cache_key, 'cache_key', false, 512);
+    end if;
+    if not (_enqueue_check.delay = interval '0'
+            and abs(extract(epoch from _enqueue_check.delay)) < 1e9
+            and now() + _enqueue_check.delay = now()) then
+        perform queue._check_interval(_enqueue_check.delay, 'delay', bound => 'delay');
+    end if;
+    if _enqueue_check.priority <> 0 then
+        perform queue._check_priority(_enqueue_check.priority);  -- 0 is always allowed
+    end if;
+    if _enqueue_check.timeout is not null then
+        perform queue._check_interval(_enqueue_check.timeout, 'timeout', true, false, 'lease');
+    end if;
+    if _enqueue_check.max_attempts is not null and _enqueue_check.max_attempts < 1 then
+        raise exception 'max_attempts must be at least 1 (got %)', _enqueue_check.max_attempts
+            using errcode = '22023';
+    end if;
+    if _enqueue_check.cache_value is not null and _enqueue_check.cache_key is null then
+        raise exception 'cache_value needs a cache_key' using errcode = '22023';
+    end if;
+    if _enqueue_check.payload is null then
+        raise exception 'payload must not be null' using errcode = '22004';
+    end if;
+    -- A dedup key answers with the live job of another transaction, a cache key reads or
+    -- writes the entry others change: both need the newest committed rows, which a
+    -- REPEATABLE READ or SERIALIZABLE snapshot hides (it would fail with 40001 on a race).
+    if (_enqueue_check.dedup_key is not null or _enqueue_check.cache_key is not null)
+        and current_setting('transaction_isolation') <> 'read committed' then
+        raise exception 'queue.enqueue with a dedup_key or cache_key must run at READ COMMITTED '
+            'isolation (not %)', current_setting('transaction_isolation')
+            using errcode = '55000',
+            hint = 'Enqueue without dedup_key and cache_key, or in a READ COMMITTED transaction.';
+    end if;
+    if _enqueue_check.trace_context is not null then
+        perform queue._check_trace_context(_enqueue_check.trace_context);
+    end if;
+    -- a cache_value is checked also when a live job already holds the dedup key
+    if _enqueue_check.cache_value is not null then
+        perform cache._check_value(_enqueue_check.cache_value, 'cache_value');
+    end if;
+    v_cfg := queue._config(_enqueue_check.queue);
+    perform queue._check_payload(_enqueue_check.payload, 'payload', v_cfg.payload_limit);
+    return v_cfg;
+end
+$$;
+
+-- _enqueue_cache: the cache step of a job queue._enqueue inserted with a cache_key: the
+-- cache_value written through to the shared cache in the caller's transaction, or without
+-- one the key's current version, stored on the job as the cache version it needs
+-- (cache_version). Used by queue._enqueue.
+create or replace function queue._enqueue_cache(job_id bigint, cache_key text, cache_value jsonb)
+returns void
+language plpgsql
+set search_path = pg_catalog, pg_temp
+as $$
+#variable_conflict use_column
+declare
+    v_version bigint;
+begin
+    if _enqueue_cache.cache_value is not null then
+        v_version := cache._write_through(_enqueue_cache.cache_key, _enqueue_cache.cache_value);
+    else
+        v_version := cache._current_version(_enqueue_cache.cache_key);
+    end if;
+    update queue.jobs as j set cache_version = v_version where j.id = _enqueue_cache.job_id;
 end
 $$;
 
@@ -266,6 +318,10 @@ revoke all on function queue._enqueue(
     jsonb, text, text, int, interval, int, text, text, jsonb, interval, jsonb
 ) from public;
 revoke all on function queue._enqueue_lean(jsonb, text) from public;
+revoke all on function queue._enqueue_check(
+    jsonb, text, text, int, interval, int, text, text, jsonb, interval, jsonb
+) from public;
+revoke all on function queue._enqueue_cache(bigint, text, jsonb) from public;
 comment on function queue.enqueue(
     jsonb, jsonb, text, text, int, interval, int, text, text, jsonb, interval
 ) is 'Add a job carrying the producer''s trace context; returns its id.';
