@@ -19,7 +19,7 @@
 --   cache), and a write-through (a put with a reason: an enqueue's cache_value, a job's
 --   result) invalidates the key instead, so that the enqueue or the completion still
 --   succeeds and readers reload.
--- Returns the new version.
+-- Returns the new version. A key that has a row is written by cache._apply_update.
 create or replace function cache._apply(
     key text, op text, value jsonb, ttl interval, reason text, if_version bigint default null
 ) returns bigint
@@ -29,15 +29,10 @@ as $$
 #variable_conflict use_column
 declare
     v_xid xid8 := pg_current_xact_id();
-    v_alpha double precision;
     v_old cache.entries;
     v_version bigint;
     v_checksum text;
     v_inserted boolean := false;
-    v_changes bigint;
-    v_changed_at timestamptz;
-    v_mean double precision;
-    v_gap double precision;
     v_size int := 0;
     v_added bigint;
 begin
@@ -94,36 +89,8 @@ begin
             return null;
         end if;
         v_version := nextval('cache.change_seq');
-        v_changes := v_old.changes;
-        v_changed_at := v_old.changed_at;
-        v_mean := v_old.mean_interval;
-        if op = 'invalidate' or (v_old.value is not null and not v_old.stale
-                                 and v_old.checksum is distinct from v_checksum) then
-            select c.ewma_alpha into v_alpha from cache.config as c;
-            if v_old.changed_at is not null then
-                v_gap := greatest(extract(epoch from now() - v_old.changed_at)::double precision, 0);
-                v_mean := case when v_mean is null then v_gap
-                               else v_alpha * v_gap + (1 - v_alpha) * v_mean end;
-            end if;
-            v_changes := v_changes + 1;
-            v_changed_at := now();
-        end if;
-        if op = 'put' then
-            update cache.entries as e
-            set value = _apply.value, checksum = v_checksum, version = v_version, stale = false,
-                expires_at = now() + coalesce(_apply.ttl, cache._adaptive_ttl(v_mean, v_changed_at)),
-                written_at = now(), changes = v_changes, changed_at = v_changed_at,
-                mean_interval = v_mean, size = v_size
-            where e.key = _apply.key;
-            v_added := v_size - v_old.size;
-        else
-            update cache.entries as e
-            set version = v_version, stale = true, changes = v_changes,
-                changed_at = v_changed_at, mean_interval = v_mean, invalidated_at = now(),
-                reason = left(_apply.reason, 200)
-            where e.key = _apply.key;
-            v_added := 0;  -- the old value stays
-        end if;
+        v_added := cache._apply_update(_apply.key, op, _apply.value, _apply.ttl, _apply.reason,
+            v_old, v_checksum, v_size, v_version);
     end if;
     if v_added <> 0 then
         -- cache._usage_add, inlined (the write path's cost): one of the session's own slots
@@ -146,6 +113,69 @@ begin
 end
 $$;
 
+-- cache._apply_update: cache._apply's write of a key that has a row (entry: the row, locked
+-- by the caller, still at the caller's if_version) at its new version (drawn by the caller
+-- from cache.change_seq): the key's rate of change (changes, changed_at and the mean
+-- interval between changes, an exponentially weighted average by cache.config.ewma_alpha)
+-- when the value changes or is invalidated, and the row updated: for op 'put' the new value
+-- (its md5 checksum, size bytes, fresh for ttl or the adaptive TTL), for op 'invalidate'
+-- stale with its old value. Returns the bytes the key's counted size grew by. Used by
+-- cache._apply (a scalar answer: an assignment, where a record of OUT parameters cost a
+-- query's overhead more per write).
+create or replace function cache._apply_update(
+    key text, op text, value jsonb, ttl interval, reason text, entry cache.entries,
+    checksum text, size int, version bigint
+) returns bigint
+language plpgsql
+set search_path = pg_catalog, pg_temp
+as $$
+#variable_conflict use_column
+declare
+    v_alpha double precision;
+    v_changes bigint;
+    v_changed_at timestamptz;
+    v_mean double precision;
+    v_gap double precision;
+begin
+    v_changes := entry.changes;
+    v_changed_at := entry.changed_at;
+    v_mean := entry.mean_interval;
+    if op = 'invalidate' or (entry.value is not null and not entry.stale
+                             and entry.checksum is distinct from _apply_update.checksum) then
+        select c.ewma_alpha into v_alpha from cache.config as c;
+        if entry.changed_at is not null then
+            v_gap := greatest(
+                extract(epoch from now() - entry.changed_at)::double precision, 0);
+            v_mean := case when v_mean is null then v_gap
+                           else v_alpha * v_gap + (1 - v_alpha) * v_mean end;
+        end if;
+        v_changes := v_changes + 1;
+        v_changed_at := now();
+    end if;
+    if op = 'put' then
+        update cache.entries as e
+        set value = _apply_update.value, checksum = _apply_update.checksum,
+            version = _apply_update.version, stale = false,
+            expires_at = now()
+                + coalesce(_apply_update.ttl, cache._adaptive_ttl(v_mean, v_changed_at)),
+            written_at = now(), changes = v_changes, changed_at = v_changed_at,
+            mean_interval = v_mean, size = _apply_update.size
+        where e.key = _apply_update.key;
+        return _apply_update.size - entry.size;
+    else
+        update cache.entries as e
+        set version = _apply_update.version, stale = true, changes = v_changes,
+            changed_at = v_changed_at, mean_interval = v_mean, invalidated_at = now(),
+            reason = left(_apply_update.reason, 200)
+        where e.key = _apply_update.key;
+        return 0;  -- the old value stays
+    end if;
+end
+$$;
+
 comment on function cache._apply(text, text, jsonb, interval, text, bigint) is
 'Write (put) or invalidate a key: new version, log row and NOTIFY hint in the caller''s transaction.';
 revoke all on function cache._apply(text, text, jsonb, interval, text, bigint) from public;
+revoke all on function cache._apply_update(
+    text, text, jsonb, interval, text, cache.entries, text, int, bigint
+) from public;
