@@ -85,15 +85,10 @@ CREATE FUNCTION cache._apply(key text, op text, value jsonb, ttl interval, reaso
 #variable_conflict use_column
 declare
     v_xid xid8 := pg_current_xact_id();
-    v_alpha double precision;
     v_old cache.entries;
     v_version bigint;
     v_checksum text;
     v_inserted boolean := false;
-    v_changes bigint;
-    v_changed_at timestamptz;
-    v_mean double precision;
-    v_gap double precision;
     v_size int := 0;
     v_added bigint;
 begin
@@ -150,36 +145,8 @@ begin
             return null;
         end if;
         v_version := nextval('cache.change_seq');
-        v_changes := v_old.changes;
-        v_changed_at := v_old.changed_at;
-        v_mean := v_old.mean_interval;
-        if op = 'invalidate' or (v_old.value is not null and not v_old.stale
-                                 and v_old.checksum is distinct from v_checksum) then
-            select c.ewma_alpha into v_alpha from cache.config as c;
-            if v_old.changed_at is not null then
-                v_gap := greatest(extract(epoch from now() - v_old.changed_at)::double precision, 0);
-                v_mean := case when v_mean is null then v_gap
-                               else v_alpha * v_gap + (1 - v_alpha) * v_mean end;
-            end if;
-            v_changes := v_changes + 1;
-            v_changed_at := now();
-        end if;
-        if op = 'put' then
-            update cache.entries as e
-            set value = _apply.value, checksum = v_checksum, version = v_version, stale = false,
-                expires_at = now() + coalesce(_apply.ttl, cache._adaptive_ttl(v_mean, v_changed_at)),
-                written_at = now(), changes = v_changes, changed_at = v_changed_at,
-                mean_interval = v_mean, size = v_size
-            where e.key = _apply.key;
-            v_added := v_size - v_old.size;
-        else
-            update cache.entries as e
-            set version = v_version, stale = true, changes = v_changes,
-                changed_at = v_changed_at, mean_interval = v_mean, invalidated_at = now(),
-                reason = left(_apply.reason, 200)
-            where e.key = _apply.key;
-            v_added := 0;  -- the old value stays
-        end if;
+        v_added := cache._apply_update(_apply.key, op, _apply.value, _apply.ttl, _apply.reason,
+            v_old, v_checksum, v_size, v_version);
     end if;
     if v_added <> 0 then
         -- cache._usage_add, inlined (the write path's cost): one of the session's own slots
@@ -236,6 +203,71 @@ begin
     else
         insert into cache.deferred_writes (key, op, value, reason)
         values (_apply_or_defer.key, op, value, reason);
+    end if;
+end
+$$;
+
+CREATE UNLOGGED TABLE cache.entries (
+    key text NOT NULL,
+    value jsonb,
+    checksum text,
+    version bigint NOT NULL,
+    stale boolean DEFAULT false NOT NULL,
+    expires_at timestamp with time zone,
+    written_at timestamp with time zone DEFAULT now() NOT NULL,
+    changes bigint DEFAULT 0 NOT NULL,
+    changed_at timestamp with time zone,
+    mean_interval double precision,
+    invalidated_at timestamp with time zone,
+    reason text,
+    size integer DEFAULT 0 NOT NULL
+)
+WITH (fillfactor='50', autovacuum_vacuum_scale_factor='0.02', autovacuum_vacuum_threshold='500', autovacuum_vacuum_cost_delay='0', autovacuum_analyze_scale_factor='0.05', toast.autovacuum_vacuum_scale_factor='0.02', toast.autovacuum_vacuum_threshold='500', toast.autovacuum_vacuum_cost_delay='0');
+
+CREATE FUNCTION cache._apply_update(key text, op text, value jsonb, ttl interval, reason text, entry cache.entries, checksum text, size integer, version bigint) RETURNS bigint
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+declare
+    v_alpha double precision;
+    v_changes bigint;
+    v_changed_at timestamptz;
+    v_mean double precision;
+    v_gap double precision;
+begin
+    v_changes := entry.changes;
+    v_changed_at := entry.changed_at;
+    v_mean := entry.mean_interval;
+    if op = 'invalidate' or (entry.value is not null and not entry.stale
+                             and entry.checksum is distinct from _apply_update.checksum) then
+        select c.ewma_alpha into v_alpha from cache.config as c;
+        if entry.changed_at is not null then
+            v_gap := greatest(
+                extract(epoch from now() - entry.changed_at)::double precision, 0);
+            v_mean := case when v_mean is null then v_gap
+                           else v_alpha * v_gap + (1 - v_alpha) * v_mean end;
+        end if;
+        v_changes := v_changes + 1;
+        v_changed_at := now();
+    end if;
+    if op = 'put' then
+        update cache.entries as e
+        set value = _apply_update.value, checksum = _apply_update.checksum,
+            version = _apply_update.version, stale = false,
+            expires_at = now()
+                + coalesce(_apply_update.ttl, cache._adaptive_ttl(v_mean, v_changed_at)),
+            written_at = now(), changes = v_changes, changed_at = v_changed_at,
+            mean_interval = v_mean, size = _apply_update.size
+        where e.key = _apply_update.key;
+        return _apply_update.size - entry.size;
+    else
+        update cache.entries as e
+        set version = _apply_update.version, stale = true, changes = v_changes,
+            changed_at = v_changed_at, mean_interval = v_mean, invalidated_at = now(),
+            reason = left(_apply_update.reason, 200)
+        where e.key = _apply_update.key;
+        return 0;  -- the old value stays
     end if;
 end
 $$;
@@ -2801,50 +2833,13 @@ declare
     v_cfg queue.queues;
     v_id bigint;
     v_inserted boolean := false;
-    v_version bigint;
     -- null means the default, as for max_attempts and timeout
     v_priority int := coalesce(_enqueue.priority, 0);
     v_delay interval := coalesce(_enqueue.delay, interval '0');
 begin
-    perform queue._check_name(_enqueue.queue, 'queue');
-    perform queue._check_name(_enqueue.category, 'category', false);
-    perform queue._check_name(_enqueue.dedup_key, 'dedup_key', false, 512);
-    perform queue._check_name(_enqueue.cache_key, 'cache_key', false, 512);
-    perform queue._check_interval(v_delay, 'delay', bound => 'delay');
-    if v_priority <> 0 then
-        perform queue._check_priority(v_priority);  -- 0 is always allowed
-    end if;
-    perform queue._check_interval(_enqueue.timeout, 'timeout', true, false, 'lease');
-    if _enqueue.max_attempts is not null and _enqueue.max_attempts < 1 then
-        raise exception 'max_attempts must be at least 1 (got %)', _enqueue.max_attempts
-            using errcode = '22023';
-    end if;
-    if _enqueue.cache_value is not null and _enqueue.cache_key is null then
-        raise exception 'cache_value needs a cache_key' using errcode = '22023';
-    end if;
-    if _enqueue.payload is null then
-        raise exception 'payload must not be null' using errcode = '22004';
-    end if;
-    -- A dedup key answers with the live job of another transaction, a cache key reads or
-    -- writes the entry others change: both need the newest committed rows, which a
-    -- REPEATABLE READ or SERIALIZABLE snapshot hides (it would fail with 40001 on a race).
-    if (_enqueue.dedup_key is not null or _enqueue.cache_key is not null)
-        and current_setting('transaction_isolation') <> 'read committed' then
-        raise exception 'queue.enqueue with a dedup_key or cache_key must run at READ COMMITTED '
-            'isolation (not %)', current_setting('transaction_isolation')
-            using errcode = '55000',
-            hint = 'Enqueue without dedup_key and cache_key, or in a READ COMMITTED transaction.';
-    end if;
-    if _enqueue.trace_context is not null then
-        perform queue._check_trace_context(_enqueue.trace_context);
-    end if;
-    -- every argument is checked before anything is written (no sequence advances for a
-    -- rejected call), and a cache_value also when a live job already holds the dedup key
-    if _enqueue.cache_value is not null then
-        perform cache._check_value(_enqueue.cache_value, 'cache_value');
-    end if;
-    v_cfg := queue._config(_enqueue.queue);
-    perform queue._check_payload(_enqueue.payload, 'payload', v_cfg.payload_limit);
+    v_cfg := queue._enqueue_check(_enqueue.payload, _enqueue.queue, _enqueue.category,
+        v_priority, v_delay, _enqueue.max_attempts, _enqueue.dedup_key, _enqueue.cache_key,
+        _enqueue.cache_value, _enqueue.timeout, _enqueue.trace_context);
     if _enqueue.category is not null then
         perform queue._category_id(_enqueue.category);
     end if;
@@ -2873,18 +2868,93 @@ begin
 
     if v_inserted then
         if _enqueue.cache_key is not null then
-            if _enqueue.cache_value is not null then
-                v_version := cache._write_through(_enqueue.cache_key, _enqueue.cache_value);
-            else
-                v_version := cache._current_version(_enqueue.cache_key);
-            end if;
-            update queue.jobs as j set cache_version = v_version where j.id = v_id;
+            perform queue._enqueue_cache(v_id, _enqueue.cache_key, _enqueue.cache_value);
         end if;
         if v_cfg.notify and v_delay <= interval '0' then
             perform queue._notify_ready(_enqueue.queue, true);
         end if;
     end if;
     return v_id;
+end
+$$;
+
+CREATE FUNCTION queue._enqueue_cache(job_id bigint, cache_key text, cache_value jsonb) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+declare
+    v_version bigint;
+begin
+    if _enqueue_cache.cache_value is not null then
+        v_version := cache._write_through(_enqueue_cache.cache_key, _enqueue_cache.cache_value);
+    else
+        v_version := cache._current_version(_enqueue_cache.cache_key);
+    end if;
+    update queue.jobs as j set cache_version = v_version where j.id = _enqueue_cache.job_id;
+end
+$$;
+
+CREATE FUNCTION queue._enqueue_check(payload jsonb, queue text, category text, priority integer, delay interval, max_attempts integer, dedup_key text, cache_key text, cache_value jsonb, timeout interval, trace_context jsonb) RETURNS queue.queues
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    v_cfg queue.queues;
+begin
+    perform queue._check_name(_enqueue_check.queue, 'queue');
+    -- (a helper is called only when it has something to check: a null name or timeout
+    -- passes, so does a delay of 0 in effect, as in queue._enqueue_many_check)
+    if _enqueue_check.category is not null then
+        perform queue._check_name(_enqueue_check.category, 'category', false);
+    end if;
+    if _enqueue_check.dedup_key is not null then
+        perform queue._check_name(_enqueue_check.dedup_key, 'dedup_key', false, 512);
+    end if;
+    if _enqueue_check.cache_key is not null then
+        perform queue._check_name(_enqueue_check.cache_key, 'cache_key', false, 512);
+    end if;
+    if not (_enqueue_check.delay = interval '0'
+            and abs(extract(epoch from _enqueue_check.delay)) < 1e9
+            and now() + _enqueue_check.delay = now()) then
+        perform queue._check_interval(_enqueue_check.delay, 'delay', bound => 'delay');
+    end if;
+    if _enqueue_check.priority <> 0 then
+        perform queue._check_priority(_enqueue_check.priority);  -- 0 is always allowed
+    end if;
+    if _enqueue_check.timeout is not null then
+        perform queue._check_interval(_enqueue_check.timeout, 'timeout', true, false, 'lease');
+    end if;
+    if _enqueue_check.max_attempts is not null and _enqueue_check.max_attempts < 1 then
+        raise exception 'max_attempts must be at least 1 (got %)', _enqueue_check.max_attempts
+            using errcode = '22023';
+    end if;
+    if _enqueue_check.cache_value is not null and _enqueue_check.cache_key is null then
+        raise exception 'cache_value needs a cache_key' using errcode = '22023';
+    end if;
+    if _enqueue_check.payload is null then
+        raise exception 'payload must not be null' using errcode = '22004';
+    end if;
+    -- A dedup key answers with the live job of another transaction, a cache key reads or
+    -- writes the entry others change: both need the newest committed rows, which a
+    -- REPEATABLE READ or SERIALIZABLE snapshot hides (it would fail with 40001 on a race).
+    if (_enqueue_check.dedup_key is not null or _enqueue_check.cache_key is not null)
+        and current_setting('transaction_isolation') <> 'read committed' then
+        raise exception 'queue.enqueue with a dedup_key or cache_key must run at READ COMMITTED '
+            'isolation (not %)', current_setting('transaction_isolation')
+            using errcode = '55000',
+            hint = 'Enqueue without dedup_key and cache_key, or in a READ COMMITTED transaction.';
+    end if;
+    if _enqueue_check.trace_context is not null then
+        perform queue._check_trace_context(_enqueue_check.trace_context);
+    end if;
+    -- a cache_value is checked also when a live job already holds the dedup key
+    if _enqueue_check.cache_value is not null then
+        perform cache._check_value(_enqueue_check.cache_value, 'cache_value');
+    end if;
+    v_cfg := queue._config(_enqueue_check.queue);
+    perform queue._check_payload(_enqueue_check.payload, 'payload', v_cfg.payload_limit);
+    return v_cfg;
 end
 $$;
 
@@ -2934,92 +3004,19 @@ CREATE FUNCTION queue._enqueue_many(payloads jsonb[], queue text, category text,
 #variable_conflict use_column
 declare
     v_cfg queue.queues;
-    v_n int;
-    v_id bigint;
-    v_ids bigint[] := '{}'::bigint[];
+    v_keyed record;  -- the ids and whether one was inserted (queue._enqueue_many_keyed)
     v_inserted boolean := false;
-    v_seq text;
-    v_i int;
     -- null means the default, as for max_attempts and timeout
     v_priority int := coalesce(_enqueue_many.priority, 0);
     v_delay interval := coalesce(_enqueue_many.delay, interval '0');
 begin
-    if _enqueue_many.payloads is null then
-        raise exception 'payloads must not be null' using errcode = '22004';
-    end if;
-    perform queue._check_name(_enqueue_many.queue, 'queue');
-    -- (a helper is called only when it has something to check: a null category or timeout
-    -- passes, so does a delay of 0 in effect, tested as in queue.enqueue)
-    if _enqueue_many.category is not null then
-        perform queue._check_name(_enqueue_many.category, 'category', false);
-    end if;
-    if not (v_delay = interval '0' and abs(extract(epoch from v_delay)) < 1e9
-            and now() + v_delay = now()) then
-        perform queue._check_interval(v_delay, 'delay', bound => 'delay');
-    end if;
-    if v_priority <> 0 then
-        perform queue._check_priority(v_priority);  -- 0 is always allowed
-    end if;
-    if _enqueue_many.timeout is not null then
-        perform queue._check_interval(_enqueue_many.timeout, 'timeout', true, false, 'lease');
-    end if;
-    if _enqueue_many.max_attempts is not null and _enqueue_many.max_attempts < 1 then
-        raise exception 'max_attempts must be at least 1 (got %)', _enqueue_many.max_attempts
-            using errcode = '22023';
-    end if;
-    -- one-dimensional and starting at 1, or elements would be read wrongly or not at all
-    if array_ndims(_enqueue_many.payloads) > 1
-        or array_lower(_enqueue_many.payloads, 1) <> 1 then
-        raise exception 'payloads must be a one-dimensional array starting at index 1'
-            using errcode = '22023';
-    end if;
-    if array_ndims(_enqueue_many.dedup_keys) > 1
-        or array_lower(_enqueue_many.dedup_keys, 1) <> 1 then
-        raise exception 'dedup_keys must be a one-dimensional array starting at index 1'
-            using errcode = '22023';
-    end if;
-    v_n := coalesce(array_length(_enqueue_many.payloads, 1), 0);
-    if v_n = 0 then
+    if queue._enqueue_many_check(_enqueue_many.payloads, _enqueue_many.queue,
+            _enqueue_many.category, v_priority, v_delay, _enqueue_many.max_attempts,
+            _enqueue_many.dedup_keys, _enqueue_many.timeout) = 0 then
         return;
     end if;
-    if _enqueue_many.dedup_keys is not null
-        and coalesce(array_length(_enqueue_many.dedup_keys, 1), 0) <> v_n then
-        raise exception 'dedup_keys must have one element per payload (% payloads, % keys)',
-            v_n, coalesce(array_length(_enqueue_many.dedup_keys, 1), 0)
-            using errcode = '22023';
-    end if;
-    -- A dedup key answers with the live job of another transaction: it needs the newest
-    -- committed rows, which a REPEATABLE READ or SERIALIZABLE snapshot hides (it would fail
-    -- with 40001 on a race).
-    if _enqueue_many.dedup_keys is not null
-        and current_setting('transaction_isolation') <> 'read committed' then
-        raise exception 'queue.enqueue_many with dedup_keys must run at READ COMMITTED '
-            'isolation (not %)', current_setting('transaction_isolation')
-            using errcode = '55000',
-            hint = 'Enqueue without dedup_keys, or in a READ COMMITTED transaction.';
-    end if;
-    v_cfg := queue._config(_enqueue_many.queue);
-    -- The elements are checked by one statement, not one call per job: it finds the first
-    -- position whose payload (or dedup key) breaks a rule, and the checks then raise that
-    -- element's error, the one a check of every element in order would raise first.
-    select e.n::int into v_i
-    from unnest(_enqueue_many.payloads, _enqueue_many.dedup_keys) with ordinality
-        as e (payload, key, n)
-    where e.payload is null or jsonb_typeof(e.payload) <> 'object'
-       -- queue._json_size's first step inline (a small payload printing as at most 1000
-       -- bytes within the limit passes); anything else is measured whole at bounded cost
-       or (pg_column_size(e.payload) > 1024
-           or octet_length(e.payload::text) > least(1000, v_cfg.payload_limit))
-       and not queue._json_fits(e.payload, v_cfg.payload_limit)
-       or length(e.key) not between 1 and 512
-    order by e.n
-    limit 1;
-    if v_i is not null then
-        perform queue._check_payload(_enqueue_many.payloads[v_i],
-            format('payloads[%s]', v_i), v_cfg.payload_limit);
-        perform queue._check_name(_enqueue_many.dedup_keys[v_i],
-            format('dedup_keys[%s]', v_i), false, 512);
-    end if;
+    v_cfg := queue._enqueue_many_check_jobs(_enqueue_many.payloads, _enqueue_many.queue,
+        _enqueue_many.dedup_keys);
     if _enqueue_many.category is not null then
         perform queue._category_id(_enqueue_many.category);
     end if;
@@ -3038,47 +3035,162 @@ begin
         returning j.id;
         v_inserted := true;
     else
-        -- Keys are inserted in one canonical order (by key, then position), so two calls
-        -- whose keys overlap in different orders wait on each other at most once, never in a
-        -- cycle (no deadlock). The ids are drawn first, in input order, so a batch is still
-        -- claimed in input order (same availability and priority: by id).
-        v_seq := pg_get_serial_sequence('queue.jobs', 'id');
-        for v_i in 1 .. v_n loop
-            v_ids := v_ids || nextval(v_seq);
-        end loop;
-        for v_i in
-            select k.n::int from unnest(_enqueue_many.dedup_keys) with ordinality as k (key, n)
-            order by k.key collate "C" nulls last, k.n
-        loop
-            loop
-                insert into queue.jobs as j (
-                    id, queue, category, priority, payload, max_attempts, available_at,
-                    dedup_key, timeout
-                ) overriding system value values (
-                    v_ids[v_i], _enqueue_many.queue, _enqueue_many.category, v_priority,
-                    _enqueue_many.payloads[v_i],
-                    coalesce(_enqueue_many.max_attempts, v_cfg.max_attempts),
-                    now() + v_delay, _enqueue_many.dedup_keys[v_i],
-                    coalesce(_enqueue_many.timeout, v_cfg.timeout)
-                )
-                on conflict (queue, dedup_key) where dedup_key is not null do nothing
-                returning j.id into v_id;
-                if v_id is not null then
-                    v_inserted := true;
-                    exit;
-                end if;
-                select j.id into v_id from queue.jobs as j
-                where j.queue = _enqueue_many.queue and j.dedup_key = _enqueue_many.dedup_keys[v_i];
-                exit when v_id is not null;
-            end loop;
-            v_ids[v_i] := v_id;
-        end loop;
-        return query select u.id from unnest(v_ids) with ordinality as u (id, n) order by u.n;
+        v_keyed := queue._enqueue_many_keyed(_enqueue_many.payloads, _enqueue_many.queue,
+            _enqueue_many.category, v_priority, now() + v_delay,
+            coalesce(_enqueue_many.max_attempts, v_cfg.max_attempts), _enqueue_many.dedup_keys,
+            coalesce(_enqueue_many.timeout, v_cfg.timeout));
+        v_inserted := v_keyed.inserted;
+        return query select u.id from unnest(v_keyed.ids) with ordinality as u (id, n) order by u.n;
     end if;
 
     if v_inserted and v_cfg.notify and v_delay <= interval '0' then
         perform queue._notify_ready(_enqueue_many.queue, true);
     end if;
+end
+$$;
+
+CREATE FUNCTION queue._enqueue_many_check(payloads jsonb[], queue text, category text, priority integer, delay interval, max_attempts integer, dedup_keys text[], timeout interval) RETURNS integer
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+    if _enqueue_many_check.payloads is null then
+        raise exception 'payloads must not be null' using errcode = '22004';
+    end if;
+    perform queue._check_name(_enqueue_many_check.queue, 'queue');
+    -- (a helper is called only when it has something to check: a null category or timeout
+    -- passes, so does a delay of 0 in effect, tested as in queue.enqueue)
+    if _enqueue_many_check.category is not null then
+        perform queue._check_name(_enqueue_many_check.category, 'category', false);
+    end if;
+    if not (_enqueue_many_check.delay = interval '0'
+            and abs(extract(epoch from _enqueue_many_check.delay)) < 1e9
+            and now() + _enqueue_many_check.delay = now()) then
+        perform queue._check_interval(_enqueue_many_check.delay, 'delay', bound => 'delay');
+    end if;
+    if _enqueue_many_check.priority <> 0 then
+        perform queue._check_priority(_enqueue_many_check.priority);  -- 0 is always allowed
+    end if;
+    if _enqueue_many_check.timeout is not null then
+        perform queue._check_interval(_enqueue_many_check.timeout, 'timeout', true, false,
+            'lease');
+    end if;
+    if _enqueue_many_check.max_attempts is not null and _enqueue_many_check.max_attempts < 1 then
+        raise exception 'max_attempts must be at least 1 (got %)',
+            _enqueue_many_check.max_attempts using errcode = '22023';
+    end if;
+    -- one-dimensional and starting at 1, or elements would be read wrongly or not at all
+    if array_ndims(_enqueue_many_check.payloads) > 1
+        or array_lower(_enqueue_many_check.payloads, 1) <> 1 then
+        raise exception 'payloads must be a one-dimensional array starting at index 1'
+            using errcode = '22023';
+    end if;
+    if array_ndims(_enqueue_many_check.dedup_keys) > 1
+        or array_lower(_enqueue_many_check.dedup_keys, 1) <> 1 then
+        raise exception 'dedup_keys must be a one-dimensional array starting at index 1'
+            using errcode = '22023';
+    end if;
+    return coalesce(array_length(_enqueue_many_check.payloads, 1), 0);
+end
+$$;
+
+CREATE FUNCTION queue._enqueue_many_check_jobs(payloads jsonb[], queue text, dedup_keys text[]) RETURNS queue.queues
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    v_n int := array_length(_enqueue_many_check_jobs.payloads, 1);
+    v_cfg queue.queues;
+    v_i int;
+begin
+    if _enqueue_many_check_jobs.dedup_keys is not null
+        and coalesce(array_length(_enqueue_many_check_jobs.dedup_keys, 1), 0) <> v_n then
+        raise exception 'dedup_keys must have one element per payload (% payloads, % keys)',
+            v_n, coalesce(array_length(_enqueue_many_check_jobs.dedup_keys, 1), 0)
+            using errcode = '22023';
+    end if;
+    -- A dedup key answers with the live job of another transaction: it needs the newest
+    -- committed rows, which a REPEATABLE READ or SERIALIZABLE snapshot hides (it would fail
+    -- with 40001 on a race).
+    if _enqueue_many_check_jobs.dedup_keys is not null
+        and current_setting('transaction_isolation') <> 'read committed' then
+        raise exception 'queue.enqueue_many with dedup_keys must run at READ COMMITTED '
+            'isolation (not %)', current_setting('transaction_isolation')
+            using errcode = '55000',
+            hint = 'Enqueue without dedup_keys, or in a READ COMMITTED transaction.';
+    end if;
+    v_cfg := queue._config(_enqueue_many_check_jobs.queue);
+    -- The elements are checked by one statement, not one call per job: it finds the first
+    -- position whose payload (or dedup key) breaks a rule, and the checks then raise that
+    -- element's error, the one a check of every element in order would raise first.
+    select e.n::int into v_i
+    from unnest(_enqueue_many_check_jobs.payloads, _enqueue_many_check_jobs.dedup_keys)
+        with ordinality as e (payload, key, n)
+    where e.payload is null or jsonb_typeof(e.payload) <> 'object'
+       -- queue._json_size's first step inline (a small payload printing as at most 1000
+       -- bytes within the limit passes); anything else is measured whole at bounded cost
+       or (pg_column_size(e.payload) > 1024
+           or octet_length(e.payload::text) > least(1000, v_cfg.payload_limit))
+       and not queue._json_fits(e.payload, v_cfg.payload_limit)
+       or length(e.key) not between 1 and 512
+    order by e.n
+    limit 1;
+    if v_i is not null then
+        perform queue._check_payload(_enqueue_many_check_jobs.payloads[v_i],
+            format('payloads[%s]', v_i), v_cfg.payload_limit);
+        perform queue._check_name(_enqueue_many_check_jobs.dedup_keys[v_i],
+            format('dedup_keys[%s]', v_i), false, 512);
+    end if;
+    return v_cfg;
+end
+$$;
+
+CREATE FUNCTION queue._enqueue_many_keyed(payloads jsonb[], queue text, category text, priority integer, available_at timestamp with time zone, max_attempts integer, dedup_keys text[], timeout interval, OUT ids bigint[], OUT inserted boolean) RETURNS record
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+declare
+    v_seq text := pg_get_serial_sequence('queue.jobs', 'id');
+    v_id bigint;
+    v_i int;
+begin
+    inserted := false;
+    -- Keys are inserted in one canonical order (by key, then position), so two calls whose
+    -- keys overlap in different orders wait on each other at most once, never in a cycle (no
+    -- deadlock). The ids are drawn first, in input order, so a batch is still claimed in
+    -- input order (same availability and priority: by id).
+    ids := '{}'::bigint[];
+    for v_i in 1 .. cardinality(_enqueue_many_keyed.payloads) loop
+        ids := ids || nextval(v_seq);
+    end loop;
+    for v_i in
+        select k.n::int from unnest(_enqueue_many_keyed.dedup_keys) with ordinality as k (key, n)
+        order by k.key collate "C" nulls last, k.n
+    loop
+        loop
+            insert into queue.jobs as j (
+                id, queue, category, priority, payload, max_attempts, available_at,
+                dedup_key, timeout
+            ) overriding system value values (
+                ids[v_i], _enqueue_many_keyed.queue, _enqueue_many_keyed.category,
+                _enqueue_many_keyed.priority, _enqueue_many_keyed.payloads[v_i],
+                _enqueue_many_keyed.max_attempts, _enqueue_many_keyed.available_at,
+                _enqueue_many_keyed.dedup_keys[v_i], _enqueue_many_keyed.timeout
+            )
+            on conflict (queue, dedup_key) where dedup_key is not null do nothing
+            returning j.id into v_id;
+            if v_id is not null then
+                inserted := true;
+                exit;
+            end if;
+            select j.id into v_id from queue.jobs as j
+            where j.queue = _enqueue_many_keyed.queue
+              and j.dedup_key = _enqueue_many_keyed.dedup_keys[v_i];
+            exit when v_id is not null;
+        end loop;
+        ids[v_i] := v_id;
+    end loop;
 end
 $$;
 
@@ -7919,23 +8031,6 @@ ALTER TABLE cache.deferred_writes ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTI
     CACHE 1
 );
 
-CREATE UNLOGGED TABLE cache.entries (
-    key text NOT NULL,
-    value jsonb,
-    checksum text,
-    version bigint NOT NULL,
-    stale boolean DEFAULT false NOT NULL,
-    expires_at timestamp with time zone,
-    written_at timestamp with time zone DEFAULT now() NOT NULL,
-    changes bigint DEFAULT 0 NOT NULL,
-    changed_at timestamp with time zone,
-    mean_interval double precision,
-    invalidated_at timestamp with time zone,
-    reason text,
-    size integer DEFAULT 0 NOT NULL
-)
-WITH (fillfactor='50', autovacuum_vacuum_scale_factor='0.02', autovacuum_vacuum_threshold='500', autovacuum_vacuum_cost_delay='0', autovacuum_analyze_scale_factor='0.05', toast.autovacuum_vacuum_scale_factor='0.02', toast.autovacuum_vacuum_threshold='500', toast.autovacuum_vacuum_cost_delay='0');
-
 CREATE UNLOGGED TABLE cache.epoch (
     id boolean DEFAULT true NOT NULL,
     epoch bigint NOT NULL,
@@ -8516,6 +8611,8 @@ REVOKE ALL ON FUNCTION cache._apply_deferred(max_writes integer) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION cache._apply_or_defer(key text, op text, value jsonb, reason text) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION cache._apply_update(key text, op text, value jsonb, ttl interval, reason text, entry cache.entries, checksum text, size integer, version bigint) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION cache._bound() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION cache._cap() FROM PUBLIC;
@@ -8705,9 +8802,19 @@ REVOKE ALL ON FUNCTION queue._ended_state(reason text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._enqueue(payload jsonb, queue text, category text, priority integer, delay interval, max_attempts integer, dedup_key text, cache_key text, cache_value jsonb, timeout interval, trace_context jsonb) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION queue._enqueue_cache(job_id bigint, cache_key text, cache_value jsonb) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._enqueue_check(payload jsonb, queue text, category text, priority integer, delay interval, max_attempts integer, dedup_key text, cache_key text, cache_value jsonb, timeout interval, trace_context jsonb) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION queue._enqueue_lean(payload jsonb, queue text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._enqueue_many(payloads jsonb[], queue text, category text, priority integer, delay interval, max_attempts integer, dedup_keys text[], timeout interval) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._enqueue_many_check(payloads jsonb[], queue text, category text, priority integer, delay interval, max_attempts integer, dedup_keys text[], timeout interval) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._enqueue_many_check_jobs(payloads jsonb[], queue text, dedup_keys text[]) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._enqueue_many_keyed(payloads jsonb[], queue text, category text, priority integer, available_at timestamp with time zone, max_attempts integer, dedup_keys text[], timeout interval, OUT ids bigint[], OUT inserted boolean) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._error_entry(attempt integer, error text, worker text, retry_in interval) FROM PUBLIC;
 
