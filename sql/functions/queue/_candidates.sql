@@ -19,7 +19,8 @@
 -- few of them full) from paying a probe and up to `lim` row locks per pair (1,000
 -- categories: about 1,000 probes and 10,000 locks per claim). Each pair's scan locks up to
 -- `lim` rows, and the head's locks are kept when the pairs are read: the caller
--- (queue._candidates) gives back the extra locks. Called only by queue._scan.
+-- (queue._candidates) gives back the extra locks. Called by queue._scan (every queue) and
+-- queue._scan_queues (listed queues).
 create or replace function queue._gated_scan(
     queues text[], lim int, exclude_categories text[], exclude_ids bigint[]
 ) returns table (id bigint, category text, priority int, available_at timestamptz)
@@ -159,11 +160,11 @@ $$;
 -- read in claim order and locked in one statement (its LIMIT stops the locking). Otherwise
 -- the head of the gated index (its first 4 * lim + 2 * (categories left out) + 16 jobs in
 -- claim order, read without locking: queue._gated_head_read) is filtered, and its jobs are
--- locked in claim order by primary key, the locking stopping at `lim`. As arrays in claim order (ids, categories,
--- priorities, availabilities); null when the head cannot decide (the scope has ready
--- ungated jobs, or the head was full and fewer than `lim` of its jobs are outside the
--- left-out categories: a full category's backlog at the top), having locked nothing: the
--- caller then scans (queue._scan). Every statement reads an index in order or probes by
+-- locked in claim order by primary key, the locking stopping at `lim`. As arrays in claim
+-- order (ids, categories, priorities, availabilities); null when the head cannot decide
+-- (the scope has ready ungated jobs, or the head was full and fewer than `lim` of its jobs
+-- are outside the left-out categories: a full category's backlog at the top), having
+-- locked nothing: the caller then scans (queue._scan). Every statement reads an index in order or probes by
 -- primary key, so it keeps its generic plan (no planning per call, no subtransaction: it
 -- never locks a row it does not return).
 create or replace function queue._gated_head(
