@@ -164,9 +164,9 @@ $$;
 -- order (ids, categories, priorities, availabilities); null when the head cannot decide
 -- (the scope has ready ungated jobs, or the head was full and fewer than `lim` of its jobs
 -- are outside the left-out categories: a full category's backlog at the top), having
--- locked nothing: the caller then scans (queue._scan). Every statement reads an index in order or probes by
--- primary key, so it keeps its generic plan (no planning per call, no subtransaction: it
--- never locks a row it does not return).
+-- locked nothing: the caller then scans (queue._scan). Every statement reads an index in
+-- order or probes by primary key, so it keeps its generic plan (no planning per call, no
+-- subtransaction: it never locks a row it does not return).
 create or replace function queue._gated_head(
     queues text[], lim int, exclude_categories text[], exclude_ids bigint[],
     out ids bigint[], out categories text[], out priorities int[],
