@@ -3689,8 +3689,7 @@ declare
     v_head int := 4 * lim + 2 * coalesce(cardinality(exclude_categories), 0) + 16;
     v_all boolean := coalesce(cardinality(exclude_categories), 0) = 0
         and coalesce(cardinality(exclude_ids), 0) = 0;
-    v_read int;
-    v_cand bigint[];
+    v_read record;
 begin
     if queues is null then
         if (select j.id from queue.jobs as j
@@ -3713,18 +3712,6 @@ begin
             ) as x;
             return;
         end if;
-        select count(*), array_agg(h.id order by h.n)
-            filter (where h.category <> all (exclude_categories) and h.id <> all (exclude_ids))
-        into v_read, v_cand
-        from (
-            select j.id, j.category, row_number() over () as n from (
-                select j.id, j.category from queue.jobs as j
-                where j.status = 'pending' and j.category is not null
-                  and j.available_at <= now()
-                order by j.priority desc, j.available_at, j.id
-                limit v_head
-            ) as j
-        ) as h;
     elsif cardinality(queues) = 1 then
         if (select j.id from queue.jobs as j
             where j.queue = queues[1] and j.queue >= queues[1] and j.queue <= queues[1]
@@ -3747,23 +3734,12 @@ begin
             ) as x;
             return;
         end if;
-        select count(*), array_agg(h.id order by h.n)
-            filter (where h.category <> all (exclude_categories) and h.id <> all (exclude_ids))
-        into v_read, v_cand
-        from (
-            select j.id, j.category, row_number() over () as n from (
-                select j.id, j.category from queue.jobs as j
-                where j.queue = queues[1] and j.queue >= queues[1] and j.queue <= queues[1]
-                  and j.status = 'pending' and j.category is not null
-                  and j.available_at <= now()
-                order by j.priority desc, j.available_at, j.id
-                limit v_head
-            ) as j
-        ) as h;
     else
         return;
     end if;
-    if v_read >= v_head and coalesce(cardinality(v_cand), 0) < lim then
+    -- the head, read without locking: how many jobs it read, which of them are candidates
+    v_read := queue._gated_head_read(queues, v_head, exclude_categories, exclude_ids);
+    if v_read.n >= v_head and coalesce(cardinality(v_read.ids), 0) < lim then
         return;
     end if;
     -- locked in claim order (the LIMIT stops the locking), re-checked on the row locked
@@ -3777,7 +3753,7 @@ begin
     into ids, categories, priorities, availabilities
     from (
         select j.id, j.category, j.priority, j.available_at from queue.jobs as j
-        where j.id = any (v_cand)
+        where j.id = any (v_read.ids)
           and coalesce(j.status, '') = 'pending' and j.available_at <= now()
         order by j.priority desc, j.available_at, j.id
         limit lim
@@ -3787,6 +3763,104 @@ end
 $$;
 
 COMMENT ON FUNCTION queue._gated_head(queues text[], lim integer, exclude_categories text[], exclude_ids bigint[], OUT ids bigint[], OUT categories text[], OUT priorities integer[], OUT availabilities timestamp with time zone[]) IS 'Private: the best ready gated jobs from the head of the gated index, locked exactly.';
+
+CREATE FUNCTION queue._gated_head_read(queues text[], head integer, exclude_categories text[], exclude_ids bigint[], OUT n integer, OUT ids bigint[]) RETURNS record
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+begin
+    if queues is null then
+        select count(*), array_agg(h.id order by h.n)
+            filter (where h.category <> all (exclude_categories) and h.id <> all (exclude_ids))
+        into n, ids
+        from (
+            select j.id, j.category, row_number() over () as n from (
+                select j.id, j.category from queue.jobs as j
+                where j.status = 'pending' and j.category is not null
+                  and j.available_at <= now()
+                order by j.priority desc, j.available_at, j.id
+                limit head
+            ) as j
+        ) as h;
+    else
+        select count(*), array_agg(h.id order by h.n)
+            filter (where h.category <> all (exclude_categories) and h.id <> all (exclude_ids))
+        into n, ids
+        from (
+            select j.id, j.category, row_number() over () as n from (
+                select j.id, j.category from queue.jobs as j
+                where j.queue = queues[1] and j.queue >= queues[1] and j.queue <= queues[1]
+                  and j.status = 'pending' and j.category is not null
+                  and j.available_at <= now()
+                order by j.priority desc, j.available_at, j.id
+                limit head
+            ) as j
+        ) as h;
+    end if;
+end
+$$;
+
+COMMENT ON FUNCTION queue._gated_head_read(queues text[], head integer, exclude_categories text[], exclude_ids bigint[], OUT n integer, OUT ids bigint[]) IS 'Private: the head of the gated index, read without locking, for queue._gated_head.';
+
+CREATE FUNCTION queue._gated_pairs(queues text[], lim integer, exclude_categories text[], exclude_ids bigint[]) RETURNS TABLE(id bigint, category text, priority integer, available_at timestamp with time zone)
+    LANGUAGE plpgsql ROWS 10
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+begin
+    return query
+    -- Pairs in the order of the index's expression, array[queue, category]. Listed
+    -- queues: each queue's first pair (array[queue, ''] sorts before its first category),
+    -- then the next pairs while the queue stays the same.
+    with recursive pairs (queue, category) as (
+        select f.queue, f.category
+        from (select distinct q.name from unnest(queues) as q (name)) as q
+        cross join lateral (
+            select j.queue, j.category from queue.jobs as j
+            where array[j.queue, j.category] >= array[q.name, '']
+              and j.status = 'pending' and j.category is not null
+            order by array[j.queue, j.category]
+            limit 1
+        ) as f
+        where queues is not null and f.queue = q.name
+        union all
+        (select f.queue, f.category from (
+            select j.queue, j.category from queue.jobs as j
+            where j.status = 'pending' and j.category is not null
+            order by array[j.queue, j.category]
+            limit 1
+        ) as f where queues is null)
+        union all
+        select n.queue, n.category
+        from pairs as p
+        cross join lateral (
+            select j.queue, j.category from queue.jobs as j
+            where array[j.queue, j.category] > array[p.queue, p.category]
+              and j.status = 'pending' and j.category is not null
+            order by array[j.queue, j.category]
+            limit 1
+        ) as n
+        where queues is null or n.queue = p.queue
+    )
+    select h.id, h.category, h.priority, h.available_at
+    from pairs as p
+    cross join lateral (
+        select j.id, j.category, j.priority, j.available_at from queue.jobs as j
+        where array[j.queue, j.category] = array[p.queue, p.category]
+          and j.status = 'pending' and j.category is not null and j.available_at <= now()
+          and j.id <> all (exclude_ids)
+        order by j.priority desc, j.available_at, j.id
+        limit lim
+        for update skip locked
+    ) as h
+    where p.category <> all (exclude_categories)
+    order by h.priority desc, h.available_at, h.id
+    limit lim;
+end
+$$;
+
+COMMENT ON FUNCTION queue._gated_pairs(queues text[], lim integer, exclude_categories text[], exclude_ids bigint[]) IS 'Private: queue._gated_scan per (queue, category) pair, when the head did not decide.';
 
 CREATE FUNCTION queue._gated_scan(queues text[], lim integer, exclude_categories text[], exclude_ids bigint[]) RETURNS TABLE(id bigint, category text, priority integer, available_at timestamp with time zone)
     LANGUAGE plpgsql ROWS 10
@@ -3841,54 +3915,10 @@ begin
         return;
     end if;
 
+    -- the head is mostly left-out categories: per (queue, category) pair
     return query
-    -- Pairs in the order of the index's expression, array[queue, category]. Listed
-    -- queues: each queue's first pair (array[queue, ''] sorts before its first category),
-    -- then the next pairs while the queue stays the same.
-    with recursive pairs (queue, category) as (
-        select f.queue, f.category
-        from (select distinct q.name from unnest(queues) as q (name)) as q
-        cross join lateral (
-            select j.queue, j.category from queue.jobs as j
-            where array[j.queue, j.category] >= array[q.name, '']
-              and j.status = 'pending' and j.category is not null
-            order by array[j.queue, j.category]
-            limit 1
-        ) as f
-        where queues is not null and f.queue = q.name
-        union all
-        (select f.queue, f.category from (
-            select j.queue, j.category from queue.jobs as j
-            where j.status = 'pending' and j.category is not null
-            order by array[j.queue, j.category]
-            limit 1
-        ) as f where queues is null)
-        union all
-        select n.queue, n.category
-        from pairs as p
-        cross join lateral (
-            select j.queue, j.category from queue.jobs as j
-            where array[j.queue, j.category] > array[p.queue, p.category]
-              and j.status = 'pending' and j.category is not null
-            order by array[j.queue, j.category]
-            limit 1
-        ) as n
-        where queues is null or n.queue = p.queue
-    )
-    select h.id, h.category, h.priority, h.available_at
-    from pairs as p
-    cross join lateral (
-        select j.id, j.category, j.priority, j.available_at from queue.jobs as j
-        where array[j.queue, j.category] = array[p.queue, p.category]
-          and j.status = 'pending' and j.category is not null and j.available_at <= now()
-          and j.id <> all (exclude_ids)
-        order by j.priority desc, j.available_at, j.id
-        limit lim
-        for update skip locked
-    ) as h
-    where p.category <> all (exclude_categories)
-    order by h.priority desc, h.available_at, h.id
-    limit lim;
+    select p.id, p.category, p.priority, p.available_at
+    from queue._gated_pairs(queues, lim, exclude_categories, exclude_ids) as p;
 end
 $$;
 
@@ -4998,6 +5028,15 @@ CREATE FUNCTION queue._scan(queues text[], lim integer, exclude_categories text[
     AS $$
 #variable_conflict use_column
 begin
+    -- Several queues, or one with categories left out: each listed queue read on its own,
+    -- the queues sharing the batch round-robin (queue._scan_queues).
+    if queues is not null
+       and (cardinality(exclude_categories) > 0 or cardinality(queues) <> 1) then
+        return query
+        select s.id, s.category, s.priority, s.available_at
+        from queue._scan_queues(queues, lim, exclude_categories, exclude_ids) as s;
+        return;
+    end if;
     -- Categories left out: their backlog may be long, so the gated jobs come from
     -- queue._gated_scan (per category), never from a walk of jobs_gated_idx past them.
     if cardinality(exclude_categories) > 0 and queues is null then
@@ -5016,33 +5055,6 @@ begin
             from queue._gated_scan(queues, lim, exclude_categories, exclude_ids) as g
         ) as c
         order by c.priority desc, c.available_at, c.id
-        limit lim;
-        return;
-    elsif cardinality(exclude_categories) > 0 then
-        -- (several queues share the batch round-robin, as below)
-        return query
-        select c.id, c.category, c.priority, c.available_at from (
-            select b.id, b.category, b.priority, b.available_at, q.name as queue
-            from (select distinct q.name from unnest(queues) as q (name)) as q
-            cross join lateral (
-                select j.id, j.category, j.priority, j.available_at from queue.jobs as j
-                where j.queue = q.name
-                  and j.status = 'pending' and j.category is null and j.available_at <= now()
-                  and j.id <> all (exclude_ids)
-                order by j.priority desc, j.available_at, j.id
-                limit lim
-                for update skip locked
-            ) as b
-            union all
-            select g.id, g.category, g.priority, g.available_at,
-                case when cardinality(queues) = 1 then queues[1]
-                     else (select j.queue from queue.jobs as j where j.id = g.id) end
-            from queue._gated_scan(queues, lim, exclude_categories, exclude_ids) as g
-        ) as c
-        order by c.priority desc,
-            row_number() over (
-                partition by c.queue, c.priority order by c.available_at, c.id),
-            random()
         limit lim;
         return;
     end if;
@@ -5096,6 +5108,44 @@ begin
         ) as c
         order by c.priority desc, c.available_at, c.id
         limit lim;
+    end if;
+end
+$$;
+
+COMMENT ON FUNCTION queue._scan(queues text[], lim integer, exclude_categories text[], exclude_ids bigint[]) IS 'Private: the best ready jobs, locked SKIP LOCKED, by partial index.';
+
+CREATE FUNCTION queue._scan_queues(queues text[], lim integer, exclude_categories text[], exclude_ids bigint[]) RETURNS TABLE(id bigint, category text, priority integer, available_at timestamp with time zone)
+    LANGUAGE plpgsql ROWS 10
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+begin
+    if cardinality(exclude_categories) > 0 then
+        -- (the gated jobs per category, from queue._gated_scan; round-robin as below)
+        return query
+        select c.id, c.category, c.priority, c.available_at from (
+            select b.id, b.category, b.priority, b.available_at, q.name as queue
+            from (select distinct q.name from unnest(queues) as q (name)) as q
+            cross join lateral (
+                select j.id, j.category, j.priority, j.available_at from queue.jobs as j
+                where j.queue = q.name
+                  and j.status = 'pending' and j.category is null and j.available_at <= now()
+                  and j.id <> all (exclude_ids)
+                order by j.priority desc, j.available_at, j.id
+                limit lim
+                for update skip locked
+            ) as b
+            union all
+            select g.id, g.category, g.priority, g.available_at,
+                case when cardinality(queues) = 1 then queues[1]
+                     else (select j.queue from queue.jobs as j where j.id = g.id) end
+            from queue._gated_scan(queues, lim, exclude_categories, exclude_ids) as g
+        ) as c
+        order by c.priority desc,
+            row_number() over (
+                partition by c.queue, c.priority order by c.available_at, c.id),
+            random()
+        limit lim;
     else
         -- Several queues share the batch fairly: within a priority level, round-robin over
         -- the queues with ready jobs (each queue's best, then each one's second best, ...;
@@ -5137,7 +5187,7 @@ begin
 end
 $$;
 
-COMMENT ON FUNCTION queue._scan(queues text[], lim integer, exclude_categories text[], exclude_ids bigint[]) IS 'Private: the best ready jobs, locked SKIP LOCKED, by partial index.';
+COMMENT ON FUNCTION queue._scan_queues(queues text[], lim integer, exclude_categories text[], exclude_ids bigint[]) IS 'Private: queue._scan of listed queues, each read on its own, sharing the batch round-robin.';
 
 CREATE FUNCTION queue._set_partition(k integer, n integer) RETURNS bigint
     LANGUAGE plpgsql
@@ -8840,6 +8890,10 @@ REVOKE ALL ON FUNCTION queue._gate_take(worker text, ids bigint[], cats text[], 
 
 REVOKE ALL ON FUNCTION queue._gated_head(queues text[], lim integer, exclude_categories text[], exclude_ids bigint[], OUT ids bigint[], OUT categories text[], OUT priorities integer[], OUT availabilities timestamp with time zone[]) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION queue._gated_head_read(queues text[], head integer, exclude_categories text[], exclude_ids bigint[], OUT n integer, OUT ids bigint[]) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._gated_pairs(queues text[], lim integer, exclude_categories text[], exclude_ids bigint[]) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION queue._gated_scan(queues text[], lim integer, exclude_categories text[], exclude_ids bigint[]) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._heartbeat(job_ids bigint[], tokens uuid[], extend interval) FROM PUBLIC;
@@ -8941,6 +8995,8 @@ REVOKE ALL ON FUNCTION queue._run_tasks() FROM PUBLIC;
 REVOKE ALL ON FUNCTION queue._says_nothing(q queue.queues, defaults queue.queues) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._scan(queues text[], lim integer, exclude_categories text[], exclude_ids bigint[]) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION queue._scan_queues(queues text[], lim integer, exclude_categories text[], exclude_ids bigint[]) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION queue._set_partition(k integer, n integer) FROM PUBLIC;
 

@@ -6,8 +6,8 @@ test's own assertion, catches it. Every scenario also runs unbroken first, as th
 * complete_many deletes a neighbour job -> lost
 * complete_many leaves the job live -> duplicated (and "completed but still live")
 * the category gate counts 100 extra slots -> over_limit
-* claim's direct path, _scan and _candidates ignore available_at -> an early claim (the retry
-  test's assertion)
+* claim's direct path, the candidate scans and _candidates ignore available_at -> an early
+  claim (the retry test's assertion)
 * _check_name allows twice the length -> the hostile-input oracle reports acceptances
 """
 
@@ -148,16 +148,19 @@ def test_claim_before_available_at_is_seen(rconn: psycopg.Connection, broken: bo
 
     # every candidate scan: the claim's direct path (queue._claim_direct: every queue, one
     # queue),
-    # _scan's (and its per-category scan of the gated jobs when categories are left out), the
-    # gated head's
+    # _scan's and _scan_queues' (and the per-category scan of the gated jobs when categories
+    # are left out: its head and its pairs), the gated head's and its read
     claim = source("queue._claim_direct(text, text, int, interval, timestamptz)")
-    scan = source("queue._scan(text[], int, text[], bigint[])")
-    gated = source("queue._gated_scan(text[], int, text[], bigint[])")
-    head = source("queue._gated_head(text[], int, text[], bigint[])")
+    scans = {
+        "queue._scan(text[], int, text[], bigint[])": 5,
+        "queue._scan_queues(text[], int, text[], bigint[])": 3,
+        "queue._gated_scan(text[], int, text[], bigint[])": 3,
+        "queue._gated_pairs(text[], int, text[], bigint[])": 1,
+        "queue._gated_head(text[], int, text[], bigint[])": 5,
+        "queue._gated_head_read(text[], int, text[], bigint[])": 2,
+    }
     assert claim.count("c.available_at <= now()") == 2
-    assert scan.count("j.available_at <= now()") == 8
-    assert gated.count("j.available_at <= now()") == 4
-    assert head.count("j.available_at <= now()") == 7
+    assert {f: source(f).count("j.available_at <= now()") for f in scans} == scans
     with (
         maybe(
             broken,
@@ -176,6 +179,13 @@ def test_claim_before_available_at_is_seen(rconn: psycopg.Connection, broken: bo
         maybe(
             broken,
             rconn,
+            "queue._scan_queues(text[], int, text[], bigint[])",
+            "j.available_at <= now()",
+            "j.available_at <= now() + interval '1 hour'",
+        ),
+        maybe(
+            broken,
+            rconn,
             "queue._gated_scan(text[], int, text[], bigint[])",
             "j.available_at <= now()",
             "j.available_at <= now() + interval '1 hour'",
@@ -183,7 +193,21 @@ def test_claim_before_available_at_is_seen(rconn: psycopg.Connection, broken: bo
         maybe(
             broken,
             rconn,
+            "queue._gated_pairs(text[], int, text[], bigint[])",
+            "j.available_at <= now()",
+            "j.available_at <= now() + interval '1 hour'",
+        ),
+        maybe(
+            broken,
+            rconn,
             "queue._gated_head(text[], int, text[], bigint[])",
+            "j.available_at <= now()",
+            "j.available_at <= now() + interval '1 hour'",
+        ),
+        maybe(
+            broken,
+            rconn,
+            "queue._gated_head_read(text[], int, text[], bigint[])",
             "j.available_at <= now()",
             "j.available_at <= now() + interval '1 hour'",
         ),

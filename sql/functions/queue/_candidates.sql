@@ -1,5 +1,5 @@
 -- The candidate scans of queue.claim's general path (several queues, gated jobs, expired
--- leases): queue._scan and queue._candidates. Private: called only by queue.claim.
+-- leases): queue._candidates and the scans it calls. Private: called only by queue.claim.
 -- A scan of one queue says `j.queue = queues[1] and j.queue >= queues[1] and j.queue <=
 -- queues[1]`, so that a generic plan reads a (queue, priority, ...) index and never another
 -- queue's backlog (the equality prunes the shards): see queue._claim_direct.
@@ -14,11 +14,13 @@
 -- head is mostly left-out categories: a full category's long backlog at the top) the
 -- (queue, category) pairs that have pending gated jobs are enumerated by a skip scan of
 -- jobs_gated_pair_idx (one index probe per pair), and each pair not left out gives its best
--- `lim` jobs: the cost follows the number of such pairs, never the backlog of the categories
--- left out. The head keeps the common case (many categories, a few of them full) from paying
--- a probe and up to `lim` row locks per pair (1,000 categories: about 1,000 probes and 10,000
--- locks per claim). Each pair's scan locks up to `lim` rows, and the head's locks are kept
--- when the pairs are read: the caller (queue._candidates) gives back the extra locks.
+-- `lim` jobs (queue._gated_pairs): the cost follows the number of such pairs, never the
+-- backlog of the categories left out. The head keeps the common case (many categories, a
+-- few of them full) from paying a probe and up to `lim` row locks per pair (1,000
+-- categories: about 1,000 probes and 10,000 locks per claim). Each pair's scan locks up to
+-- `lim` rows, and the head's locks are kept when the pairs are read: the caller
+-- (queue._candidates) gives back the extra locks. Called by queue._scan (every queue) and
+-- queue._scan_queues (listed queues).
 create or replace function queue._gated_scan(
     queues text[], lim int, exclude_categories text[], exclude_ids bigint[]
 ) returns table (id bigint, category text, priority int, available_at timestamptz)
@@ -77,6 +79,30 @@ begin
         return;
     end if;
 
+    -- the head is mostly left-out categories: per (queue, category) pair
+    return query
+    select p.id, p.category, p.priority, p.available_at
+    from queue._gated_pairs(queues, lim, exclude_categories, exclude_ids) as p;
+end
+$$;
+
+-- _gated_pairs: queue._gated_scan's second step, when the head of the gated index did not
+-- give `lim` jobs (mostly left-out categories: a full category's long backlog at the top).
+-- The (queue, category) pairs that have pending gated jobs of `queues` (null: every queue)
+-- are enumerated by a skip scan of jobs_gated_pair_idx (one index probe per pair), and each
+-- pair outside exclude_categories gives its best `lim` ready jobs outside exclude_ids,
+-- locked FOR UPDATE SKIP LOCKED; the best `lim` of them are returned. Each pair's scan locks
+-- up to `lim` rows (the caller, queue._candidates, gives back the extra locks). Called only
+-- by queue._gated_scan, whose planner settings it runs with (custom plans, no bitmap scan).
+create or replace function queue._gated_pairs(
+    queues text[], lim int, exclude_categories text[], exclude_ids bigint[]
+) returns table (id bigint, category text, priority int, available_at timestamptz)
+language plpgsql
+set search_path = pg_catalog, pg_temp
+rows 10
+as $$
+#variable_conflict use_column
+begin
     return query
     -- Pairs in the order of the index's expression, array[queue, category]. Listed
     -- queues: each queue's first pair (array[queue, ''] sorts before its first category),
@@ -133,14 +159,14 @@ $$;
 -- locked FOR UPDATE SKIP LOCKED, and only they. With nothing left out, the gated index is
 -- read in claim order and locked in one statement (its LIMIT stops the locking). Otherwise
 -- the head of the gated index (its first 4 * lim + 2 * (categories left out) + 16 jobs in
--- claim order, read without locking) is filtered, and its jobs are locked in claim order by
--- primary key, the locking stopping at `lim`. As arrays in claim order (ids, categories,
--- priorities, availabilities); null when the head cannot decide (the scope has ready
--- ungated jobs, or the head was full and fewer than `lim` of its jobs are outside the
--- left-out categories: a full category's backlog at the top), having locked nothing: the
--- caller then scans (queue._scan). Every statement reads an index in order or probes by
--- primary key, so it keeps its generic plan (no planning per call, no subtransaction: it
--- never locks a row it does not return).
+-- claim order, read without locking: queue._gated_head_read) is filtered, and its jobs are
+-- locked in claim order by primary key, the locking stopping at `lim`. As arrays in claim
+-- order (ids, categories, priorities, availabilities); null when the head cannot decide
+-- (the scope has ready ungated jobs, or the head was full and fewer than `lim` of its jobs
+-- are outside the left-out categories: a full category's backlog at the top), having
+-- locked nothing: the caller then scans (queue._scan). Every statement reads an index in
+-- order or probes by primary key, so it keeps its generic plan (no planning per call, no
+-- subtransaction: it never locks a row it does not return).
 create or replace function queue._gated_head(
     queues text[], lim int, exclude_categories text[], exclude_ids bigint[],
     out ids bigint[], out categories text[], out priorities int[],
@@ -157,8 +183,7 @@ declare
     v_head int := 4 * lim + 2 * coalesce(cardinality(exclude_categories), 0) + 16;
     v_all boolean := coalesce(cardinality(exclude_categories), 0) = 0
         and coalesce(cardinality(exclude_ids), 0) = 0;
-    v_read int;
-    v_cand bigint[];
+    v_read record;
 begin
     if queues is null then
         if (select j.id from queue.jobs as j
@@ -181,18 +206,6 @@ begin
             ) as x;
             return;
         end if;
-        select count(*), array_agg(h.id order by h.n)
-            filter (where h.category <> all (exclude_categories) and h.id <> all (exclude_ids))
-        into v_read, v_cand
-        from (
-            select j.id, j.category, row_number() over () as n from (
-                select j.id, j.category from queue.jobs as j
-                where j.status = 'pending' and j.category is not null
-                  and j.available_at <= now()
-                order by j.priority desc, j.available_at, j.id
-                limit v_head
-            ) as j
-        ) as h;
     elsif cardinality(queues) = 1 then
         if (select j.id from queue.jobs as j
             where j.queue = queues[1] and j.queue >= queues[1] and j.queue <= queues[1]
@@ -215,23 +228,12 @@ begin
             ) as x;
             return;
         end if;
-        select count(*), array_agg(h.id order by h.n)
-            filter (where h.category <> all (exclude_categories) and h.id <> all (exclude_ids))
-        into v_read, v_cand
-        from (
-            select j.id, j.category, row_number() over () as n from (
-                select j.id, j.category from queue.jobs as j
-                where j.queue = queues[1] and j.queue >= queues[1] and j.queue <= queues[1]
-                  and j.status = 'pending' and j.category is not null
-                  and j.available_at <= now()
-                order by j.priority desc, j.available_at, j.id
-                limit v_head
-            ) as j
-        ) as h;
     else
         return;
     end if;
-    if v_read >= v_head and coalesce(cardinality(v_cand), 0) < lim then
+    -- the head, read without locking: how many jobs it read, which of them are candidates
+    v_read := queue._gated_head_read(queues, v_head, exclude_categories, exclude_ids);
+    if v_read.n >= v_head and coalesce(cardinality(v_read.ids), 0) < lim then
         return;
     end if;
     -- locked in claim order (the LIMIT stops the locking), re-checked on the row locked
@@ -245,7 +247,7 @@ begin
     into ids, categories, priorities, availabilities
     from (
         select j.id, j.category, j.priority, j.available_at from queue.jobs as j
-        where j.id = any (v_cand)
+        where j.id = any (v_read.ids)
           and coalesce(j.status, '') = 'pending' and j.available_at <= now()
         order by j.priority desc, j.available_at, j.id
         limit lim
@@ -254,14 +256,62 @@ begin
 end
 $$;
 
+-- _gated_head_read: queue._gated_head's head of the gated index, read without locking: its
+-- first `head` ready gated jobs in claim order, of every queue (queues null) or of one queue,
+-- from jobs_gated_idx or jobs_gated_queue_idx in order. Returns how many it read (n) and, in
+-- claim order, the ids of those outside exclude_categories and exclude_ids (ids; null when
+-- none is). Called only by queue._gated_head, whose planner settings it runs with (generic
+-- plans, no sequential or bitmap scan).
+create or replace function queue._gated_head_read(
+    queues text[], head int, exclude_categories text[], exclude_ids bigint[],
+    out n int, out ids bigint[]
+)
+language plpgsql
+set search_path = pg_catalog, pg_temp
+as $$
+#variable_conflict use_column
+begin
+    if queues is null then
+        select count(*), array_agg(h.id order by h.n)
+            filter (where h.category <> all (exclude_categories) and h.id <> all (exclude_ids))
+        into n, ids
+        from (
+            select j.id, j.category, row_number() over () as n from (
+                select j.id, j.category from queue.jobs as j
+                where j.status = 'pending' and j.category is not null
+                  and j.available_at <= now()
+                order by j.priority desc, j.available_at, j.id
+                limit head
+            ) as j
+        ) as h;
+    else
+        select count(*), array_agg(h.id order by h.n)
+            filter (where h.category <> all (exclude_categories) and h.id <> all (exclude_ids))
+        into n, ids
+        from (
+            select j.id, j.category, row_number() over () as n from (
+                select j.id, j.category from queue.jobs as j
+                where j.queue = queues[1] and j.queue >= queues[1] and j.queue <= queues[1]
+                  and j.status = 'pending' and j.category is not null
+                  and j.available_at <= now()
+                order by j.priority desc, j.available_at, j.id
+                limit head
+            ) as j
+        ) as h;
+    end if;
+end
+$$;
+
 -- _scan: the best `lim` ready jobs of `queues` (null: every queue), locked FOR UPDATE SKIP
 -- LOCKED, leaving out the categories in exclude_categories and the ids in exclude_ids.
 -- Ungated and gated jobs are read from their own partial indexes; for listed queues, each
 -- queue's index is read on its own (an index scan per queue and kind, never a sort of the
--- backlog) and the queues share the batch round-robin within a priority level. Each scan
--- locks up to `lim` rows: rows locked but not among the best stay locked until the
--- transaction (or subtransaction) ends. One static statement per case (every
--- queue, one queue, several queues): each has one simple plan, made once per session.
+-- backlog) and the queues share the batch round-robin within a priority level
+-- (queue._scan_queues). Each scan locks up to `lim` rows: rows locked but not among the
+-- best stay locked until the transaction (or subtransaction) ends. One static statement per
+-- case (every queue, one queue, here; listed queues sharing the batch, in
+-- queue._scan_queues): each has one simple plan, made once per session. Called only by
+-- queue._candidates.
 create or replace function queue._scan(
     queues text[], lim int, exclude_categories text[], exclude_ids bigint[]
 ) returns table (id bigint, category text, priority int, available_at timestamptz)
@@ -273,6 +323,15 @@ rows 10
 as $$
 #variable_conflict use_column
 begin
+    -- Several queues, or one with categories left out: each listed queue read on its own,
+    -- the queues sharing the batch round-robin (queue._scan_queues).
+    if queues is not null
+       and (cardinality(exclude_categories) > 0 or cardinality(queues) <> 1) then
+        return query
+        select s.id, s.category, s.priority, s.available_at
+        from queue._scan_queues(queues, lim, exclude_categories, exclude_ids) as s;
+        return;
+    end if;
     -- Categories left out: their backlog may be long, so the gated jobs come from
     -- queue._gated_scan (per category), never from a walk of jobs_gated_idx past them.
     if cardinality(exclude_categories) > 0 and queues is null then
@@ -293,8 +352,79 @@ begin
         order by c.priority desc, c.available_at, c.id
         limit lim;
         return;
-    elsif cardinality(exclude_categories) > 0 then
-        -- (several queues share the batch round-robin, as below)
+    end if;
+    if queues is null then
+        return query
+        select c.id, c.category, c.priority, c.available_at from (
+            select a.id, a.category, a.priority, a.available_at from (
+                select j.id, j.category, j.priority, j.available_at from queue.jobs as j
+                where j.status = 'pending' and j.category is null and j.available_at <= now()
+                  and j.id <> all (exclude_ids)
+                order by j.priority desc, j.available_at, j.id
+                limit lim
+                for update skip locked
+            ) as a
+            union all
+            select a.id, a.category, a.priority, a.available_at from (
+                select j.id, j.category, j.priority, j.available_at from queue.jobs as j
+                where j.status = 'pending' and j.category is not null
+                  and j.available_at <= now()
+                  and j.category <> all (exclude_categories) and j.id <> all (exclude_ids)
+                order by j.priority desc, j.available_at, j.id
+                limit lim
+                for update skip locked
+            ) as a
+        ) as c
+        order by c.priority desc, c.available_at, c.id
+        limit lim;
+    elsif cardinality(queues) = 1 then
+        return query
+        select c.id, c.category, c.priority, c.available_at from (
+            select a.id, a.category, a.priority, a.available_at from (
+                select j.id, j.category, j.priority, j.available_at from queue.jobs as j
+                where j.queue = queues[1] and j.queue >= queues[1] and j.queue <= queues[1]
+                  and j.status = 'pending' and j.category is null and j.available_at <= now()
+                  and j.id <> all (exclude_ids)
+                order by j.priority desc, j.available_at, j.id
+                limit lim
+                for update skip locked
+            ) as a
+            union all
+            select a.id, a.category, a.priority, a.available_at from (
+                select j.id, j.category, j.priority, j.available_at from queue.jobs as j
+                where j.queue = queues[1] and j.queue >= queues[1] and j.queue <= queues[1]
+                  and j.status = 'pending' and j.category is not null
+                  and j.available_at <= now()
+                  and j.category <> all (exclude_categories) and j.id <> all (exclude_ids)
+                order by j.priority desc, j.available_at, j.id
+                limit lim
+                for update skip locked
+            ) as a
+        ) as c
+        order by c.priority desc, c.available_at, c.id
+        limit lim;
+    end if;
+end
+$$;
+
+-- _scan_queues: queue._scan's forms for listed queues that share the batch (several queues,
+-- or one queue with categories left out): each queue's index is read on its own, an index
+-- scan per queue and kind (never a sort of the backlog), locking up to `lim` rows each;
+-- within a priority level the queues take the batch round-robin. Categories left out: the
+-- gated jobs come from queue._gated_scan (per category), never from a walk of a gated index
+-- past their backlog. Called only by queue._scan, whose planner settings (custom plans) it
+-- runs with.
+create or replace function queue._scan_queues(
+    queues text[], lim int, exclude_categories text[], exclude_ids bigint[]
+) returns table (id bigint, category text, priority int, available_at timestamptz)
+language plpgsql
+set search_path = pg_catalog, pg_temp
+rows 10
+as $$
+#variable_conflict use_column
+begin
+    if cardinality(exclude_categories) > 0 then
+        -- (the gated jobs per category, from queue._gated_scan; round-robin as below)
         return query
         select c.id, c.category, c.priority, c.available_at from (
             select b.id, b.category, b.priority, b.available_at, q.name as queue
@@ -318,58 +448,6 @@ begin
             row_number() over (
                 partition by c.queue, c.priority order by c.available_at, c.id),
             random()
-        limit lim;
-        return;
-    end if;
-    if queues is null then
-        return query
-        select c.id, c.category, c.priority, c.available_at from (
-            select a.id, a.category, a.priority, a.available_at from (
-                select j.id, j.category, j.priority, j.available_at from queue.jobs as j
-                where j.status = 'pending' and j.category is null and j.available_at <= now()
-                  and j.id <> all (exclude_ids)
-                order by j.priority desc, j.available_at, j.id
-                limit lim
-                for update skip locked
-            ) as a
-            union all
-            select a.id, a.category, a.priority, a.available_at from (
-                select j.id, j.category, j.priority, j.available_at from queue.jobs as j
-                where j.status = 'pending' and j.category is not null
-                  and j.available_at <= now()
-                  and j.category <> all (exclude_categories) and j.id <> all (exclude_ids)
-                order by j.priority desc, j.available_at, j.id
-                limit lim
-                for update skip locked
-            ) as a
-        ) as c
-        order by c.priority desc, c.available_at, c.id
-        limit lim;
-    elsif cardinality(queues) = 1 then
-        return query
-        select c.id, c.category, c.priority, c.available_at from (
-            select a.id, a.category, a.priority, a.available_at from (
-                select j.id, j.category, j.priority, j.available_at from queue.jobs as j
-                where j.queue = queues[1] and j.queue >= queues[1] and j.queue <= queues[1]
-                  and j.status = 'pending' and j.category is null and j.available_at <= now()
-                  and j.id <> all (exclude_ids)
-                order by j.priority desc, j.available_at, j.id
-                limit lim
-                for update skip locked
-            ) as a
-            union all
-            select a.id, a.category, a.priority, a.available_at from (
-                select j.id, j.category, j.priority, j.available_at from queue.jobs as j
-                where j.queue = queues[1] and j.queue >= queues[1] and j.queue <= queues[1]
-                  and j.status = 'pending' and j.category is not null
-                  and j.available_at <= now()
-                  and j.category <> all (exclude_categories) and j.id <> all (exclude_ids)
-                order by j.priority desc, j.available_at, j.id
-                limit lim
-                for update skip locked
-            ) as a
-        ) as c
-        order by c.priority desc, c.available_at, c.id
         limit lim;
     else
         -- Several queues share the batch fairly: within a priority level, round-robin over
@@ -504,13 +582,22 @@ $$;
 
 comment on function queue._gated_scan(text[], int, text[], bigint[]) is
 'Private: the best ready gated jobs outside some categories, per (queue, category), locked.';
+comment on function queue._gated_pairs(text[], int, text[], bigint[]) is
+'Private: queue._gated_scan per (queue, category) pair, when the head did not decide.';
 comment on function queue._gated_head(text[], int, text[], bigint[]) is
 'Private: the best ready gated jobs from the head of the gated index, locked exactly.';
+comment on function queue._gated_head_read(text[], int, text[], bigint[]) is
+'Private: the head of the gated index, read without locking, for queue._gated_head.';
 comment on function queue._scan(text[], int, text[], bigint[]) is
 'Private: the best ready jobs, locked SKIP LOCKED, by partial index.';
+comment on function queue._scan_queues(text[], int, text[], bigint[]) is
+'Private: queue._scan of listed queues, each read on its own, sharing the batch round-robin.';
 comment on function queue._candidates(text[], int, text[], bigint[]) is
 'Private: queue._scan holding locks on the returned rows only.';
 revoke all on function queue._gated_scan(text[], int, text[], bigint[]) from public;
+revoke all on function queue._gated_pairs(text[], int, text[], bigint[]) from public;
 revoke all on function queue._gated_head(text[], int, text[], bigint[]) from public;
+revoke all on function queue._gated_head_read(text[], int, text[], bigint[]) from public;
 revoke all on function queue._scan(text[], int, text[], bigint[]) from public;
+revoke all on function queue._scan_queues(text[], int, text[], bigint[]) from public;
 revoke all on function queue._candidates(text[], int, text[], bigint[]) from public;
