@@ -131,7 +131,16 @@ def test_terminated_backends_recover_within_five_seconds(
     tx.start()
     try:
         for _ in range(3):
-            time.sleep(2)
+            # both workers connected again (at least their pools' connections and their
+            # listeners) before the next kill: on a loaded machine that can take a while
+            wait_for(
+                lambda: conn.execute(
+                    "select count(*) >= 2 * 2 from pg_stat_activity"
+                    " where application_name like 'andal %' and datname = current_database()"
+                ).fetchone()[0],
+                timeout=60,
+                what="the workers' connections",
+            )
             killed = conn.execute(
                 "select count(pg_terminate_backend(pid)) from pg_stat_activity"
                 " where application_name like 'andal %' and datname = current_database()"
